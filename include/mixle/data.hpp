@@ -1,0 +1,126 @@
+// Datasets: dense row-major N×C matrices of float32 or float64 in host memory, read from .npy,
+// CSV or raw little-endian files (memory-mapped where possible), or viewed in caller memory.
+// Discrete columns (categorical codes, counts, 0/1) are stored as exact integers in the matrix.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mixle {
+
+enum class DType { f32, f64 };
+
+/// Bytes per element of `dtype` (4 or 8).
+std::size_t dtype_size(DType dtype) noexcept;
+/// "f32" / "f64".
+const char* dtype_name(DType dtype) noexcept;
+
+/// A read-only row-major matrix in host memory. Copies are cheap: they share the storage.
+/// A Dataset either owns its storage (a memory-mapped file or a buffer) or views caller memory
+/// (Dataset::view; zero copy — the caller keeps that memory alive and unchanged while in use).
+class Dataset {
+ public:
+  Dataset() = default;
+
+  /// Zero-copy views of caller-owned host memory holding rows × cols values, row-major.
+  static Dataset view(const float* data, std::size_t rows, std::size_t cols);
+  static Dataset view(const double* data, std::size_t rows, std::size_t cols);
+  /// Datasets that own a copy of `values` (rows × cols, row-major); throws InvalidInput when
+  /// values.size() != rows * cols.
+  static Dataset from_vector(std::vector<float> values, std::size_t rows, std::size_t cols);
+  static Dataset from_vector(std::vector<double> values, std::size_t rows, std::size_t cols);
+
+  std::size_t rows() const noexcept { return rows_; }
+  std::size_t cols() const noexcept { return cols_; }
+  DType dtype() const noexcept { return dtype_; }
+  bool empty() const noexcept { return rows_ == 0; }
+  /// Address of row 0 (host memory), rows() * cols() elements of dtype().
+  const void* data() const noexcept { return data_; }
+  /// Typed access; throws InvalidInput when T does not match dtype().
+  template <class T>
+  const T* as() const;
+  /// Element (r, c) converted to double; no bounds check beyond an assert.
+  double at(std::size_t r, std::size_t c) const noexcept;
+
+  /// Rows [begin, end) sharing this storage; throws InvalidInput when the range is out of bounds.
+  Dataset slice(std::size_t begin, std::size_t end) const;
+
+  /// Where the rows came from ("<memory>" for views) and the index of row 0 within that source,
+  /// so that error messages can name the original file and row.
+  const std::string& source() const noexcept { return source_; }
+  std::size_t first_row() const noexcept { return first_row_; }
+
+  /// Internal: assembles a dataset over storage kept alive by `keepalive`.
+  static Dataset from_storage(std::shared_ptr<const void> keepalive, const void* data, DType dtype,
+                              std::size_t rows, std::size_t cols, std::string source,
+                              std::size_t first_row);
+
+ private:
+  std::shared_ptr<const void> storage_;
+  const void* data_ = nullptr;
+  DType dtype_ = DType::f32;
+  std::size_t rows_ = 0;
+  std::size_t cols_ = 0;
+  std::string source_ = "<memory>";
+  std::size_t first_row_ = 0;
+};
+
+enum class DataFormat { automatic, npy, csv, raw };
+
+/// How to read a data file.
+struct ReadOptions {
+  /// automatic: by extension — .npy → npy; .csv, .tsv, .txt → csv; .bin, .raw, .f32, .f64 → raw.
+  DataFormat format = DataFormat::automatic;
+  /// raw only (required there): columns per row; rows follow from the file size, and when
+  /// `raw_rows` is set the file size must match rows × cols exactly.
+  std::optional<std::size_t> raw_cols;
+  std::optional<std::size_t> raw_rows;
+  /// raw only: element type of the file (little-endian).
+  DType raw_dtype = DType::f32;
+  /// Row range to read, [row_begin, row_end); row_end defaults to the number of rows. Only this
+  /// range is read (npy/raw: mapped; CSV: other lines are skipped without parsing).
+  std::size_t row_begin = 0;
+  std::optional<std::size_t> row_end;
+  /// CSV: element type to store (CSV has none of its own).
+  DType csv_dtype = DType::f64;
+};
+
+/// What a data file holds, read from its header (npy), size (raw) or a line scan (CSV).
+struct DataInfo {
+  std::string path;
+  DataFormat format = DataFormat::automatic;
+  DType dtype = DType::f32;
+  std::size_t rows = 0;
+  std::size_t cols = 0;
+};
+
+/// Reads the shape and type of a data file without reading its values.
+/// Throws InvalidInput naming the file and the problem (truncated, big-endian, Fortran order,
+/// unsupported dtype, ragged CSV, size not a multiple of the row size, …).
+DataInfo probe_data(const std::string& path, const ReadOptions& options = {});
+
+/// Reads rows [options.row_begin, options.row_end) of a data file. npy and raw files are
+/// memory-mapped; CSV is parsed (errors name the row and column, 1-based as in the file).
+Dataset read_data(const std::string& path, const ReadOptions& options = {});
+
+/// Writes a row-major rows × cols matrix atomically (temporary file, then rename): .npy (v1,
+/// '<f4' / '<f8' / '<i8') or CSV, chosen by `format` (automatic: by extension).
+void write_matrix(const std::string& path, const float* values, std::size_t rows, std::size_t cols,
+                  DataFormat format = DataFormat::automatic,
+                  const std::vector<std::string>& header = {});
+void write_matrix(const std::string& path, const double* values, std::size_t rows, std::size_t cols,
+                  DataFormat format = DataFormat::automatic,
+                  const std::vector<std::string>& header = {});
+void write_matrix(const std::string& path, const std::int64_t* values, std::size_t rows,
+                  std::size_t cols, DataFormat format = DataFormat::automatic,
+                  const std::vector<std::string>& header = {});
+
+/// Writes `contents` to `path` atomically: a temporary file in the same folder, then rename.
+/// Nothing is left at `path` when writing fails. Throws Error naming the path.
+void write_file_atomic(const std::string& path, const std::string& contents);
+
+}  // namespace mixle

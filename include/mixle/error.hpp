@@ -1,0 +1,77 @@
+// mixle error hierarchy. Every error mixle throws derives from mixle::Error; messages name the
+// offending value (file, row, column, field) and say what would be accepted.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace mixle {
+
+/// Root of all mixle errors.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Data, model or option values that break a documented rule (shape, range, finiteness, …).
+class InvalidInput : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A command-line usage mistake (unknown flag, missing argument); the CLI exits 2 on it.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Rows whose log-density is −inf under every component: no responsibility can be assigned.
+class ImpossibleEvidence : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A placement the planner produced but no executor can run (reference: UnrealizedModelPlacementError).
+class UnrealizedModelPlacement : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Encoding controls passed together with an already-encoded data handle.
+class EncodedDataControlConflict : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A collective, rendezvous or peer failure (lost rank, timeout, refused connection).
+class CommunicationError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A plan or allocation that does not fit the memory available; the message carries the numbers.
+class MemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// An error reported by the CUDA runtime, cuBLAS or NCCL.
+class DeviceError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A feature this build of mixle was compiled without (e.g. NotCompiled("cuda")).
+class NotCompiled : public Error {
+ public:
+  explicit NotCompiled(const std::string& feature)
+      : Error("mixle was built without " + feature + " support; rebuild with it enabled "
+              "(see README: build options)"),
+        feature_(feature) {}
+  const std::string& feature() const noexcept { return feature_; }
+
+ private:
+  std::string feature_;
+};
+
+}  // namespace mixle
