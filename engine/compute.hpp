@@ -1,0 +1,48 @@
+// A compute backend runs the three passes over rows resident in this process, for a Model:
+// the engine's only view of kernels. CPU always; CUDA when built (else NotCompiled("cuda")).
+#pragma once
+
+#include "engine/estimator.hpp"
+#include "kernels/model_view.hpp"
+
+#include <mixle/data.hpp>
+#include <mixle/model.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mixle::engine {
+
+class Compute {
+ public:
+  virtual ~Compute() = default;
+  /// "cpu", "cuda:0", …
+  virtual std::string name() const = 0;
+
+  /// Adds the E-step statistics of `rows` under `model` to `stats` (stat_layout(model).size
+  /// float64 values, host). Moments are accumulated about shift_table(model, precision).
+  virtual kernels::PassReport accumulate(const Model& model, const Dataset& rows,
+                                         Precision precision, std::vector<double>& stats) = 0;
+
+  /// Per-row log-likelihood (rows values) and responsibilities (rows × K), host float64;
+  /// either output may be null.
+  virtual kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision,
+                                    double* loglik, double* resp) = 0;
+
+  /// Folds given responsibilities (host, rows × K) into `stats`, float64, about zero shift.
+  virtual void accumulate_given(const Model& model, const Dataset& rows, const double* resp,
+                                std::vector<double>& stats) = 0;
+};
+
+/// The CPU backend; `threads` 0 = OpenMP's default.
+std::unique_ptr<Compute> make_cpu_compute(int threads);
+/// The CUDA backend on device `device`; throws NotCompiled("cuda") in a CPU-only build and
+/// InvalidInput when the device does not exist.
+std::unique_ptr<Compute> make_cuda_compute(int device);
+/// Number of CUDA devices (0 in a CPU-only build or without a driver/device).
+int cuda_device_count() noexcept;
+/// Parses "auto", "cpu", "cuda", "cuda:i": auto picks cuda:0 when a device is present.
+std::unique_ptr<Compute> make_compute(const std::string& device, int threads);
+
+}  // namespace mixle::engine

@@ -1,0 +1,80 @@
+// The CPU compute backend: packs the model and calls kernels/cpu.
+#include "engine/compute.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+
+#include <mixle/error.hpp>
+
+#include <charconv>
+
+namespace mixle::engine {
+namespace {
+
+class CpuCompute final : public Compute {
+ public:
+  explicit CpuCompute(int threads) { options_.threads = threads; }
+  std::string name() const override { return "cpu"; }
+
+  kernels::PassReport accumulate(const Model& model, const Dataset& rows, Precision precision,
+                                 std::vector<double>& stats) override {
+    if (precision == Precision::fp64) return run<double>(model, rows, stats);
+    if (precision == Precision::tf32)
+      throw InvalidInput("precision tf32 is a CUDA tensor-core mode; the CPU backend computes fp32 or fp64");
+    return run<float>(model, rows, stats);
+  }
+
+  kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision,
+                            double* loglik, double* resp) override {
+    if (precision == Precision::fp64) return score_as<double>(model, rows, loglik, resp);
+    return score_as<float>(model, rows, loglik, resp);
+  }
+
+  void accumulate_given(const Model& model, const Dataset& rows, const double* resp,
+                        std::vector<double>& stats) override {
+    const auto packed = pack_model<double>(model, rows.cols(), /*zero_shift=*/true);
+    if (rows.dtype() == DType::f32)
+      kernels::cpu::accumulate_given(packed.view, rows.as<float>(), rows.rows(), rows.cols(), resp, stats.data(), options_);
+    else
+      kernels::cpu::accumulate_given(packed.view, rows.as<double>(), rows.rows(), rows.cols(), resp, stats.data(), options_);
+  }
+
+ private:
+  template <class T>
+  kernels::PassReport run(const Model& model, const Dataset& rows, std::vector<double>& stats) {
+    const auto packed = pack_model<T>(model, rows.cols());
+    if (rows.dtype() == DType::f32)
+      return kernels::cpu::accumulate(packed.view, rows.as<float>(), rows.rows(), rows.cols(), stats.data(), options_);
+    return kernels::cpu::accumulate(packed.view, rows.as<double>(), rows.rows(), rows.cols(), stats.data(), options_);
+  }
+
+  template <class T>
+  kernels::PassReport score_as(const Model& model, const Dataset& rows, double* loglik, double* resp) {
+    const auto packed = pack_model<T>(model, rows.cols());
+    if (rows.dtype() == DType::f32)
+      return kernels::cpu::score(packed.view, rows.as<float>(), rows.rows(), rows.cols(), loglik, resp, options_);
+    return kernels::cpu::score(packed.view, rows.as<double>(), rows.rows(), rows.cols(), loglik, resp, options_);
+  }
+
+  kernels::cpu::Options options_;
+};
+
+}  // namespace
+
+std::unique_ptr<Compute> make_cpu_compute(int threads) { return std::make_unique<CpuCompute>(threads); }
+
+std::unique_ptr<Compute> make_compute(const std::string& device, int threads) {
+  if (device == "cpu") return make_cpu_compute(threads);
+  if (device == "auto") return cuda_device_count() > 0 ? make_cuda_compute(0) : make_cpu_compute(threads);
+  if (device == "cuda") return make_cuda_compute(0);
+  if (device.rfind("cuda:", 0) == 0) {
+    int index = -1;
+    const char* first = device.data() + 5;
+    const char* last = device.data() + device.size();
+    auto [ptr, ec] = std::from_chars(first, last, index);
+    if (ec != std::errc() || ptr != last || index < 0)
+      throw InvalidInput("--device \"" + device + "\": expected cuda:<index> with index ≥ 0");
+    return make_cuda_compute(index);
+  }
+  throw InvalidInput("unknown device \"" + device + "\"; accepted: auto, cpu, cuda, cuda:<index>");
+}
+
+}  // namespace mixle::engine

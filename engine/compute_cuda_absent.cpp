@@ -1,0 +1,13 @@
+// Without the CUDA backend (CPU-only build, or MIXLE_HAVE_CUDA_BACKEND unset): the CUDA entry points exist, report zero devices and refuse with NotCompiled.
+#include "engine/compute.hpp"
+
+#include <mixle/error.hpp>
+
+#if !MIXLE_HAVE_CUDA_BACKEND
+namespace mixle::engine {
+
+std::unique_ptr<Compute> make_cuda_compute(int) { throw NotCompiled("cuda"); }
+int cuda_device_count() noexcept { return 0; }
+
+}  // namespace mixle::engine
+#endif

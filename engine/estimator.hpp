@@ -1,0 +1,73 @@
+// The estimator: how a Model maps onto the kernels (packing, statistics layout) and the M-step
+// that turns reduced statistics into the next Model. Backends never see a Model, only the
+// packed view; the engine never sees a kernel loop.
+#pragma once
+
+#include "engine/families/family_ops.hpp"
+#include "kernels/model_view.hpp"
+
+#include <mixle/model.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mixle::engine {
+
+enum class Precision { fp32, fp64, tf32 };
+Precision precision_from_name(const std::string& name);
+const char* precision_name(Precision precision) noexcept;
+
+struct EstimatorOptions {
+  MStepOptions m_step;
+  Precision precision = Precision::fp32;
+};
+
+/// A component is empty when its responsibility mass is at most this (rows, float64). Policy:
+/// an empty component keeps its previous parameters with weight 0 (so it stays finite and
+/// never produces NaN) and the M-step reports it; the EM driver warns, naming it.
+constexpr double kEmptyMass = 1e-8;
+
+/// Offsets of each part's statistics in the flat buffer (kernels/model_view.hpp's layout).
+struct StatLayout {
+  std::size_t components = 0;
+  std::vector<std::int64_t> part_offset;
+  std::vector<int> part_stride;
+  std::int64_t size = 0;
+};
+StatLayout stat_layout(const Model& model);
+
+/// The per-component shifts moments are accumulated about: each shifted part's means, rounded
+/// through the compute precision exactly as the kernels see them (so the M-step adds back the
+/// very value that was subtracted). Unshifted parts have offset −1.
+struct ShiftTable {
+  std::vector<double> values;
+  std::vector<std::int64_t> part_offset;
+};
+ShiftTable shift_table(const Model& model, Precision precision, bool zero_shift = false);
+
+/// A model packed for the kernels in precision T: owns the arrays its ModelView points to.
+template <class T>
+struct PackedModel {
+  std::vector<T> log_const, coef, shift;
+  std::vector<kernels::PartView<T>> parts;
+  kernels::ModelView<T> view;
+};
+
+/// Packs `model` (validated) for the kernels. Throws InvalidInput when a covariance is not
+/// positive definite. With `zero_shift`, moments are accumulated about 0 (initialisation).
+template <class T>
+PackedModel<T> pack_model(const Model& model, std::size_t data_columns, bool zero_shift = false);
+
+/// Result of an M-step: the new model and what needs reporting.
+struct MStepResult {
+  Model model;
+  std::vector<std::size_t> empty_components;
+};
+
+/// M-step: the next model from reduced statistics `stats` (stat_layout(prev).size values)
+/// accumulated about `shifts`.
+MStepResult m_step(const Model& prev, const std::vector<double>& stats, const ShiftTable& shifts,
+                   const EstimatorOptions& options);
+
+}  // namespace mixle::engine

@@ -1,0 +1,88 @@
+// categorical: each of the part's D columns holds a code in [0, V); parameters prob K×D×V.
+#include "engine/families/checks.hpp"
+#include "engine/families/family_ops.hpp"
+
+#include <cmath>
+
+namespace mixle::engine {
+namespace {
+
+class Categorical final : public FamilyOps {
+ public:
+  Family family() const override { return Family::categorical; }
+  int coef_stride(const Part& p) const override { return static_cast<int>(p.dims() * p.categories); }
+  int stat_stride(const Part& p) const override { return coef_stride(p); }
+
+  void resize(Part& p, std::size_t K) const override {
+    p.prob.assign(K * p.dims() * p.categories, p.categories ? 1.0 / p.categories : 0.0);
+  }
+
+  void validate(const Part& p, std::size_t K, const std::string& where) const override {
+    const std::size_t D = p.dims(), V = p.categories;
+    if (V < 1)
+      throw InvalidInput(where + ": \"categories\" must be ≥ 1 (the number of codes V)");
+    require_size(p.prob, K * D * V, where, "prob", "K×D×V");
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t d = 0; d < D; ++d) {
+        double sum = 0.0;
+        for (std::size_t v = 0; v < V; ++v) {
+          const double q = p.prob[(k * D + d) * V + v];
+          require_value(std::isfinite(q) && q >= 0.0 && q <= 1.0, where, "prob", k, d * V + v, q,
+                        "must be in [0, 1]");
+          sum += q;
+        }
+        if (std::abs(sum - 1.0) > 1e-6)
+          throw InvalidInput(where + ": prob[" + std::to_string(k) + "] for column " +
+                             std::to_string(p.col_begin + d) + " sums to " + format_number(sum) +
+                             "; each row of V probabilities must sum to 1 (within 1e-6)");
+      }
+  }
+
+  void check_data(const Part& p, const Dataset& data) const override {
+    const double V = static_cast<double>(p.categories);
+    const std::string accepted = "integer codes 0 … " + std::to_string(p.categories - 1);
+    check_columns(p, data, accepted.c_str(),
+                  [V](double v) { return is_integer(v) && v >= 0.0 && v < V; });
+  }
+
+  double pack(const Part& p, std::size_t k, double* coef) const override {
+    const std::size_t n = p.dims() * p.categories;
+    for (std::size_t i = 0; i < n; ++i) coef[i] = std::log(p.prob[k * n + i]);
+    return 0.0;
+  }
+
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double*,
+              const MStepOptions& o) const override {
+    const std::size_t D = p.dims(), V = p.categories;
+    for (std::size_t d = 0; d < D; ++d) {
+      const double denom = mass + o.pseudo_count * static_cast<double>(V);
+      for (std::size_t v = 0; v < V; ++v)
+        p.prob[(k * D + d) * V + v] = (s[d * V + v] + o.pseudo_count) / denom;
+    }
+  }
+
+  std::size_t free_parameters(const Part& p) const override { return p.dims() * (p.categories - 1); }
+
+  void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
+    const std::size_t D = p.dims(), V = p.categories;
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    for (std::size_t d = 0; d < D; ++d) {
+      double x = u(rng), acc = 0.0;
+      std::size_t code = V - 1;
+      for (std::size_t v = 0; v < V; ++v) {
+        acc += p.prob[(k * D + d) * V + v];
+        if (x < acc) { code = v; break; }
+      }
+      row[p.col_begin + d] = static_cast<double>(code);
+    }
+  }
+};
+
+}  // namespace
+
+const FamilyOps& categorical_ops() {
+  static const Categorical ops;
+  return ops;
+}
+
+}  // namespace mixle::engine

@@ -1,0 +1,64 @@
+// Per-family operations of the engine: parameter validation, data rules, packing into kernel
+// coefficients, the M-step from statistics, sampling. One implementation file per family; the
+// kernels for each backend live in kernels/<backend>/families. Layouts: kernels/model_view.hpp.
+#pragma once
+
+#include <mixle/data.hpp>
+#include <mixle/model.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+
+namespace mixle::engine {
+
+/// Regularisation the M-step applies (scikit-learn's reg_covar and the usual priors).
+struct MStepOptions {
+  double reg_covar = 1e-6;     // added to variances and covariance diagonals
+  double pseudo_count = 1e-3;  // added to every category / bernoulli outcome count
+  double rate_floor = 1e-6;    // poisson rate ≥ floor; exponential mean ≥ floor
+};
+
+class FamilyOps {
+ public:
+  virtual ~FamilyOps() = default;
+  virtual Family family() const = 0;
+
+  /// Sizes of the packed coefficient and statistics blocks per component.
+  virtual int coef_stride(const Part& part) const = 0;
+  virtual int stat_stride(const Part& part) const = 0;
+  /// Whether statistics are accumulated about a per-component shift (Gaussian families).
+  virtual bool shifted() const { return false; }
+
+  /// Sizes the parameter arrays for K components (values unspecified).
+  virtual void resize(Part& part, std::size_t K) const = 0;
+  /// Checks shapes and values of component parameters; `where` prefixes messages
+  /// (e.g. "model.json: parts[1]"). Throws InvalidInput naming the field, component and value.
+  virtual void validate(const Part& part, std::size_t K, const std::string& where) const = 0;
+  /// Checks the part's columns of `data` obey the family's value rules; throws InvalidInput
+  /// naming the file, row and column.
+  virtual void check_data(const Part& part, const Dataset& data) const = 0;
+
+  /// Writes component k's coefficients (coef_stride values) and returns its x-independent
+  /// log-density terms (added to log_const[k]).
+  virtual double pack(const Part& part, std::size_t k, double* coef) const = 0;
+  /// Component k's shift (D values), for shifted families.
+  virtual void shift(const Part& part, std::size_t k, double* out) const {}
+
+  /// M-step for component k from its statistics block, its responsibility mass and the shift
+  /// used when accumulating (null for unshifted families or when the shift was 0).
+  virtual void m_step(Part& part, std::size_t k, const double* stats, double mass,
+                      const double* shift, const MStepOptions& options) const = 0;
+
+  /// Free parameters per component (for BIC/AIC).
+  virtual std::size_t free_parameters(const Part& part) const = 0;
+
+  /// Draws the part's columns of one row from component k into row[col_begin, col_end).
+  virtual void sample(const Part& part, std::size_t k, std::mt19937_64& rng, double* row) const = 0;
+};
+
+/// The operations of `family` (a static instance).
+const FamilyOps& family_ops(Family family);
+
+}  // namespace mixle::engine

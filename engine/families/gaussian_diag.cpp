@@ -1,0 +1,85 @@
+// gaussian_diag: independent normal columns; parameters mean K×D, var K×D.
+#include "engine/families/checks.hpp"
+#include "engine/families/family_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+namespace mixle::engine {
+namespace {
+
+class GaussianDiag final : public FamilyOps {
+ public:
+  Family family() const override { return Family::gaussian_diag; }
+  int coef_stride(const Part& p) const override { return 2 * static_cast<int>(p.dims()); }
+  int stat_stride(const Part& p) const override { return 2 * static_cast<int>(p.dims()); }
+  bool shifted() const override { return true; }
+
+  void resize(Part& p, std::size_t K) const override {
+    p.mean.assign(K * p.dims(), 0.0);
+    p.var.assign(K * p.dims(), 1.0);
+  }
+
+  void validate(const Part& p, std::size_t K, const std::string& where) const override {
+    const std::size_t D = p.dims();
+    require_size(p.mean, K * D, where, "mean", "K×D");
+    require_size(p.var, K * D, where, "var", "K×D");
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t d = 0; d < D; ++d) {
+        require_value(std::isfinite(p.mean[k * D + d]), where, "mean", k, d, p.mean[k * D + d], "must be finite");
+        const double v = p.var[k * D + d];
+        require_value(std::isfinite(v) && v > 0.0, where, "var", k, d, v, "must be finite and > 0");
+      }
+  }
+
+  void check_data(const Part& p, const Dataset& data) const override {
+    check_columns(p, data, "finite numbers", [](double v) { return std::isfinite(v); });
+  }
+
+  double pack(const Part& p, std::size_t k, double* coef) const override {
+    const std::size_t D = p.dims();
+    double log_norm = 0.0;
+    for (std::size_t d = 0; d < D; ++d) {
+      const double v = p.var[k * D + d];
+      coef[d] = p.mean[k * D + d];
+      coef[D + d] = -0.5 / v;
+      log_norm -= 0.5 * std::log(2.0 * std::numbers::pi * v);
+    }
+    return log_norm;
+  }
+
+  void shift(const Part& p, std::size_t k, double* out) const override {
+    std::copy_n(p.mean.begin() + k * p.dims(), p.dims(), out);
+  }
+
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* shift,
+              const MStepOptions& o) const override {
+    const std::size_t D = p.dims();
+    for (std::size_t d = 0; d < D; ++d) {
+      const double m1 = s[d] / mass;            // E[x − shift]
+      const double m2 = s[D + d] / mass;        // E[(x − shift)²]
+      const double var = std::max(m2 - m1 * m1, 0.0);
+      p.mean[k * D + d] = (shift ? shift[d] : 0.0) + m1;
+      p.var[k * D + d] = var + o.reg_covar;
+    }
+  }
+
+  std::size_t free_parameters(const Part& p) const override { return 2 * p.dims(); }
+
+  void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
+    const std::size_t D = p.dims();
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (std::size_t d = 0; d < D; ++d)
+      row[p.col_begin + d] = p.mean[k * D + d] + std::sqrt(p.var[k * D + d]) * normal(rng);
+  }
+};
+
+}  // namespace
+
+const FamilyOps& gaussian_diag_ops() {
+  static const GaussianDiag ops;
+  return ops;
+}
+
+}  // namespace mixle::engine

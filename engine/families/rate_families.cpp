@@ -1,0 +1,133 @@
+// poisson (counts; rate K×D), exponential (x ≥ 0; rate K×D) and bernoulli (0/1; prob K×D).
+// All three keep one statistic per column: Σ r x.
+#include "engine/families/checks.hpp"
+#include "engine/families/family_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace mixle::engine {
+namespace {
+
+class Poisson final : public FamilyOps {
+ public:
+  Family family() const override { return Family::poisson; }
+  int coef_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
+  int stat_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
+  void resize(Part& p, std::size_t K) const override { p.rate.assign(K * p.dims(), 1.0); }
+  void validate(const Part& p, std::size_t K, const std::string& where) const override {
+    require_size(p.rate, K * p.dims(), where, "rate", "K×D");
+    for (std::size_t i = 0; i < p.rate.size(); ++i)
+      require_value(std::isfinite(p.rate[i]) && p.rate[i] > 0.0, where, "rate", i / p.dims(),
+                    i % p.dims(), p.rate[i], "must be finite and > 0");
+  }
+  void check_data(const Part& p, const Dataset& data) const override {
+    check_columns(p, data, "non-negative integer counts",
+                  [](double v) { return is_integer(v) && v >= 0.0; });
+  }
+  double pack(const Part& p, std::size_t k, double* coef) const override {
+    const std::size_t D = p.dims();
+    double c = 0.0;
+    for (std::size_t d = 0; d < D; ++d) {
+      coef[d] = std::log(p.rate[k * D + d]);
+      c -= p.rate[k * D + d];
+    }
+    return c;
+  }
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double*,
+              const MStepOptions& o) const override {
+    for (std::size_t d = 0; d < p.dims(); ++d)
+      p.rate[k * p.dims() + d] = std::max(s[d] / mass, o.rate_floor);
+  }
+  std::size_t free_parameters(const Part& p) const override { return p.dims(); }
+  void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
+    for (std::size_t d = 0; d < p.dims(); ++d) {
+      std::poisson_distribution<long long> dist(p.rate[k * p.dims() + d]);
+      row[p.col_begin + d] = static_cast<double>(dist(rng));
+    }
+  }
+};
+
+class Exponential final : public FamilyOps {
+ public:
+  Family family() const override { return Family::exponential; }
+  int coef_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
+  int stat_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
+  void resize(Part& p, std::size_t K) const override { p.rate.assign(K * p.dims(), 1.0); }
+  void validate(const Part& p, std::size_t K, const std::string& where) const override {
+    require_size(p.rate, K * p.dims(), where, "rate", "K×D");
+    for (std::size_t i = 0; i < p.rate.size(); ++i)
+      require_value(std::isfinite(p.rate[i]) && p.rate[i] > 0.0, where, "rate", i / p.dims(),
+                    i % p.dims(), p.rate[i], "must be finite and > 0");
+  }
+  void check_data(const Part& p, const Dataset& data) const override {
+    check_columns(p, data, "finite numbers ≥ 0",
+                  [](double v) { return std::isfinite(v) && v >= 0.0; });
+  }
+  double pack(const Part& p, std::size_t k, double* coef) const override {
+    const std::size_t D = p.dims();
+    double c = 0.0;
+    for (std::size_t d = 0; d < D; ++d) {
+      coef[d] = p.rate[k * D + d];
+      c += std::log(p.rate[k * D + d]);
+    }
+    return c;
+  }
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double*,
+              const MStepOptions& o) const override {
+    for (std::size_t d = 0; d < p.dims(); ++d)
+      p.rate[k * p.dims() + d] = 1.0 / std::max(s[d] / mass, o.rate_floor);
+  }
+  std::size_t free_parameters(const Part& p) const override { return p.dims(); }
+  void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
+    for (std::size_t d = 0; d < p.dims(); ++d) {
+      std::exponential_distribution<double> dist(p.rate[k * p.dims() + d]);
+      row[p.col_begin + d] = dist(rng);
+    }
+  }
+};
+
+class Bernoulli final : public FamilyOps {
+ public:
+  Family family() const override { return Family::bernoulli; }
+  int coef_stride(const Part& p) const override { return 2 * static_cast<int>(p.dims()); }
+  int stat_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
+  void resize(Part& p, std::size_t K) const override { p.prob.assign(K * p.dims(), 0.5); }
+  void validate(const Part& p, std::size_t K, const std::string& where) const override {
+    require_size(p.prob, K * p.dims(), where, "prob", "K×D");
+    for (std::size_t i = 0; i < p.prob.size(); ++i)
+      require_value(std::isfinite(p.prob[i]) && p.prob[i] >= 0.0 && p.prob[i] <= 1.0, where,
+                    "prob", i / p.dims(), i % p.dims(), p.prob[i], "must be in [0, 1]");
+  }
+  void check_data(const Part& p, const Dataset& data) const override {
+    check_columns(p, data, "0 or 1", [](double v) { return v == 0.0 || v == 1.0; });
+  }
+  double pack(const Part& p, std::size_t k, double* coef) const override {
+    const std::size_t D = p.dims();
+    for (std::size_t d = 0; d < D; ++d) {
+      const double q = p.prob[k * D + d];
+      coef[d] = std::log(q);           // −inf when q = 0: the kernel selects, never multiplies
+      coef[D + d] = std::log1p(-q);
+    }
+    return 0.0;
+  }
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double*,
+              const MStepOptions& o) const override {
+    for (std::size_t d = 0; d < p.dims(); ++d)
+      p.prob[k * p.dims() + d] = (s[d] + o.pseudo_count) / (mass + 2.0 * o.pseudo_count);
+  }
+  std::size_t free_parameters(const Part& p) const override { return p.dims(); }
+  void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    for (std::size_t d = 0; d < p.dims(); ++d)
+      row[p.col_begin + d] = u(rng) < p.prob[k * p.dims() + d] ? 1.0 : 0.0;
+  }
+};
+
+}  // namespace
+
+const FamilyOps& poisson_ops() { static const Poisson ops; return ops; }
+const FamilyOps& exponential_ops() { static const Exponential ops; return ops; }
+const FamilyOps& bernoulli_ops() { static const Bernoulli ops; return ops; }
+
+}  // namespace mixle::engine

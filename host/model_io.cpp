@@ -1,0 +1,193 @@
+// Model JSON: {"format":"mixle-model","version":1,"weights":[K],"parts":[…]} (DESIGN.md §4).
+// Arrays are nested as their shapes say (mean K×D, cov K×D×D, prob K×V or K×D×V, …).
+#include "engine/families/family_ops.hpp"
+
+#include <mixle/data.hpp>
+#include <mixle/error.hpp>
+#include <mixle/model.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace mixle {
+namespace {
+
+using json = nlohmann::json;
+
+/// Flattens a nested array of numbers whose shape must be `shape`; names `where.field` on error.
+std::vector<double> flatten(const json& j, const std::vector<std::size_t>& shape,
+                            const std::string& where, const char* field) {
+  std::vector<double> out;
+  std::string dims;
+  for (auto s : shape) dims += (dims.empty() ? "" : "×") + std::to_string(s);
+  auto fail = [&](const std::string& why) {
+    throw InvalidInput(where + ": \"" + field + "\" " + why + "; expected a nested array of numbers of shape " + dims);
+  };
+  std::function<void(const json&, std::size_t)> walk = [&](const json& v, std::size_t depth) {
+    if (depth == shape.size()) {
+      if (!v.is_number()) fail("holds a non-number (" + v.dump() + ")");
+      out.push_back(v.get<double>());
+      return;
+    }
+    if (!v.is_array()) fail("is not an array at depth " + std::to_string(depth));
+    if (v.size() != shape[depth])
+      fail("has length " + std::to_string(v.size()) + " at depth " + std::to_string(depth));
+    for (const auto& e : v) walk(e, depth + 1);
+  };
+  walk(j, 0);
+  return out;
+}
+
+json nest(const std::vector<double>& flat, const std::vector<std::size_t>& shape) {
+  std::function<json(std::size_t, std::size_t&)> build = [&](std::size_t depth, std::size_t& i) {
+    json a = json::array();
+    for (std::size_t n = 0; n < shape[depth]; ++n) {
+      if (depth + 1 == shape.size()) a.push_back(flat[i++]);
+      else a.push_back(build(depth + 1, i));
+    }
+    return a;
+  };
+  std::size_t i = 0;
+  return build(0, i);
+}
+
+std::vector<std::size_t> prob_shape(const Part& p, std::size_t K) {
+  if (p.family == Family::categorical) {
+    if (p.dims() == 1) return {K, p.categories};
+    return {K, p.dims(), p.categories};
+  }
+  return {K, p.dims()};
+}
+
+}  // namespace
+
+std::string model_to_json(const Model& model, int indent) {
+  const std::size_t K = model.weights.size();
+  json j;
+  j["format"] = "mixle-model";
+  j["version"] = 1;
+  j["weights"] = model.weights;
+  json parts = json::array();
+  for (const Part& p : model.parts) {
+    json jp;
+    jp["family"] = family_name(p.family);
+    jp["columns"] = {p.col_begin, p.col_end};
+    const std::size_t D = p.dims();
+    switch (p.family) {
+      case Family::gaussian_diag:
+        jp["mean"] = nest(p.mean, {K, D});
+        jp["var"] = nest(p.var, {K, D});
+        break;
+      case Family::gaussian_full:
+        jp["mean"] = nest(p.mean, {K, D});
+        jp["cov"] = nest(p.cov, {K, D, D});
+        break;
+      case Family::categorical:
+        jp["categories"] = p.categories;
+        jp["prob"] = nest(p.prob, prob_shape(p, K));
+        break;
+      case Family::bernoulli: jp["prob"] = nest(p.prob, {K, D}); break;
+      case Family::poisson:
+      case Family::exponential: jp["rate"] = nest(p.rate, {K, D}); break;
+    }
+    parts.push_back(std::move(jp));
+  }
+  j["parts"] = std::move(parts);
+  return j.dump(indent) + "\n";
+}
+
+Model model_from_json(const std::string& text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InvalidInput(source + ": not valid JSON: " + e.what());
+  }
+  auto need = [&](const json& obj, const char* key, const std::string& where) -> const json& {
+    if (!obj.is_object() || !obj.contains(key))
+      throw InvalidInput(where + ": missing field \"" + key + "\"");
+    return obj.at(key);
+  };
+  if (!j.is_object()) throw InvalidInput(source + ": a model file must be a JSON object");
+  const json& format = need(j, "format", source);
+  if (format != "mixle-model")
+    throw InvalidInput(source + ": \"format\" is " + format.dump() + "; expected \"mixle-model\"");
+  const json& version = need(j, "version", source);
+  if (version != 1)
+    throw InvalidInput(source + ": \"version\" is " + version.dump() + "; this mixle reads version 1");
+  const json& jw = need(j, "weights", source);
+  if (!jw.is_array() || jw.empty())
+    throw InvalidInput(source + ": \"weights\" must be a non-empty array of K numbers");
+  Model model;
+  model.weights = flatten(jw, {jw.size()}, source, "weights");
+  const std::size_t K = model.weights.size();
+  const json& jparts = need(j, "parts", source);
+  if (!jparts.is_array()) throw InvalidInput(source + ": \"parts\" must be an array");
+  for (std::size_t i = 0; i < jparts.size(); ++i) {
+    const json& jp = jparts[i];
+    const std::string where = source + ": parts[" + std::to_string(i) + "]";
+    Part p;
+    const json& fam = need(jp, "family", where);
+    if (!fam.is_string()) throw InvalidInput(where + ": \"family\" must be a string");
+    try {
+      p.family = family_from_name(fam.get<std::string>());
+    } catch (const InvalidInput& e) {
+      throw InvalidInput(where + ": " + e.what());
+    }
+    const json& cols = need(jp, "columns", where);
+    if (!cols.is_array() || cols.size() != 2 || !cols[0].is_number_unsigned() || !cols[1].is_number_unsigned())
+      throw InvalidInput(where + ": \"columns\" must be [start, stop] with non-negative integers");
+    p.col_begin = cols[0].get<std::size_t>();
+    p.col_end = cols[1].get<std::size_t>();
+    if (p.col_end <= p.col_begin)
+      throw InvalidInput(where + ": \"columns\" [" + std::to_string(p.col_begin) + ", " +
+                         std::to_string(p.col_end) + ") is empty; stop must exceed start");
+    const std::size_t D = p.dims();
+    switch (p.family) {
+      case Family::gaussian_diag:
+        p.mean = flatten(need(jp, "mean", where), {K, D}, where, "mean");
+        p.var = flatten(need(jp, "var", where), {K, D}, where, "var");
+        break;
+      case Family::gaussian_full:
+        p.mean = flatten(need(jp, "mean", where), {K, D}, where, "mean");
+        p.cov = flatten(need(jp, "cov", where), {K, D, D}, where, "cov");
+        break;
+      case Family::categorical: {
+        const json& v = need(jp, "categories", where);
+        if (!v.is_number_unsigned() || v.get<std::size_t>() < 1)
+          throw InvalidInput(where + ": \"categories\" must be an integer ≥ 1");
+        p.categories = v.get<std::size_t>();
+        p.prob = flatten(need(jp, "prob", where), prob_shape(p, K), where, "prob");
+        break;
+      }
+      case Family::bernoulli: p.prob = flatten(need(jp, "prob", where), {K, D}, where, "prob"); break;
+      case Family::poisson:
+      case Family::exponential: p.rate = flatten(need(jp, "rate", where), {K, D}, where, "rate"); break;
+    }
+    model.parts.push_back(std::move(p));
+  }
+  try {
+    validate_model(model);
+  } catch (const InvalidInput& e) {
+    std::string msg = e.what();
+    if (msg.rfind("model:", 0) == 0) msg = msg.substr(6);
+    throw InvalidInput(source + ":" + msg);
+  }
+  return model;
+}
+
+Model load_model(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InvalidInput(path + ": cannot open model file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return model_from_json(ss.str(), path);
+}
+
+void save_model(const Model& model, const std::string& path) {
+  write_file_atomic(path, model_to_json(model));
+}
+
+}  // namespace mixle

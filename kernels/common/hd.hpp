@@ -1,0 +1,9 @@
+// MIXLE_HD marks math shared by the CPU and CUDA backends: written once, compiled by g++ and
+// nvcc, so the CPU tests cover it (DESIGN.md §7).
+#pragma once
+
+#if defined(__CUDACC__)
+#define MIXLE_HD __host__ __device__ __forceinline__
+#else
+#define MIXLE_HD inline
+#endif

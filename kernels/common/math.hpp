@@ -1,0 +1,52 @@
+// Scalar math shared by the CPU and CUDA kernels (MIXLE_HD: compiled by g++ and nvcc).
+#pragma once
+
+#include "kernels/common/hd.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace mixle::kernels {
+
+/// Responsibilities below exp(kFlushLogRatio) of the row's largest are set to exactly zero.
+/// Their contribution is below float32 resolution of any sum they join, and skipping them (and
+/// never producing subnormals) keeps the statistics loops fast (performance-anchors §5.4).
+constexpr float kFlushLogRatio = -40.0f;
+
+/// exp(x) for x ≤ 0 in float, vectorisable (no tables, no branches): Cody–Waite range reduction
+/// to 2^n · e^f with |f| ≤ ln2/2 and a degree-6 polynomial; relative error < 2e-7.
+/// Returns 0 for x < kFlushLogRatio (callers only need the flushed range).
+MIXLE_HD float exp_nonpositive(float x) {
+  const float flushed = x < kFlushLogRatio ? 0.0f : 1.0f;
+  x = x < kFlushLogRatio ? kFlushLogRatio : x;
+  const float n = rintf(x * 1.44269504088896341f);
+  // ln2 split in a high part exact in float and a low correction.
+  float f = x - n * 0.693145751953125f;
+  f = f - n * 1.428606765330187045e-06f;
+  float p = 1.0f / 720.0f;
+  p = p * f + 1.0f / 120.0f;
+  p = p * f + 1.0f / 24.0f;
+  p = p * f + 1.0f / 6.0f;
+  p = p * f + 0.5f;
+  p = p * f + 1.0f;
+  p = p * f + 1.0f;
+  const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
+  float scale;
+#if defined(__CUDA_ARCH__)
+  scale = __int_as_float(bits);
+#else
+  std::memcpy(&scale, &bits, sizeof scale);
+#endif
+  return p * scale * flushed;
+}
+
+/// Double version: exact libm exp with the same flush rule.
+MIXLE_HD double exp_nonpositive(double x) {
+  return x < static_cast<double>(kFlushLogRatio) ? 0.0 : exp(x);
+}
+
+/// −log(x!) for a non-negative integer-valued x (Poisson's per-row term).
+MIXLE_HD double neg_log_factorial(double x) { return -lgamma(x + 1.0); }
+
+}  // namespace mixle::kernels

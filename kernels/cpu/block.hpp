@@ -1,0 +1,37 @@
+// One block of rows in the CPU backend's working layout (internal to kernels/cpu).
+#pragma once
+
+#include "kernels/cpu/cpu_backend.hpp"
+
+#include <vector>
+
+namespace mixle::kernels::cpu {
+
+/// Working buffers of one block of up to kBlockRows rows, owned by one thread.
+///   xt  [cols][kBlockRows]  the block transposed (SIMD runs across rows); lanes past `rows`
+///                           repeat row 0 so every lane holds valid values
+///   xr  [kBlockRows][cols]  the block row-major, compute precision (statistics run across dims)
+///   lp  [K][kBlockRows]     log-densities, then responsibilities
+template <class T>
+struct Block {
+  int rows = 0;
+  int cols = 0;
+  std::vector<T> xt, xr, lp, row_offset, scratch;
+  std::vector<double> loglik;  // kBlockRows, per-row log-likelihood
+
+  void reserve(int columns, int components, int scratch_size) {
+    cols = columns;
+    xt.assign(static_cast<std::size_t>(columns) * kBlockRows, T(0));
+    xr.assign(static_cast<std::size_t>(columns) * kBlockRows, T(0));
+    lp.assign(static_cast<std::size_t>(components) * kBlockRows, T(0));
+    row_offset.assign(kBlockRows, T(0));
+    scratch.assign(static_cast<std::size_t>(scratch_size), T(0));
+    loglik.assign(kBlockRows, 0.0);
+  }
+  const T* column(int c) const { return xt.data() + static_cast<std::size_t>(c) * kBlockRows; }
+  const T* row(int b) const { return xr.data() + static_cast<std::size_t>(b) * cols; }
+  T* logp(int k) { return lp.data() + static_cast<std::size_t>(k) * kBlockRows; }
+  const T* resp(int k) const { return lp.data() + static_cast<std::size_t>(k) * kBlockRows; }
+};
+
+}  // namespace mixle::kernels::cpu

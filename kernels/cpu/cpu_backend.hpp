@@ -1,0 +1,46 @@
+// The CPU backend (always built; the oracle every other backend is tested against).
+//
+// A pass walks the rows in blocks of kBlockRows: each block is transposed into the compute
+// precision T, the K log-densities of all its rows are computed at once (stacked over
+// components), normalised row-wise by log-sum-exp into responsibilities, and folded into
+// statistics. Blocks are grouped into tiles; OpenMP threads take tiles, and tile results are
+// added to the caller's float64 buffer in tile order, so the result is bit-identical for any
+// thread count. Within a block, sums are in T; across blocks, in float64.
+//
+// Alignment: two passes over the same rows agree bit-for-bit only when their blocks cover the
+// same rows, i.e. when every pass starts at a multiple of kBlockRows of the global row index
+// (distributed row splits are aligned to it for that reason).
+#pragma once
+
+#include "kernels/model_view.hpp"
+
+#include <cstddef>
+
+namespace mixle::kernels::cpu {
+
+constexpr int kBlockRows = 128;
+
+struct Options {
+  int threads = 0;  // 0: OpenMP's default
+};
+
+/// E-step: adds the statistics of rows [0, rows) of `x` (host, row-major, leading dimension
+/// `ld` ≥ model.columns elements) to `stats` (host, model.stat_size float64 values).
+/// Rows that are impossible (−inf under every component) or NaN are skipped and reported.
+template <class T, class X>
+PassReport accumulate(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
+                      double* stats, const Options& options);
+
+/// Scores rows: per-row log-likelihood (`loglik`, rows values, may be null) and
+/// responsibilities (`resp`, rows × K row-major, may be null), both host float64.
+template <class T, class X>
+PassReport score(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
+                 double* loglik, double* resp, const Options& options);
+
+/// Folds given responsibilities `resp` (host, rows × K row-major, float64) into `stats`
+/// without computing log-densities (used by initialisation). stats[0] is left unchanged.
+template <class T, class X>
+void accumulate_given(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
+                      const double* resp, double* stats, const Options& options);
+
+}  // namespace mixle::kernels::cpu

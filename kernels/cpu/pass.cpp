@@ -1,0 +1,329 @@
+// The CPU backend's passes over rows: accumulate (E-step statistics), score, accumulate_given.
+#include "kernels/common/math.hpp"
+#include "kernels/cpu/block.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/families/discrete.hpp"
+#include "kernels/cpu/families/gaussian_diag.hpp"
+#include "kernels/cpu/families/gaussian_full.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace mixle::kernels {
+
+void PassReport::merge(const PassReport& other) {
+  impossible_rows += other.impossible_rows;
+  nan_rows += other.nan_rows;
+  for (int i = 0; i < other.num_listed && num_listed < kMaxListed; ++i)
+    listed[num_listed++] = other.listed[i];
+}
+
+}  // namespace mixle::kernels
+
+namespace mixle::kernels::cpu {
+namespace {
+
+constexpr int kBlocksPerTile = 16;
+
+enum class Mode { accumulate, score, given };
+
+template <class T>
+int scratch_size(const ModelView<T>& model) {
+  int size = 0;
+  for (int p = 0; p < model.num_parts; ++p)
+    if (model.parts[p].kind == PartKind::gaussian_full)
+      size = std::max(size, (model.parts[p].dims + 1) * kBlockRows);
+  return size;
+}
+
+/// Per-thread state: the block buffers, compute-precision block sums and the float64 tile sums.
+template <class T>
+struct Workspace {
+  Block<T> block;
+  std::vector<T> block_acc;     // stat_size values, compute precision (only active comps used)
+  std::vector<double> tile;     // stat_size values
+  std::vector<int> active;      // components with any non-zero responsibility in the block
+  std::vector<char> tile_touched;
+  std::vector<T*> acc_ptrs;
+  PassReport report;
+
+  explicit Workspace(const ModelView<T>& model) {
+    block.reserve(model.columns, model.components, scratch_size(model));
+    block_acc.assign(static_cast<std::size_t>(model.stat_size), T(0));
+    tile.assign(static_cast<std::size_t>(model.stat_size), 0.0);
+    active.reserve(model.components);
+    tile_touched.assign(model.components, 0);
+    acc_ptrs.resize(model.components);
+  }
+};
+
+template <class T, class X>
+void load_block(const ModelView<T>& model, const X* x, std::size_t ld, int n, Block<T>& block) {
+  block.rows = n;
+  const int C = model.columns;
+  for (int b = 0; b < kBlockRows; ++b) {
+    const X* row = x + static_cast<std::size_t>(b < n ? b : 0) * ld;
+    T* xr = block.xr.data() + static_cast<std::size_t>(b) * C;
+    for (int c = 0; c < C; ++c) {
+      const T v = static_cast<T>(row[c]);
+      xr[c] = v;
+      block.xt[static_cast<std::size_t>(c) * kBlockRows + b] = v;
+    }
+  }
+}
+
+template <class T>
+void log_densities(const ModelView<T>& model, Block<T>& block) {
+  const int K = model.components;
+  if (model.row_offset) {
+    std::fill(block.row_offset.begin(), block.row_offset.end(), T(0));
+    for (int p = 0; p < model.num_parts; ++p)
+      if (model.parts[p].kind == PartKind::poisson) poisson_row_offset(model.parts[p], block);
+  }
+  for (int k = 0; k < K; ++k) {
+    T* l = block.logp(k);
+    const T c = model.log_const[k];
+    if (model.row_offset) {
+      for (int b = 0; b < kBlockRows; ++b) l[b] = c + block.row_offset[b];
+    } else {
+      for (int b = 0; b < kBlockRows; ++b) l[b] = c;
+    }
+  }
+  for (int p = 0; p < model.num_parts; ++p) {
+    const PartView<T>& part = model.parts[p];
+    switch (part.kind) {
+      case PartKind::gaussian_diag: gaussian_diag_log_density(part, K, block); break;
+      case PartKind::gaussian_full: gaussian_full_log_density(part, K, block); break;
+      case PartKind::categorical: categorical_log_density(part, K, block); break;
+      case PartKind::poisson:
+      case PartKind::exponential:
+      case PartKind::bernoulli: linear_log_density(part, K, block); break;
+    }
+  }
+}
+
+/// Turns log-densities into responsibilities row by row (log-sum-exp) and records each row's
+/// log-likelihood. Rows that are −inf everywhere (impossible) or NaN get zero responsibility
+/// and are reported; +inf ties share the row equally (reference §3.2).
+template <class T>
+void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& report) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  T mx[kBlockRows], sum[kBlockRows];
+  for (int b = 0; b < kBlockRows; ++b) mx[b] = kNegInf, sum[b] = T(0);
+  for (int k = 0; k < K; ++k) {
+    const T* l = block.logp(k);
+#pragma omp simd
+    for (int b = 0; b < kBlockRows; ++b) mx[b] = l[b] > mx[b] ? l[b] : mx[b];
+  }
+  for (int k = 0; k < K; ++k) {
+    T* l = block.logp(k);
+#pragma omp simd
+    for (int b = 0; b < kBlockRows; ++b) {
+      const T e = exp_nonpositive(l[b] - mx[b]);
+      l[b] = e;
+      sum[b] += e;
+    }
+  }
+  for (int b = 0; b < kBlockRows; ++b) {
+    const bool valid_row = b < block.rows;
+    const T m = mx[b];
+    if (valid_row && std::isfinite(m) && std::isfinite(sum[b])) {
+      block.loglik[b] = static_cast<double>(m) + std::log(static_cast<double>(sum[b]));
+      const T inv = T(1) / sum[b];
+      for (int k = 0; k < K; ++k) block.logp(k)[b] *= inv;
+      continue;
+    }
+    block.loglik[b] = 0.0;
+    for (int k = 0; k < K; ++k) block.logp(k)[b] = T(0);
+    if (!valid_row) continue;
+    if (m == std::numeric_limits<T>::infinity()) {
+      // +inf ties: the log-densities were overwritten, so recompute which components tie.
+      // Only reachable with degenerate parameters; the row's log-likelihood is +inf.
+      block.loglik[b] = std::numeric_limits<double>::infinity();
+      continue;  // the caller re-derives ties (see tie_row)
+    }
+    if (m == kNegInf) {
+      ++report.impossible_rows;
+    } else {
+      ++report.nan_rows;
+    }
+    if (report.num_listed < PassReport::kMaxListed) report.listed[report.num_listed++] = first_row + b;
+  }
+}
+
+/// Re-evaluates +inf rows: responsibilities split equally among the components at +inf.
+template <class T>
+void tie_rows(const ModelView<T>& model, Block<T>& block) {
+  bool any = false;
+  for (int b = 0; b < block.rows; ++b) any |= std::isinf(block.loglik[b]) && block.loglik[b] > 0;
+  if (!any) return;
+  std::vector<T> saved(block.lp);
+  log_densities(model, block);
+  std::swap(saved, block.lp);  // saved = fresh log-densities, block.lp = responsibilities
+  const int K = model.components;
+  for (int b = 0; b < block.rows; ++b) {
+    if (!(std::isinf(block.loglik[b]) && block.loglik[b] > 0)) continue;
+    int ties = 0;
+    for (int k = 0; k < K; ++k) ties += std::isinf(saved[k * kBlockRows + b]) && saved[k * kBlockRows + b] > 0;
+    for (int k = 0; k < K; ++k) {
+      const T v = saved[k * kBlockRows + b];
+      block.logp(k)[b] = (std::isinf(v) && v > 0) ? T(1) / static_cast<T>(ties) : T(0);
+    }
+  }
+}
+
+template <class T>
+void fold_block(const ModelView<T>& model, Workspace<T>& ws) {
+  Block<T>& block = ws.block;
+  const int K = model.components;
+  ws.active.clear();
+  for (int k = 0; k < K; ++k) {
+    const T* r = block.resp(k);
+    T mass = T(0);
+    for (int b = 0; b < block.rows; ++b) mass += r[b];
+    if (mass != T(0)) {
+      ws.active.push_back(k);
+      ws.tile[kStatHeader + k] += static_cast<double>(mass);
+      ws.tile_touched[k] = 1;
+    }
+  }
+  const int num_active = static_cast<int>(ws.active.size());
+  for (int p = 0; p < model.num_parts; ++p) {
+    const PartView<T>& part = model.parts[p];
+    for (int a = 0; a < num_active; ++a) {
+      T* acc = ws.block_acc.data() + part.stat_offset +
+               static_cast<std::int64_t>(ws.active[a]) * part.stat_stride;
+      std::fill(acc, acc + part.stat_stride, T(0));
+      ws.acc_ptrs[a] = acc;
+    }
+    const int* act = ws.active.data();
+    switch (part.kind) {
+      case PartKind::gaussian_diag: gaussian_diag_accumulate(part, act, num_active, block, ws.acc_ptrs.data()); break;
+      case PartKind::gaussian_full: gaussian_full_accumulate(part, act, num_active, block, ws.acc_ptrs.data()); break;
+      case PartKind::categorical: categorical_accumulate(part, act, num_active, block, ws.acc_ptrs.data()); break;
+      case PartKind::poisson:
+      case PartKind::exponential:
+      case PartKind::bernoulli: linear_accumulate(part, act, num_active, block, ws.acc_ptrs.data()); break;
+    }
+    for (int a = 0; a < num_active; ++a) {
+      const std::int64_t off = part.stat_offset + static_cast<std::int64_t>(ws.active[a]) * part.stat_stride;
+      const T* acc = ws.block_acc.data() + off;
+      double* tile = ws.tile.data() + off;
+      for (int i = 0; i < part.stat_stride; ++i) tile[i] += static_cast<double>(acc[i]);
+    }
+  }
+}
+
+/// Adds the tile's sums into `stats` and clears the tile (only what was touched).
+template <class T>
+void flush_tile(const ModelView<T>& model, Workspace<T>& ws, double* stats) {
+  for (std::int64_t i = 0; i < kStatHeader; ++i) stats[i] += ws.tile[i], ws.tile[i] = 0.0;
+  for (int k = 0; k < model.components; ++k) {
+    if (!ws.tile_touched[k]) continue;
+    ws.tile_touched[k] = 0;
+    stats[kStatHeader + k] += ws.tile[kStatHeader + k];
+    ws.tile[kStatHeader + k] = 0.0;
+    for (int p = 0; p < model.num_parts; ++p) {
+      const PartView<T>& part = model.parts[p];
+      const std::int64_t off = part.stat_offset + static_cast<std::int64_t>(k) * part.stat_stride;
+      for (int i = 0; i < part.stat_stride; ++i) stats[off + i] += ws.tile[off + i], ws.tile[off + i] = 0.0;
+    }
+  }
+}
+
+template <class T, class X>
+PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_t rows,
+                    std::size_t ld, double* stats, double* loglik, double* resp,
+                    const double* given, const Options& options) {
+  const std::int64_t tile_rows = static_cast<std::int64_t>(kBlockRows) * kBlocksPerTile;
+  const std::int64_t tiles = (static_cast<std::int64_t>(rows) + tile_rows - 1) / tile_rows;
+  const int K = model.components;
+  int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  threads = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, tiles)));
+  PassReport total;
+
+#pragma omp parallel num_threads(threads)
+  {
+    Workspace<T> ws(model);
+#pragma omp for ordered schedule(static, 1)
+    for (std::int64_t t = 0; t < tiles; ++t) {
+      const std::int64_t tile_end = std::min<std::int64_t>(static_cast<std::int64_t>(rows), (t + 1) * tile_rows);
+      for (std::int64_t row0 = t * tile_rows; row0 < tile_end; row0 += kBlockRows) {
+        const int n = static_cast<int>(std::min<std::int64_t>(kBlockRows, tile_end - row0));
+        load_block(model, x + static_cast<std::size_t>(row0) * ld, ld, n, ws.block);
+        if (mode == Mode::given) {
+          for (int k = 0; k < K; ++k)
+            for (int b = 0; b < kBlockRows; ++b)
+              ws.block.logp(k)[b] = b < n ? static_cast<T>(given[(row0 + b) * K + k]) : T(0);
+          ws.tile[1] += n;
+          fold_block(model, ws);
+          continue;
+        }
+        log_densities(model, ws.block);
+        normalise(K, row0, ws.block, ws.report);
+        tie_rows(model, ws.block);
+        if (mode == Mode::score) {
+          for (int b = 0; b < n; ++b) {
+            if (loglik) loglik[row0 + b] = ws.block.loglik[b];
+            if (resp)
+              for (int k = 0; k < K; ++k) resp[(row0 + b) * K + k] = ws.block.resp(k)[b];
+          }
+          continue;
+        }
+        double block_loglik = 0.0;  // impossible/NaN rows hold 0 and are excluded below
+        for (int b = 0; b < n; ++b) block_loglik += ws.block.loglik[b];
+        ws.tile[0] += block_loglik;
+        ws.tile[1] += static_cast<double>(n);
+        fold_block(model, ws);
+      }
+#pragma omp ordered
+      {
+        if (mode != Mode::score) flush_tile(model, ws, stats);
+        total.merge(ws.report);
+        ws.report = PassReport{};
+      }
+    }
+  }
+  if (mode == Mode::accumulate) stats[1] -= static_cast<double>(total.impossible_rows + total.nan_rows);
+  std::sort(total.listed, total.listed + total.num_listed);
+  return total;
+}
+
+}  // namespace
+
+template <class T, class X>
+PassReport accumulate(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
+                      double* stats, const Options& options) {
+  return run_pass<T, X>(Mode::accumulate, model, x, rows, ld, stats, nullptr, nullptr, nullptr, options);
+}
+
+template <class T, class X>
+PassReport score(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
+                 double* loglik, double* resp, const Options& options) {
+  return run_pass<T, X>(Mode::score, model, x, rows, ld, nullptr, loglik, resp, nullptr, options);
+}
+
+template <class T, class X>
+void accumulate_given(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
+                      const double* resp, double* stats, const Options& options) {
+  run_pass<T, X>(Mode::given, model, x, rows, ld, stats, nullptr, nullptr, resp, options);
+}
+
+#define MIXLE_INSTANTIATE(T, X)                                                                   \
+  template PassReport accumulate<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t,  \
+                                       double*, const Options&);                                 \
+  template PassReport score<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t,       \
+                                  double*, double*, const Options&);                             \
+  template void accumulate_given<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t,  \
+                                       const double*, double*, const Options&);
+MIXLE_INSTANTIATE(float, float)
+MIXLE_INSTANTIATE(float, double)
+MIXLE_INSTANTIATE(double, float)
+MIXLE_INSTANTIATE(double, double)
+#undef MIXLE_INSTANTIATE
+
+}  // namespace mixle::kernels::cpu
