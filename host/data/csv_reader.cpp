@@ -76,22 +76,24 @@ std::size_t for_each_field(std::string_view line, Delimiter delim, F&& f) {
 }
 
 /// Parses a whole field as a number (from_chars: locale-free; accepts nan, inf, -inf in any
-/// case); a leading '+' is allowed too.
+/// case); a leading '+' is allowed too. Returns errc{} on success, result_out_of_range for a
+/// number the type cannot hold, invalid_argument otherwise.
 template <class T>
-bool parse_number(std::string_view field, T& out) {
+std::errc parse_number(std::string_view field, T& out) {
   const char* b = field.data();
   const char* e = b + field.size();
   if (b != e && *b == '+') ++b;
-  if (b == e || (*b == '-' && field.front() == '+')) return false;  // "+-1"
+  if (b == e || (*b == '-' && field.front() == '+')) return std::errc::invalid_argument;  // "+-1"
   const auto [p, ec] = std::from_chars(b, e, out);
-  return ec == std::errc() && p == e;
+  if (p != e) return std::errc::invalid_argument;  // trailing text, or nothing parsed
+  return ec;
 }
 
 bool is_numeric_row(std::string_view line, Delimiter delim) {
   bool numeric = true;
   for_each_field(line, delim, [&](std::string_view f) {
     double v;
-    numeric = numeric && parse_number(f, v);
+    numeric = numeric && parse_number(f, v) != std::errc::invalid_argument;
   });
   return numeric;
 }
@@ -156,10 +158,14 @@ CsvShape scan_csv(const std::string& path, const char* begin, const char* end,
     if (parse) {
       n = for_each_field(line, delim, [&](std::string_view field) {
         T v;
-        if (!parse_number(field, v)) {
+        const std::errc ec = parse_number(field, v);
+        if (ec != std::errc()) {
           throw InvalidInput(path + ":" + std::to_string(line_no) + ": column " +
                              std::to_string(n + 1) + ": " + quoted(field) +
-                             " is not a number");
+                             (ec == std::errc::result_out_of_range
+                                  ? std::string(" is out of range for ") +
+                                        (sizeof(T) == 4 ? "f32" : "f64")
+                                  : std::string(" is not a number")));
         }
         values->push_back(v);
         ++n;

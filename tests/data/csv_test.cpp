@@ -126,6 +126,12 @@ TEST(DataCsv, NonNumberNamesLineColumnAndText) {
                              {path + ":3: column 2: \"\" is not a number"});
   test::write_bytes(path, "1,2\n1.5.2,3\n");
   test::expect_invalid_input([&] { read_data(path); }, {path + ":2: column 1: \"1.5.2\""});
+  test::write_bytes(path, "1,2\n3,1e39\n");
+  ReadOptions f32;
+  f32.csv_dtype = DType::f32;
+  test::expect_invalid_input([&] { read_data(path, f32); },
+                             {path + ":2: column 2: \"1e39\" is out of range for f32"});
+  EXPECT_EQ(read_data(path).at(1, 1), 1e39);  // fine as f64
 }
 
 TEST(DataCsv, RaggedRowNamesLineAndBothCounts) {
