@@ -58,7 +58,9 @@ TEST(DataNpy, RoundTripF64) {
   ASSERT_EQ(d.cols(), 4u);
   EXPECT_TRUE(std::isnan(d.at(0, 3)));
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i != 3) EXPECT_EQ(d.as<double>()[i], v[i]) << i;
+    if (i != 3) {
+      EXPECT_EQ(d.as<double>()[i], v[i]) << i;
+    }
   }
 }
 
