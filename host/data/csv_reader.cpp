@@ -156,7 +156,7 @@ CsvShape scan_csv(const std::string& path, const char* begin, const char* end,
     }
     std::size_t n = 0;
     if (parse) {
-      n = for_each_field(line, delim, [&](std::string_view field) {
+      for_each_field(line, delim, [&](std::string_view field) {  // counts into n as it parses
         T v;
         const std::errc ec = parse_number(field, v);
         if (ec != std::errc()) {
