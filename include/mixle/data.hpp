@@ -69,6 +69,12 @@ class Dataset {
   std::size_t first_row_ = 0;
 };
 
+// Dataset::as is defined for float (f32) and double (f64) only.
+template <>
+const float* Dataset::as<float>() const;
+template <>
+const double* Dataset::as<double>() const;
+
 enum class DataFormat { automatic, npy, csv, raw };
 
 /// How to read a data file.

@@ -1,0 +1,108 @@
+// Dataset: a shared, read-only row-major matrix over owned or caller storage.
+#include <cassert>
+#include <string>
+#include <utility>
+
+#include "mixle/data.hpp"
+#include "mixle/error.hpp"
+
+namespace mixle {
+
+std::size_t dtype_size(DType dtype) noexcept { return dtype == DType::f32 ? 4 : 8; }
+
+const char* dtype_name(DType dtype) noexcept { return dtype == DType::f32 ? "f32" : "f64"; }
+
+namespace {
+
+template <class T>
+Dataset view_impl(const T* data, std::size_t rows, std::size_t cols, DType dtype) {
+  if (data == nullptr && rows * cols != 0) {
+    throw InvalidInput("Dataset::view: null data pointer for " + std::to_string(rows) + " x " +
+                       std::to_string(cols) + " values");
+  }
+  // A view does not own its memory: the keepalive is empty and the caller keeps `data` alive.
+  return Dataset::from_storage(nullptr, data, dtype, rows, cols, "<memory>", 0);
+}
+
+template <class T>
+Dataset from_vector_impl(std::vector<T> values, std::size_t rows, std::size_t cols, DType dtype) {
+  if (values.size() != rows * cols) {
+    throw InvalidInput("Dataset::from_vector: " + std::to_string(values.size()) +
+                       " values given for a " + std::to_string(rows) + " x " +
+                       std::to_string(cols) + " matrix (" + std::to_string(rows * cols) +
+                       " expected)");
+  }
+  auto owned = std::make_shared<const std::vector<T>>(std::move(values));
+  const void* data = owned->data();
+  return Dataset::from_storage(std::move(owned), data, dtype, rows, cols, "<memory>", 0);
+}
+
+}  // namespace
+
+Dataset Dataset::view(const float* data, std::size_t rows, std::size_t cols) {
+  return view_impl(data, rows, cols, DType::f32);
+}
+
+Dataset Dataset::view(const double* data, std::size_t rows, std::size_t cols) {
+  return view_impl(data, rows, cols, DType::f64);
+}
+
+Dataset Dataset::from_vector(std::vector<float> values, std::size_t rows, std::size_t cols) {
+  return from_vector_impl(std::move(values), rows, cols, DType::f32);
+}
+
+Dataset Dataset::from_vector(std::vector<double> values, std::size_t rows, std::size_t cols) {
+  return from_vector_impl(std::move(values), rows, cols, DType::f64);
+}
+
+Dataset Dataset::from_storage(std::shared_ptr<const void> keepalive, const void* data, DType dtype,
+                              std::size_t rows, std::size_t cols, std::string source,
+                              std::size_t first_row) {
+  Dataset d;
+  d.storage_ = std::move(keepalive);
+  d.data_ = data;
+  d.dtype_ = dtype;
+  d.rows_ = rows;
+  d.cols_ = cols;
+  d.source_ = std::move(source);
+  d.first_row_ = first_row;
+  return d;
+}
+
+template <>
+const float* Dataset::as<float>() const {
+  if (dtype_ != DType::f32) {
+    throw InvalidInput("dataset " + source_ + " holds " + dtype_name(dtype_) +
+                       " values, not f32");
+  }
+  return static_cast<const float*>(data_);
+}
+
+template <>
+const double* Dataset::as<double>() const {
+  if (dtype_ != DType::f64) {
+    throw InvalidInput("dataset " + source_ + " holds " + dtype_name(dtype_) +
+                       " values, not f64");
+  }
+  return static_cast<const double*>(data_);
+}
+
+double Dataset::at(std::size_t r, std::size_t c) const noexcept {
+  assert(r < rows_ && c < cols_);
+  const std::size_t i = r * cols_ + c;
+  if (dtype_ == DType::f32) return static_cast<const float*>(data_)[i];
+  return static_cast<const double*>(data_)[i];
+}
+
+Dataset Dataset::slice(std::size_t begin, std::size_t end) const {
+  if (begin > end || end > rows_) {
+    throw InvalidInput("Dataset::slice: rows [" + std::to_string(begin) + ", " +
+                       std::to_string(end) + ") are out of bounds for " + source_ + " with " +
+                       std::to_string(rows_) + " rows");
+  }
+  const auto* base = static_cast<const unsigned char*>(data_);
+  const void* start = base == nullptr ? nullptr : base + begin * cols_ * dtype_size(dtype_);
+  return from_storage(storage_, start, dtype_, end - begin, cols_, source_, first_row_ + begin);
+}
+
+}  // namespace mixle

@@ -1,0 +1,62 @@
+// Dataset: views, owned vectors, slices, typed access.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "data_test_util.hpp"
+
+namespace mixle {
+namespace {
+
+TEST(DataDataset, DtypeSizeAndName) {
+  EXPECT_EQ(dtype_size(DType::f32), 4u);
+  EXPECT_EQ(dtype_size(DType::f64), 8u);
+  EXPECT_STREQ(dtype_name(DType::f32), "f32");
+  EXPECT_STREQ(dtype_name(DType::f64), "f64");
+}
+
+TEST(DataDataset, ViewIsZeroCopy) {
+  std::vector<float> v = {1, 2, 3, 4, 5, 6};
+  const Dataset d = Dataset::view(v.data(), 3, 2);
+  EXPECT_EQ(d.rows(), 3u);
+  EXPECT_EQ(d.cols(), 2u);
+  EXPECT_EQ(d.dtype(), DType::f32);
+  EXPECT_EQ(d.data(), v.data());
+  EXPECT_EQ(d.source(), "<memory>");
+  v[5] = 42;  // the view sees the caller's memory
+  EXPECT_EQ(d.at(2, 1), 42.0);
+  EXPECT_EQ(d.as<float>(), v.data());
+  EXPECT_THROW(d.as<double>(), InvalidInput);
+}
+
+TEST(DataDataset, FromVectorOwnsAndChecksSize) {
+  Dataset d = Dataset::from_vector(std::vector<double>{1.5, -2, 3, 4}, 2, 2);
+  EXPECT_EQ(d.dtype(), DType::f64);
+  EXPECT_EQ(d.at(0, 0), 1.5);
+  EXPECT_EQ(d.at(1, 1), 4.0);
+  EXPECT_THROW(d.as<float>(), InvalidInput);
+  test::expect_invalid_input([] { Dataset::from_vector(std::vector<float>{1, 2, 3}, 2, 2); },
+                             {"3 values", "2 x 2"});
+}
+
+TEST(DataDataset, SliceSharesStorageAndOutlivesParent) {
+  Dataset s;
+  {
+    Dataset d = Dataset::from_vector(std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7}, 4, 2);
+    s = d.slice(1, 3);
+    EXPECT_EQ(s.data(), d.as<double>() + 2);
+  }
+  ASSERT_EQ(s.rows(), 2u);
+  EXPECT_EQ(s.first_row(), 1u);
+  EXPECT_EQ(s.at(0, 0), 2.0);
+  EXPECT_EQ(s.at(1, 1), 5.0);
+  const Dataset ss = s.slice(1, 2);
+  EXPECT_EQ(ss.first_row(), 2u);
+  EXPECT_EQ(ss.at(0, 0), 4.0);
+  EXPECT_THROW(s.slice(1, 3), InvalidInput);
+  EXPECT_THROW(s.slice(2, 1), InvalidInput);
+  EXPECT_TRUE(s.slice(2, 2).empty());
+}
+
+}  // namespace
+}  // namespace mixle

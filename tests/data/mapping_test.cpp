@@ -1,0 +1,61 @@
+// A row range of a large .npy or raw file maps only about those rows, not the whole file
+// (checked in /proc/self/maps, Linux only).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "data_test_util.hpp"
+
+namespace mixle {
+namespace {
+
+using test::TempDir;
+
+/// Size in bytes of the mapping that contains `address`, or 0 when none does.
+std::size_t mapping_size_of(const void* address) {
+  std::ifstream maps("/proc/self/maps");
+  const auto a = reinterpret_cast<std::uintptr_t>(address);
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream in(line);
+    std::uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    in >> std::hex >> begin >> dash >> end;
+    if (a >= begin && a < end) return end - begin;
+  }
+  return 0;
+}
+
+TEST(DataMapping, RowRangeMapsOnlyItsRows) {
+  if (!std::ifstream("/proc/self/maps")) GTEST_SKIP() << "no /proc/self/maps on this system";
+  TempDir dir;
+  constexpr std::size_t kRows = 100000, kCols = 8;  // 6.4 MB of f64
+  std::vector<double> v(kRows * kCols);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
+  const std::string npy = dir.file("big.npy");
+  write_matrix(npy, v.data(), kRows, kCols);
+  const std::string raw = dir.file("big.f64");
+  test::write_bytes(raw, test::bytes_of(v.data(), v.size()));
+
+  ReadOptions o;
+  o.row_begin = 50000;
+  o.row_end = 50010;  // 640 bytes: at most two pages once aligned
+  o.raw_cols = kCols;
+  o.raw_dtype = DType::f64;
+  constexpr std::size_t kMaxMapped = 64 * 1024;  // generous for any page size up to 32 KiB
+  for (const std::string& path : {npy, raw}) {
+    const Dataset d = read_data(path, o);
+    ASSERT_EQ(d.rows(), 10u);
+    EXPECT_EQ(d.at(0, 0), static_cast<double>(50000 * kCols)) << path;
+    EXPECT_EQ(d.at(9, 7), static_cast<double>(50010 * kCols - 1)) << path;
+    const std::size_t mapped = mapping_size_of(d.data());
+    EXPECT_GT(mapped, 0u) << path << ": rows are not in a mapping";
+    EXPECT_LE(mapped, kMaxMapped) << path << ": the whole file seems mapped";
+  }
+}
+
+}  // namespace
+}  // namespace mixle

@@ -1,0 +1,226 @@
+// .npy: round trips through write_matrix, hand-written v1/v2/v3 headers, row ranges, rejections.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "data_test_util.hpp"
+
+namespace mixle {
+namespace {
+
+using test::make_npy;
+using test::TempDir;
+
+std::vector<double> iota_values(std::size_t n, double scale) {
+  std::vector<double> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = (static_cast<double>(i) - 7.0) * scale;
+  return v;
+}
+
+TEST(DataNpy, RoundTripF32) {
+  TempDir dir;
+  const std::string path = dir.file("a.npy");
+  std::vector<float> v = {1.5f, -2.25f, 3e-8f, std::numeric_limits<float>::infinity(),
+                          0.1f, 1e30f};
+  write_matrix(path, v.data(), 3, 2);
+  const std::string bytes = test::read_bytes(path);
+  const std::size_t header = bytes.size() - v.size() * sizeof(float);
+  EXPECT_EQ(header % 64, 0u) << "data must start on a 64-byte boundary";
+  EXPECT_EQ(bytes[header - 1], '\n');
+  EXPECT_NE(bytes.find("'descr': '<f4'"), std::string::npos);
+  EXPECT_NE(bytes.find("'shape': (3, 2)"), std::string::npos);
+
+  const DataInfo info = probe_data(path);
+  EXPECT_EQ(info.format, DataFormat::npy);
+  EXPECT_EQ(info.dtype, DType::f32);
+  EXPECT_EQ(info.rows, 3u);
+  EXPECT_EQ(info.cols, 2u);
+  const Dataset d = read_data(path);
+  ASSERT_EQ(d.rows(), 3u);
+  ASSERT_EQ(d.cols(), 2u);
+  ASSERT_EQ(d.dtype(), DType::f32);
+  EXPECT_EQ(d.source(), path);
+  for (std::size_t i = 0; i < v.size(); ++i) EXPECT_EQ(d.as<float>()[i], v[i]) << i;
+}
+
+TEST(DataNpy, RoundTripF64) {
+  TempDir dir;
+  const std::string path = dir.file("b.npy");
+  std::vector<double> v = iota_values(40, 0.1);
+  v[3] = std::nan("");
+  write_matrix(path, v.data(), 10, 4);
+  const Dataset d = read_data(path);
+  ASSERT_EQ(d.dtype(), DType::f64);
+  ASSERT_EQ(d.rows(), 10u);
+  ASSERT_EQ(d.cols(), 4u);
+  EXPECT_TRUE(std::isnan(d.at(0, 3)));
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i != 3) {
+      EXPECT_EQ(d.as<double>()[i], v[i]) << i;
+    }
+  }
+}
+
+TEST(DataNpy, RoundTripI8ReadsAsExactF64) {
+  TempDir dir;
+  const std::string path = dir.file("labels.npy");
+  const std::vector<std::int64_t> v = {0, 3, -1, (std::int64_t{1} << 53), 7, 2};
+  write_matrix(path, v.data(), 6, 1);
+  EXPECT_NE(test::read_bytes(path).find("'descr': '<i8'"), std::string::npos);
+  const Dataset d = read_data(path);
+  ASSERT_EQ(d.dtype(), DType::f64);
+  ASSERT_EQ(d.rows(), 6u);
+  for (std::size_t i = 0; i < v.size(); ++i) EXPECT_EQ(d.at(i, 0), static_cast<double>(v[i]));
+
+  const std::vector<std::int64_t> big = {1, (std::int64_t{1} << 53) + 1};
+  write_matrix(path, big.data(), 2, 1);
+  test::expect_invalid_input([&] { read_data(path); }, {path, "2^53"});
+}
+
+TEST(DataNpy, HandWrittenV2V3AndOneDimensional) {
+  TempDir dir;
+  const std::vector<double> v = {1, 2, 3, 4, 5, 6};
+  const std::string v2 = dir.file("v2.npy");
+  test::write_bytes(v2, make_npy(2, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }",
+                                 test::bytes_of(v.data(), 6)));
+  Dataset d = read_data(v2);
+  ASSERT_EQ(d.rows(), 2u);
+  ASSERT_EQ(d.cols(), 3u);
+  EXPECT_EQ(d.at(1, 2), 6.0);
+
+  // v3: UTF-8 header, otherwise v2; double quotes and a 1-D shape (read as N x 1).
+  const std::vector<float> f = {0.5f, 1.5f, 2.5f};
+  const std::string v3 = dir.file("v3.npy");
+  test::write_bytes(v3, make_npy(3, "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (3,)}",
+                                 test::bytes_of(f.data(), 3)));
+  d = read_data(v3);
+  ASSERT_EQ(d.rows(), 3u);
+  ASSERT_EQ(d.cols(), 1u);
+  ASSERT_EQ(d.dtype(), DType::f32);
+  EXPECT_EQ(d.at(2, 0), 2.5);
+}
+
+TEST(DataNpy, RowRangeReturnsExactlyThoseRows) {
+  TempDir dir;
+  const std::string path = dir.file("r.npy");
+  const std::vector<double> v = iota_values(30, 1.0);
+  write_matrix(path, v.data(), 10, 3);
+  ReadOptions o;
+  o.row_begin = 3;
+  o.row_end = 7;
+  const Dataset d = read_data(path, o);
+  ASSERT_EQ(d.rows(), 4u);
+  EXPECT_EQ(d.first_row(), 3u);
+  for (std::size_t r = 0; r < 4; ++r) {
+    for (std::size_t c = 0; c < 3; ++c) EXPECT_EQ(d.at(r, c), v[(r + 3) * 3 + c]);
+  }
+  o.row_begin = 9;
+  o.row_end.reset();  // to the end
+  const Dataset tail = read_data(path, o);
+  ASSERT_EQ(tail.rows(), 1u);
+  EXPECT_EQ(tail.at(0, 2), v[29]);
+
+  o.row_begin = 5;
+  o.row_end = 11;
+  test::expect_invalid_input([&] { read_data(path, o); }, {path, "out of bounds", "10"});
+  o.row_end = 5;
+  test::expect_invalid_input([&] { read_data(path, o); }, {path, "empty"});
+}
+
+TEST(DataNpy, MisalignedDataIsCopiedNotMisread) {
+  TempDir dir;
+  const std::string path = dir.file("odd.npy");
+  const std::vector<double> v = iota_values(8, 0.5);
+  // align = 1: the data starts wherever the header ends, here not on an 8-byte boundary.
+  std::string bytes = make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), } ",
+                               test::bytes_of(v.data(), 8), 1);
+  ASSERT_NE((bytes.size() - 64) % 8, 0u);
+  test::write_bytes(path, bytes);
+  ReadOptions o;
+  o.row_begin = 1;
+  const Dataset d = read_data(path, o);
+  ASSERT_EQ(d.rows(), 3u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(d.data()) % alignof(double), 0u);
+  EXPECT_EQ(d.at(2, 1), v[7]);
+}
+
+TEST(DataNpy, RejectsFortranOrder) {
+  TempDir dir;
+  const std::string path = dir.file("fortran.npy");
+  test::write_bytes(path, make_npy(1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 2), }",
+                                   std::string(32, '\0')));
+  test::expect_invalid_input([&] { read_data(path); },
+                             {path, "fortran_order True", "np.ascontiguousarray"});
+  test::expect_invalid_input([&] { probe_data(path); }, {path, "fortran_order"});
+}
+
+TEST(DataNpy, RejectsBigEndianAndOtherDtypes) {
+  TempDir dir;
+  const std::string big = dir.file("big.npy");
+  test::write_bytes(big, make_npy(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }",
+                                  std::string(16, '\0')));
+  test::expect_invalid_input([&] { read_data(big); }, {big, "big-endian", "'>f4'", "'<f4'"});
+  const std::string half = dir.file("half.npy");
+  test::write_bytes(half, make_npy(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 2), }",
+                                   std::string(8, '\0')));
+  test::expect_invalid_input([&] { read_data(half); },
+                             {half, "unsupported dtype '<f2'", "'<f4'", "'<f8'"});
+  const std::string rec = dir.file("rec.npy");
+  test::write_bytes(rec, make_npy(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }",
+                                  std::string(8, '\0')));
+  test::expect_invalid_input([&] { read_data(rec); }, {rec, "unsupported dtype"});
+}
+
+TEST(DataNpy, RejectsTruncatedFiles) {
+  TempDir dir;
+  const std::string data = dir.file("short_data.npy");
+  test::write_bytes(data, make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), }",
+                                   std::string(8 * 8 - 1, '\0')));
+  test::expect_invalid_input([&] { read_data(data); }, {data, "truncated", "64 bytes", "63"});
+  const std::string full =
+      make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), }", "");
+  const std::string header = dir.file("short_header.npy");
+  test::write_bytes(header, full.substr(0, 40));
+  test::expect_invalid_input([&] { probe_data(header); }, {header, "truncated .npy header"});
+  const std::string stub = dir.file("stub.npy");
+  test::write_bytes(stub, full.substr(0, 9));
+  test::expect_invalid_input([&] { read_data(stub); }, {stub, "truncated"});
+}
+
+TEST(DataNpy, RejectsBadShapesEmptyFilesAndNpz) {
+  TempDir dir;
+  const std::string cube = dir.file("cube.npy");
+  test::write_bytes(cube, make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 2), }",
+                                   std::string(32, '\0')));
+  test::expect_invalid_input([&] { read_data(cube); }, {cube, "3 dimensions", "(2, 2, 2)"});
+  const std::string scalar = dir.file("scalar.npy");
+  test::write_bytes(scalar, make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (), }",
+                                     std::string(4, '\0')));
+  test::expect_invalid_input([&] { read_data(scalar); }, {scalar, "0 dimensions"});
+  const std::string zero = dir.file("zero.npy");
+  test::write_bytes(zero, make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }", ""));
+  test::expect_invalid_input([&] { read_data(zero); }, {zero, "no data rows"});
+  const std::string empty = dir.file("empty.npy");
+  test::write_bytes(empty, "");
+  test::expect_invalid_input([&] { read_data(empty); }, {empty, "no data rows"});
+  const std::string npz = dir.file("arrays.npz");
+  test::write_bytes(npz, std::string("PK\x03\x04", 4) + std::string(60, '\0'));
+  test::expect_invalid_input([&] { read_data(npz); }, {npz, ".npz"});
+  const std::string junk = dir.file("junk.npy");
+  test::write_bytes(junk, "hello, world\n");
+  test::expect_invalid_input([&] { read_data(junk); }, {junk, "not a .npy file"});
+}
+
+TEST(DataNpy, MissingFileAndDirectory) {
+  TempDir dir;
+  const std::string missing = dir.file("missing.npy");
+  test::expect_invalid_input([&] { read_data(missing); }, {missing, "cannot open"});
+  test::expect_invalid_input([&] { read_data(dir.path().string()); },
+                             {dir.path().string(), "directory"});
+}
+
+}  // namespace
+}  // namespace mixle

@@ -1,0 +1,112 @@
+// write_matrix argument checks and write_file_atomic's all-or-nothing behaviour.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <csignal>
+#include <filesystem>
+#include <vector>
+
+#include "data_test_util.hpp"
+
+namespace mixle {
+namespace {
+
+using test::TempDir;
+
+/// No temporary files may remain next to the destination.
+void expect_only(const TempDir& dir, std::size_t n_files) {
+  std::size_t count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    ++count;
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos)
+        << "temporary left behind: " << entry.path();
+  }
+  EXPECT_EQ(count, n_files);
+}
+
+TEST(DataAtomicWrite, ReplacesContents) {
+  TempDir dir;
+  const std::string path = dir.file("out.txt");
+  write_file_atomic(path, "first");
+  write_file_atomic(path, "second, longer");
+  EXPECT_EQ(test::read_bytes(path), "second, longer");
+  expect_only(dir, 1);
+}
+
+TEST(DataAtomicWrite, DestinationIsADirectory) {
+  TempDir dir;
+  const std::string sub = dir.file("sub");
+  std::filesystem::create_directory(sub);
+  try {
+    write_file_atomic(sub, "x");
+    ADD_FAILURE() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(sub), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(sub));
+  expect_only(dir, 1);
+}
+
+TEST(DataAtomicWrite, MissingFolderNamesPath) {
+  TempDir dir;
+  const std::string path = dir.file("no/such/folder/out.npy");
+  const std::vector<double> v = {1, 2};
+  try {
+    write_matrix(path, v.data(), 1, 2);
+    ADD_FAILURE() << "expected Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos) << e.what();
+  }
+  expect_only(dir, 0);
+}
+
+// A write that fails half-way (file size limit; works even as root, unlike permissions) must
+// leave the previous file untouched and no temporary behind.
+TEST(DataAtomicWrite, FailedWriteKeepsOldFile) {
+  TempDir dir;
+  const std::string path = dir.file("model.npy");
+  write_file_atomic(path, "old contents");
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);  // get EFBIG instead of being killed
+  struct rlimit small = saved;
+  small.rlim_cur = 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  bool threw = false;
+  std::string message;
+  try {
+    write_file_atomic(path, std::string(1 << 20, 'x'));
+  } catch (const Error& e) {
+    threw = true;
+    message = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_TRUE(threw);
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_EQ(test::read_bytes(path), "old contents");
+  expect_only(dir, 1);
+}
+
+TEST(DataWriteMatrix, ArgumentChecks) {
+  TempDir dir;
+  const std::vector<double> v = {1, 2, 3, 4};
+  const std::string csv = dir.file("m.csv");
+  test::expect_invalid_input(
+      [&] { write_matrix(csv, v.data(), 2, 2, DataFormat::csv, {"only_one"}); },
+      {csv, "1 column names", "2 columns"});
+  const std::string unknown = dir.file("m.xyz");
+  test::expect_invalid_input([&] { write_matrix(unknown, v.data(), 2, 2); },
+                             {unknown, "format"});
+  expect_only(dir, 0);
+  // An explicit format wins over the extension.
+  write_matrix(unknown, v.data(), 2, 2, DataFormat::npy);
+  ReadOptions o;
+  o.format = DataFormat::npy;
+  EXPECT_EQ(read_data(unknown, o).at(1, 0), 3.0);
+  EXPECT_EQ(read_data(unknown).at(1, 1), 4.0);  // sniffed by the .npy magic
+}
+
+}  // namespace
+}  // namespace mixle
