@@ -9,12 +9,39 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 namespace mixle {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;  // keeps "format" and "version" first in files
+
+/// Model files stay readable: objects one key per line, arrays of numbers on one line,
+/// arrays of arrays one row per line.
+void write_pretty(const json& j, std::string& out, int indent) {
+  const std::string pad(static_cast<std::size_t>(indent), ' ');
+  if (j.is_object()) {
+    out += "{\n";
+    std::size_t i = 0;
+    for (auto it = j.begin(); it != j.end(); ++it, ++i) {
+      out += pad + "  " + json(it.key()).dump() + ": ";
+      write_pretty(it.value(), out, indent + 2);
+      out += i + 1 < j.size() ? ",\n" : "\n";
+    }
+    out += pad + "}";
+  } else if (j.is_array() && !j.empty() && (j[0].is_array() || j[0].is_object())) {
+    out += "[\n";
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      out += pad + "  ";
+      write_pretty(j[i], out, indent + 2);
+      out += i + 1 < j.size() ? ",\n" : "\n";
+    }
+    out += pad + "]";
+  } else {
+    out += j.dump();
+  }
+}
 
 /// Flattens a nested array of numbers whose shape must be `shape`; names `where.field` on error.
 std::vector<double> flatten(const json& j, const std::vector<std::size_t>& shape,
@@ -95,7 +122,10 @@ std::string model_to_json(const Model& model, int indent) {
     parts.push_back(std::move(jp));
   }
   j["parts"] = std::move(parts);
-  return j.dump(indent) + "\n";
+  if (indent < 0) return j.dump() + "\n";
+  std::string out;
+  write_pretty(j, out, 0);
+  return out + "\n";
 }
 
 Model model_from_json(const std::string& text, const std::string& source) {

@@ -1,0 +1,58 @@
+#include "engine/em.hpp"
+
+#include <mixle/error.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+namespace mixle::engine {
+
+EmResult run_em(EncodedData& data, Model initial, const EmOptions& options) {
+  if (options.max_iter < 1) throw InvalidInput("max_iter = " + std::to_string(options.max_iter) + " must be ≥ 1");
+  if (!(options.tol >= 0.0)) throw InvalidInput("tol must be ≥ 0");
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  EmResult result;
+  result.model = std::move(initial);
+  double previous = std::numeric_limits<double>::quiet_NaN();
+  std::vector<char> reported(result.model.components(), 0);
+  for (int it = 1; it <= options.max_iter; ++it) {
+    const auto t0 = clock::now();
+    const Statistics stats = data.stream_accumulate(result.model, options.estimator);
+    const double rows = stats.rows();
+    const double mean_ll = stats.loglik_sum() / rows;
+    MStepResult next = m_step(result.model, stats.values,
+                              shift_table(result.model, options.estimator.precision), options.estimator);
+    for (std::size_t k : next.empty_components)
+      if (!reported[k]) {
+        reported[k] = 1;
+        result.warnings.push_back("component " + std::to_string(k) + " captured no rows at iteration " +
+                                  std::to_string(it) + "; it keeps its previous parameters with weight 0");
+      }
+    result.model = std::move(next.model);
+    result.mean_loglik.push_back(mean_ll);
+    result.iterations = it;
+    result.rows = rows;
+    IterationInfo info;
+    info.iteration = it;
+    info.mean_loglik = mean_ll;
+    info.delta = mean_ll - previous;
+    info.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    info.rows = rows;
+    info.empty_components = std::move(next.empty_components);
+    if (options.on_iteration) options.on_iteration(info);
+    if (!std::isfinite(mean_ll))
+      throw InvalidInput("EM: the mean log-likelihood became " + std::to_string(mean_ll) +
+                         " at iteration " + std::to_string(it) + "; the data or model is degenerate");
+    if (it > 1 && std::abs(mean_ll - previous) < options.tol) {
+      result.converged = true;
+      break;
+    }
+    previous = mean_ll;
+  }
+  result.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  return result;
+}
+
+}  // namespace mixle::engine

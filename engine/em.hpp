@@ -1,0 +1,44 @@
+// The EM loop, written once for every encoded-data backend: E-step (stream_accumulate), then
+// M-step, until |Δ mean log-likelihood| < tol or max_iter.
+#pragma once
+
+#include "engine/encoded_data.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mixle::engine {
+
+struct IterationInfo {
+  int iteration = 0;           // 1-based
+  double mean_loglik = 0.0;    // of the model evaluated in this iteration's E-step, per row
+  double delta = 0.0;          // change from the previous iteration (NaN at iteration 1)
+  double seconds = 0.0;        // this iteration's wall time
+  double rows = 0.0;
+  std::vector<std::size_t> empty_components;
+};
+
+struct EmOptions {
+  int max_iter = 100;
+  double tol = 1e-3;
+  EstimatorOptions estimator;
+  std::function<void(const IterationInfo&)> on_iteration;  // called after each iteration
+};
+
+struct EmResult {
+  Model model;
+  std::vector<double> mean_loglik;  // one entry per iteration
+  int iterations = 0;
+  bool converged = false;
+  std::vector<std::string> warnings;
+  double seconds = 0.0;
+  double rows = 0.0;
+};
+
+/// Runs EM from `initial`. Each iteration's E-step evaluates the current model (so a fit
+/// started from a model file first evaluates that model, as scikit-learn does with
+/// means_init/precisions_init); the returned model is the last M-step's.
+EmResult run_em(EncodedData& data, Model initial, const EmOptions& options);
+
+}  // namespace mixle::engine

@@ -1,0 +1,137 @@
+#include "engine/initialise.hpp"
+
+#include <mixle/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace mixle::engine {
+
+Model model_shape(EncodedData& data, const std::vector<PartSpec>& parts, std::size_t K) {
+  if (K == 0) throw InvalidInput("components = 0; a mixture needs K ≥ 1");
+  if (K > data.rows())
+    throw InvalidInput("components = " + std::to_string(K) + " exceeds the " + std::to_string(data.rows()) +
+                       " data rows; K must be at most the number of rows");
+  Model model;
+  model.weights.assign(K, 1.0 / static_cast<double>(K));
+  std::vector<double> col_max;
+  for (const PartSpec& spec : parts) {
+    if (spec.col_end > data.columns())
+      throw InvalidInput("part " + std::string(family_name(spec.family)) + " reads column " +
+                         std::to_string(spec.col_end - 1) + " but the data has " +
+                         std::to_string(data.columns()) + " columns");
+    Part p;
+    p.family = spec.family;
+    p.col_begin = spec.col_begin;
+    p.col_end = spec.col_end;
+    p.categories = spec.categories;
+    if (p.family == Family::categorical && p.categories == 0) {
+      if (col_max.empty()) col_max = data.column_max();
+      double mx = 0.0;
+      for (std::size_t c = p.col_begin; c < p.col_end; ++c) mx = std::max(mx, col_max[c]);
+      if (!std::isfinite(mx) || mx < 0.0 || mx > 1e7)
+        throw InvalidInput("categorical columns [" + std::to_string(p.col_begin) + ", " + std::to_string(p.col_end) +
+                           "): cannot infer the number of categories from the largest code " +
+                           std::to_string(mx) + "; give it as categorical:begin-end:V");
+      p.categories = static_cast<std::size_t>(mx) + 1;
+    }
+    family_ops(p.family).resize(p, K);
+    model.parts.push_back(std::move(p));
+  }
+  validate_model(model);
+  return model;
+}
+
+namespace {
+
+double squared_distance(const double* a, const double* b, std::size_t C) {
+  double s = 0.0;
+  for (std::size_t c = 0; c < C; ++c) s += (a[c] - b[c]) * (a[c] - b[c]);
+  return s;
+}
+
+}  // namespace
+
+Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed,
+                           const EstimatorOptions& options) {
+  const std::size_t K = shape.components();
+  const std::size_t C = shape.columns();
+  const Dataset sample = data.sample(seed, std::max(kKmeansSample, 4 * K));
+  const std::size_t n = sample.rows();
+  if (n < K)
+    throw InvalidInput("kmeans++ initialisation drew " + std::to_string(n) + " sample rows for K = " +
+                       std::to_string(K) + " components; use fewer components or --init select");
+  // Standardise columns so no unit dominates the distance.
+  std::vector<double> mean(C, 0.0), scale(C, 0.0), pts(n * C);
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t c = 0; c < C; ++c) mean[c] += sample.at(r, c) / static_cast<double>(n);
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t c = 0; c < C; ++c) scale[c] += (sample.at(r, c) - mean[c]) * (sample.at(r, c) - mean[c]);
+  for (auto& s : scale) s = s > 0.0 ? 1.0 / std::sqrt(s / static_cast<double>(n)) : 1.0;
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t c = 0; c < C; ++c) pts[r * C + c] = (sample.at(r, c) - mean[c]) * scale[c];
+
+  std::mt19937_64 rng(seed ^ 0x6b6d65616e732b2bull);
+  std::vector<double> centres(K * C), d2(n, std::numeric_limits<double>::infinity());
+  std::size_t first = std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+  std::copy_n(pts.begin() + first * C, C, centres.begin());
+  for (std::size_t k = 1; k < K; ++k) {
+    double total = 0.0;
+    for (std::size_t r = 0; r < n; ++r) {
+      d2[r] = std::min(d2[r], squared_distance(&pts[r * C], &centres[(k - 1) * C], C));
+      total += d2[r];
+    }
+    std::size_t pick = n - 1;
+    if (total > 0.0) {
+      double u = std::uniform_real_distribution<double>(0.0, total)(rng);
+      for (std::size_t r = 0; r < n; ++r) {
+        if (u < d2[r]) { pick = r; break; }
+        u -= d2[r];
+      }
+    } else {
+      pick = std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);  // all points coincide
+    }
+    std::copy_n(pts.begin() + pick * C, C, centres.begin() + k * C);
+  }
+  // A few Lloyd iterations on the sample.
+  std::vector<std::size_t> label(n);
+  for (int it = 0; it < 10; ++it) {
+    for (std::size_t r = 0; r < n; ++r) {
+      double best = std::numeric_limits<double>::infinity();
+      for (std::size_t k = 0; k < K; ++k) {
+        const double d = squared_distance(&pts[r * C], &centres[k * C], C);
+        if (d < best) best = d, label[r] = k;
+      }
+    }
+    std::vector<double> sum(K * C, 0.0);
+    std::vector<std::size_t> count(K, 0);
+    for (std::size_t r = 0; r < n; ++r) {
+      ++count[label[r]];
+      for (std::size_t c = 0; c < C; ++c) sum[label[r] * C + c] += pts[r * C + c];
+    }
+    for (std::size_t k = 0; k < K; ++k)
+      if (count[k])  // an empty cluster keeps its centre
+        for (std::size_t c = 0; c < C; ++c) centres[k * C + c] = sum[k * C + c] / static_cast<double>(count[k]);
+  }
+  Assigner nearest = [&](const Dataset& rows, std::size_t, std::size_t Kc, double* resp) {
+    std::vector<double> x(C);
+    std::fill(resp, resp + rows.rows() * Kc, 0.0);
+    for (std::size_t r = 0; r < rows.rows(); ++r) {
+      for (std::size_t c = 0; c < C; ++c) x[c] = (rows.at(r, c) - mean[c]) * scale[c];
+      double best = std::numeric_limits<double>::infinity();
+      std::size_t arg = 0;
+      for (std::size_t k = 0; k < Kc; ++k) {
+        const double d = squared_distance(x.data(), &centres[k * C], C);
+        if (d < best) best = d, arg = k;
+      }
+      resp[r * Kc + arg] = 1.0;
+    }
+  };
+  const Statistics s = data.accumulate_assigned(shape, nearest);
+  MStepResult r = m_step(shape, s.values, shift_table(shape, Precision::fp64, true), options);
+  return std::move(r.model);
+}
+
+}  // namespace mixle::engine

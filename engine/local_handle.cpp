@@ -1,0 +1,76 @@
+#include "engine/local_handle.hpp"
+#include "engine/report.hpp"
+#include "engine/row_hash.hpp"
+
+#include <mixle/error.hpp>
+
+#include <algorithm>
+#include <limits>
+
+namespace mixle::engine {
+
+void check_data_against(const Model& model, const Dataset& data) {
+  if (model.columns() > data.cols())
+    throw InvalidInput(data.source() + ": the model reads columns up to " + std::to_string(model.columns() - 1) +
+                       " but the data has only " + std::to_string(data.cols()) + " columns");
+  for (const Part& p : model.parts) family_ops(p.family).check_data(p, data);
+}
+
+LocalEncodedData::LocalEncodedData(Dataset data, std::unique_ptr<Compute> compute)
+    : data_(std::move(data)), compute_(std::move(compute)) {}
+
+std::unique_ptr<EncodedData> LocalEncodedData::create(const Dataset& data, const EncodedDataOptions& options) {
+  return std::make_unique<LocalEncodedData>(data, make_compute(options.device, options.threads));
+}
+
+void LocalEncodedData::check(const Model& model) { check_data_against(model, data_); }
+
+std::vector<double> LocalEncodedData::column_max() {
+  std::vector<double> mx(data_.cols(), -std::numeric_limits<double>::infinity());
+  for (std::size_t r = 0; r < data_.rows(); ++r)
+    for (std::size_t c = 0; c < data_.cols(); ++c) mx[c] = std::max(mx[c], data_.at(r, c));
+  return mx;
+}
+
+Statistics LocalEncodedData::stream_accumulate(const Model& model, const EstimatorOptions& options) {
+  Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(model).size));
+  const kernels::PassReport report = compute_->accumulate(model, data_, options.precision, s.values);
+  raise_for(report, data_.source(), data_.first_row());
+  return s;
+}
+
+Statistics LocalEncodedData::accumulate_assigned(const Model& shape, const Assigner& assign) {
+  Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(shape).size));
+  const std::size_t K = shape.components();
+  // Chunks bounded to ~8M responsibilities, a multiple of the kernels' 128-row block.
+  std::size_t chunk = std::max<std::size_t>(1024, (std::size_t{8} << 20) / std::max<std::size_t>(K, 1));
+  chunk -= chunk % 128;
+  std::vector<double> resp;
+  for (std::size_t begin = 0; begin < data_.rows(); begin += chunk) {
+    const std::size_t end = std::min(data_.rows(), begin + chunk);
+    const Dataset rows = data_.slice(begin, end);
+    resp.assign((end - begin) * K, 0.0);
+    assign(rows, first_global_row() + begin, K, resp.data());
+    compute_->accumulate_given(shape, rows, resp.data(), s.values);
+  }
+  return s;
+}
+
+Dataset LocalEncodedData::sample_local(std::uint64_t seed, double p) const {
+  std::vector<double> values;
+  std::size_t n = 0;
+  const std::size_t C = data_.cols(), first = first_global_row();
+  for (std::size_t r = 0; r < data_.rows(); ++r) {
+    if (to_unit(row_draw(seed, 3, first + r)) >= p) continue;
+    for (std::size_t c = 0; c < C; ++c) values.push_back(data_.at(r, c));
+    ++n;
+  }
+  return Dataset::from_vector(std::move(values), n, C);
+}
+
+Dataset LocalEncodedData::sample(std::uint64_t seed, std::size_t target) {
+  const double p = std::min(1.0, static_cast<double>(target) / static_cast<double>(std::max<std::size_t>(rows(), 1)));
+  return sample_local(seed, p);
+}
+
+}  // namespace mixle::engine

@@ -1,0 +1,38 @@
+// The in-process `local` handle: all rows in this process, one Compute backend.
+#pragma once
+
+#include "engine/encoded_data.hpp"
+
+namespace mixle::engine {
+
+class LocalEncodedData : public EncodedData {
+ public:
+  LocalEncodedData(Dataset data, std::unique_ptr<Compute> compute);
+  static std::unique_ptr<EncodedData> create(const Dataset& data, const EncodedDataOptions& options);
+
+  std::string backend() const override { return "local"; }
+  std::size_t rows() const override { return data_.rows(); }
+  std::size_t columns() const override { return data_.cols(); }
+  void check(const Model& model) override;
+  std::vector<double> column_max() override;
+  Statistics stream_accumulate(const Model& model, const EstimatorOptions& options) override;
+  Statistics accumulate_assigned(const Model& shape, const Assigner& assign) override;
+  Dataset sample(std::uint64_t seed, std::size_t target) override;
+
+  const Dataset& data() const { return data_; }
+  Compute& compute() { return *compute_; }
+
+ protected:
+  /// The global row index of this handle's row 0 (non-zero for a rank's shard).
+  virtual std::size_t first_global_row() const { return 0; }
+  /// Rows considered by sample(): local rows chosen with probability p (global-row keyed).
+  Dataset sample_local(std::uint64_t seed, double p) const;
+
+  Dataset data_;
+  std::unique_ptr<Compute> compute_;
+};
+
+/// Checks the data's columns against the model's parts (shared by every handle).
+void check_data_against(const Model& model, const Dataset& data);
+
+}  // namespace mixle::engine

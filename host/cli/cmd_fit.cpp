@@ -1,0 +1,135 @@
+// `mixle fit`: fit a mixture to a data file and write the model JSON.
+#include "host/cli/command.hpp"
+#include "host/cli/data_args.hpp"
+#include "host/progress.hpp"
+
+#include <mixle/error.hpp>
+#include <mixle/fit.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+namespace mixle::host {
+namespace {
+
+struct FitArgs {
+  DataArgs data;
+  std::string family = "gaussian_diag";
+  std::string layout;
+  long long components = -1;
+  std::string init = "kmeans++";
+  std::string out;
+  std::string receipts;
+  bool quiet = false;
+  FitOptions options;
+};
+
+void print_summary(const FitResult& r, double seconds) {
+  const Model& m = r.model;
+  std::printf("fitted %zu components on %zu rows in %d iterations (%s), %.3f s\n", m.components(), r.rows,
+              r.iterations, r.converged ? "converged" : "not converged", seconds);
+  std::printf("mean log-likelihood per row: %.6f\n", r.final_mean_loglik);
+  std::printf("log-likelihood per iteration:");
+  for (std::size_t i = 0; i < r.mean_loglik.size(); ++i) std::printf("%s%.6f", i ? ", " : " ", r.mean_loglik[i]);
+  std::printf("\n");
+  const double per_iter = r.iterations ? seconds / r.iterations : 0.0;
+  if (per_iter > 0) std::printf("throughput: %.4g rows/s per iteration (%.4g s/iteration)\n", r.rows / per_iter, per_iter);
+  for (std::size_t k = 0; k < m.components(); ++k) {
+    std::printf("  component %zu  weight %.4f", k, m.weights[k]);
+    for (const Part& p : m.parts) {
+      const std::size_t D = p.dims(), show = std::min<std::size_t>(D, 4);
+      std::printf("  %s[", family_name(p.family));
+      const std::vector<double>* v = nullptr;
+      std::size_t stride = D;
+      switch (p.family) {
+        case Family::gaussian_diag:
+        case Family::gaussian_full: v = &p.mean; break;
+        case Family::poisson:
+        case Family::exponential: v = &p.rate; break;
+        case Family::bernoulli: v = &p.prob; break;
+        case Family::categorical: v = &p.prob; stride = D * p.categories; break;
+      }
+      const std::size_t n = p.family == Family::categorical ? std::min<std::size_t>(p.categories, 4) : show;
+      for (std::size_t i = 0; i < n; ++i) std::printf("%s%.4g", i ? " " : "", (*v)[k * stride + i]);
+      std::printf("%s]", (p.family == Family::categorical ? p.categories > n : D > n) ? " …" : "");
+    }
+    std::printf("\n");
+  }
+}
+
+std::function<int()> setup_fit(CLI::App& app) {
+  auto args = std::make_shared<FitArgs>();
+  args->data.add_to(app);
+  app.add_option("--family", args->family,
+                 "Family for all columns: gaussian_diag, gaussian_full, categorical, poisson, exponential, bernoulli");
+  app.add_option("--layout", args->layout,
+                 "Mixed record layout, e.g. gaussian_diag:0-4,categorical:4-5:3,poisson:5-7 (overrides --family)");
+  app.add_option("-k,--components", args->components, "Number of components K");
+  app.add_option("--max-iter", args->options.max_iter, "Maximum EM iterations")->capture_default_str();
+  app.add_option("--tol", args->options.tol, "Stop when |Δ mean log-likelihood| < tol")->capture_default_str();
+  app.add_option("--seed", args->options.seed, "Random seed")->capture_default_str();
+  app.add_option("--init", args->init, "Initialisation: kmeans++, select, or a model JSON file")->capture_default_str();
+  app.add_option("--init-p", args->options.init_p, "select: probability that a row is kept")->capture_default_str();
+  app.add_option("--n-init", args->options.n_init, "Restarts; the best final fit is kept")->capture_default_str();
+  app.add_option("--reg-covar", args->options.reg_covar, "Added to variances and covariance diagonals")->capture_default_str();
+  app.add_option("--pseudo-count", args->options.pseudo_count, "Categorical/bernoulli prior count")->capture_default_str();
+  app.add_option("--rate-floor", args->options.rate_floor, "Poisson rate / exponential mean floor")->capture_default_str();
+  app.add_option("--precision", args->options.precision, "Compute precision: fp32, fp64, tf32 (CUDA)")->capture_default_str();
+  app.add_option("--device", args->options.device, "auto, cpu, cuda, cuda:i")->capture_default_str();
+  app.add_option("--threads", args->options.threads, "CPU threads (0 = all)")->capture_default_str();
+  app.add_option("--backend", args->options.backend, "Encoded-data backend (local, component_parallel, …)")->capture_default_str();
+  app.add_option("-o,--out", args->out, "Write the fitted model JSON here (atomically)");
+  app.add_option("--receipts", args->receipts, "Write one JSON StepReceipt per iteration here");
+  app.add_flag("-q,--quiet", args->quiet, "No progress on stderr");
+
+  return [args]() -> int {
+    FitOptions& o = args->options;
+    if (args->init == "kmeans++") {
+      o.init = InitMethod::kmeanspp;
+    } else if (args->init == "select") {
+      o.init = InitMethod::select;
+    } else {
+      o.init = InitMethod::model;
+      o.init_model = load_model(args->init);
+    }
+    if (o.init != InitMethod::model) {
+      if (args->components < 0) throw UsageError("--components K is required (or --init MODEL.json)");
+      if (args->components == 0) throw InvalidInput("--components 0: a mixture needs K ≥ 1");
+      o.components = static_cast<std::size_t>(args->components);
+    }
+    o.layout = args->layout.empty() ? args->family : args->layout;
+    const Dataset data = args->data.read();
+
+    std::vector<nlohmann::json> receipts;
+    ProgressPrinter progress(!args->quiet);
+    o.progress = [&](const FitProgress& p) {
+      progress.iteration(p);
+      if (!args->receipts.empty())
+        receipts.push_back({{"format", "mixle-step-receipt"}, {"version", 1}, {"restart", p.restart},
+                            {"step", p.iteration}, {"loss", -p.mean_loglik}, {"rows", data.rows()},
+                            {"data_parallel_size", 1}, {"collective_bytes", 0}, {"seconds", p.seconds}});
+    };
+    const FitResult result = fit(data, o);
+    progress.finish();
+    for (const auto& w : result.warnings) std::fprintf(stderr, "mixle: warning: %s\n", w.c_str());
+    print_summary(result, result.seconds);
+    if (!args->out.empty()) {
+      save_model(result.model, args->out);
+      std::printf("model written to %s\n", args->out.c_str());
+    }
+    if (!args->receipts.empty()) {
+      std::string lines;
+      for (const auto& r : receipts) lines += r.dump() + "\n";
+      write_file_atomic(args->receipts, lines);
+    }
+    return 0;
+  };
+}
+
+}  // namespace
+MIXLE_REGISTER_COMMAND("fit", "Fit a mixture model to a data file by EM", setup_fit, 10);
+}  // namespace mixle::host

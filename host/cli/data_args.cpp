@@ -1,0 +1,56 @@
+#include "host/cli/data_args.hpp"
+
+#include <mixle/error.hpp>
+
+#include <charconv>
+
+namespace mixle::host {
+
+void DataArgs::add_to(CLI::App& app, bool required) {
+  auto* opt = app.add_option("--data", path, "Data file: .npy, .csv/.tsv/.txt, or raw .bin/.raw/.f32/.f64");
+  if (required) opt->required();
+  app.add_option("--format", format, "Data format: auto (by extension), npy, csv, raw")
+      ->check(CLI::IsMember({"auto", "npy", "csv", "raw"}));
+  app.add_option("--shape", shape, "Raw data shape N,C (N may be omitted: ,C)");
+  app.add_option("--cols", cols, "Raw data: columns per row");
+  app.add_option("--raw-dtype", raw_dtype, "Raw data element type")->check(CLI::IsMember({"f32", "f64"}));
+}
+
+namespace {
+std::size_t parse_count(const std::string& text, const char* what) {
+  std::size_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size())
+    throw UsageError(std::string("--shape: ") + what + " \"" + text + "\" is not a non-negative integer (expected N,C)");
+  return v;
+}
+}  // namespace
+
+ReadOptions DataArgs::read_options() const {
+  ReadOptions o;
+  if (format == "npy") o.format = DataFormat::npy;
+  else if (format == "csv") o.format = DataFormat::csv;
+  else if (format == "raw") o.format = DataFormat::raw;
+  o.raw_dtype = raw_dtype == "f64" ? DType::f64 : DType::f32;
+  if (!shape.empty()) {
+    const auto comma = shape.find(',');
+    if (comma == std::string::npos) throw UsageError("--shape \"" + shape + "\": expected N,C");
+    const std::string n = shape.substr(0, comma), c = shape.substr(comma + 1);
+    if (!n.empty()) o.raw_rows = parse_count(n, "rows");
+    o.raw_cols = parse_count(c, "columns");
+  }
+  if (cols) o.raw_cols = cols;
+  return o;
+}
+
+DataFormat output_format(const std::string& path) {
+  auto ends = [&](const char* ext) {
+    const std::string e(ext);
+    return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
+  };
+  if (ends(".npy")) return DataFormat::npy;
+  if (ends(".csv") || ends(".tsv") || ends(".txt")) return DataFormat::csv;
+  throw UsageError("output \"" + path + "\": use a .npy or .csv file name");
+}
+
+}  // namespace mixle::host

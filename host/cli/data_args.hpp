@@ -1,0 +1,29 @@
+// Options every data-reading subcommand shares (--data, --format, --shape/--cols, --raw-dtype).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <mixle/data.hpp>
+
+#include <string>
+
+namespace mixle::host {
+
+struct DataArgs {
+  std::string path;
+  std::string format = "auto";   // auto | npy | csv | raw
+  std::string shape;             // raw: "N,C" (or ",C")
+  std::size_t cols = 0;          // raw: columns per row
+  std::string raw_dtype = "f32"; // raw: f32 | f64
+
+  /// Adds --data (required when `required`), --format, --shape, --cols, --raw-dtype.
+  void add_to(CLI::App& app, bool required = true);
+  /// The ReadOptions these arguments describe; throws UsageError on malformed values.
+  ReadOptions read_options() const;
+  Dataset read() const { return read_data(path, read_options()); }
+};
+
+/// Parses an output format from a path's extension or an explicit --format (for writers).
+DataFormat output_format(const std::string& path);
+
+}  // namespace mixle::host

@@ -1,0 +1,9 @@
+// mixle — finite mixture models by EM on CPUs and GPUs. The one header a host program needs.
+// Compiles with any C++20 compiler: no CUDA, no nlohmann, no other third-party headers.
+#pragma once
+
+#include <mixle/data.hpp>
+#include <mixle/error.hpp>
+#include <mixle/fit.hpp>
+#include <mixle/model.hpp>
+#include <mixle/version.hpp>
