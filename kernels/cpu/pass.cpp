@@ -36,27 +36,23 @@ int scratch_size(const ModelView<T>& model) {
   int size = 0;
   for (int p = 0; p < model.num_parts; ++p)
     if (model.parts[p].kind == PartKind::gaussian_full)
-      size = std::max(size, (model.parts[p].dims + 1) * kBlockRows);
+      size = std::max(size, (2 * model.parts[p].dims + 1) * kBlockRows);
   return size;
 }
 
-/// Per-thread state: the block buffers, compute-precision block sums and the float64 tile sums.
+/// Per-thread state: the block buffers and the compute-precision block sums.
 template <class T>
 struct Workspace {
   Block<T> block;
-  std::vector<T> block_acc;     // stat_size values, compute precision (only active comps used)
-  std::vector<double> tile;     // stat_size values
-  std::vector<int> active;      // components with any non-zero responsibility in the block
-  std::vector<char> tile_touched;
+  std::vector<T> block_acc;  // stat_size values, compute precision (only active comps used)
+  std::vector<int> active;   // components with any non-zero responsibility in the block
   std::vector<T*> acc_ptrs;
   PassReport report;
 
   explicit Workspace(const ModelView<T>& model) {
     block.reserve(model.columns, model.components, scratch_size(model));
     block_acc.assign(static_cast<std::size_t>(model.stat_size), T(0));
-    tile.assign(static_cast<std::size_t>(model.stat_size), 0.0);
     active.reserve(model.components);
-    tile_touched.assign(model.components, 0);
     acc_ptrs.resize(model.components);
   }
 };
@@ -128,23 +124,28 @@ void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& repor
       sum[b] += e;
     }
   }
+  T inv[kBlockRows];
+  bool special = false;
   for (int b = 0; b < kBlockRows; ++b) {
-    const bool valid_row = b < block.rows;
+    const bool ok = b < block.rows && std::isfinite(mx[b]) && std::isfinite(sum[b]);
+    inv[b] = ok ? T(1) / sum[b] : T(0);
+    block.loglik[b] = ok ? static_cast<double>(mx[b]) + std::log(static_cast<double>(sum[b])) : 0.0;
+    special |= !ok && b < block.rows;
+  }
+  for (int k = 0; k < K; ++k) {
+    T* l = block.logp(k);
+#pragma omp simd
+    for (int b = 0; b < kBlockRows; ++b) l[b] *= inv[b];  // rows past block.rows get 0
+  }
+  if (!special) return;
+  for (int b = 0; b < block.rows; ++b) {
     const T m = mx[b];
-    if (valid_row && std::isfinite(m) && std::isfinite(sum[b])) {
-      block.loglik[b] = static_cast<double>(m) + std::log(static_cast<double>(sum[b]));
-      const T inv = T(1) / sum[b];
-      for (int k = 0; k < K; ++k) block.logp(k)[b] *= inv;
-      continue;
-    }
-    block.loglik[b] = 0.0;
-    for (int k = 0; k < K; ++k) block.logp(k)[b] = T(0);
-    if (!valid_row) continue;
+    if (std::isfinite(m) && std::isfinite(sum[b])) continue;
     if (m == std::numeric_limits<T>::infinity()) {
-      // +inf ties: the log-densities were overwritten, so recompute which components tie.
-      // Only reachable with degenerate parameters; the row's log-likelihood is +inf.
+      // +inf ties: the log-densities were overwritten; tie_rows re-derives which components
+      // tie. Only reachable with degenerate parameters; the row's log-likelihood is +inf.
       block.loglik[b] = std::numeric_limits<double>::infinity();
-      continue;  // the caller re-derives ties (see tie_row)
+      continue;
     }
     if (m == kNegInf) {
       ++report.impossible_rows;
@@ -176,19 +177,21 @@ void tie_rows(const ModelView<T>& model, Block<T>& block) {
   }
 }
 
+/// Folds the block's responsibilities into `tile` (float64, stat_size values): block sums in
+/// the compute precision, added to the tile in float64.
 template <class T>
-void fold_block(const ModelView<T>& model, Workspace<T>& ws) {
+void fold_block(const ModelView<T>& model, Workspace<T>& ws, double* tile) {
   Block<T>& block = ws.block;
   const int K = model.components;
   ws.active.clear();
   for (int k = 0; k < K; ++k) {
     const T* r = block.resp(k);
     T mass = T(0);
-    for (int b = 0; b < block.rows; ++b) mass += r[b];
+#pragma omp simd reduction(+ : mass)
+    for (int b = 0; b < kBlockRows; ++b) mass += r[b];
     if (mass != T(0)) {
       ws.active.push_back(k);
-      ws.tile[kStatHeader + k] += static_cast<double>(mass);
-      ws.tile_touched[k] = 1;
+      tile[kStatHeader + k] += static_cast<double>(mass);
     }
   }
   const int num_active = static_cast<int>(ws.active.size());
@@ -212,27 +215,18 @@ void fold_block(const ModelView<T>& model, Workspace<T>& ws) {
     for (int a = 0; a < num_active; ++a) {
       const std::int64_t off = part.stat_offset + static_cast<std::int64_t>(ws.active[a]) * part.stat_stride;
       const T* acc = ws.block_acc.data() + off;
-      double* tile = ws.tile.data() + off;
-      for (int i = 0; i < part.stat_stride; ++i) tile[i] += static_cast<double>(acc[i]);
+      double* t = tile + off;
+      for (int i = 0; i < part.stat_stride; ++i) t[i] += static_cast<double>(acc[i]);
     }
   }
 }
 
-/// Adds the tile's sums into `stats` and clears the tile (only what was touched).
-template <class T>
-void flush_tile(const ModelView<T>& model, Workspace<T>& ws, double* stats) {
-  for (std::int64_t i = 0; i < kStatHeader; ++i) stats[i] += ws.tile[i], ws.tile[i] = 0.0;
-  for (int k = 0; k < model.components; ++k) {
-    if (!ws.tile_touched[k]) continue;
-    ws.tile_touched[k] = 0;
-    stats[kStatHeader + k] += ws.tile[kStatHeader + k];
-    ws.tile[kStatHeader + k] = 0.0;
-    for (int p = 0; p < model.num_parts; ++p) {
-      const PartView<T>& part = model.parts[p];
-      const std::int64_t off = part.stat_offset + static_cast<std::int64_t>(k) * part.stat_stride;
-      for (int i = 0; i < part.stat_stride; ++i) stats[off + i] += ws.tile[off + i], ws.tile[off + i] = 0.0;
-    }
-  }
+/// Tiles whose float64 sums are kept at once before they are added in tile order: up to 64,
+/// fewer when the statistics are large (≤ 512 MiB of tile buffers). Depends only on the
+/// problem, never on the thread count, so the summation order is fixed.
+std::int64_t tiles_per_round(std::int64_t stat_size) {
+  const std::int64_t budget = (std::int64_t{512} << 20) / (8 * std::max<std::int64_t>(stat_size, 1));
+  return std::clamp<std::int64_t>(budget, 1, 64);
 }
 
 template <class T, class X>
@@ -244,47 +238,65 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
   const int K = model.components;
   int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   threads = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, tiles)));
+  const std::int64_t round = tiles_per_round(model.stat_size);
+  const std::size_t S = static_cast<std::size_t>(model.stat_size);
+  const std::size_t slots = static_cast<std::size_t>(std::max<std::int64_t>(1, std::min(round, tiles)));
+  std::vector<double> tile_sums(mode == Mode::score ? 0 : slots * S);
+  std::vector<PassReport> reports(slots);
   PassReport total;
 
 #pragma omp parallel num_threads(threads)
   {
     Workspace<T> ws(model);
-#pragma omp for ordered schedule(static, 1)
-    for (std::int64_t t = 0; t < tiles; ++t) {
-      const std::int64_t tile_end = std::min<std::int64_t>(static_cast<std::int64_t>(rows), (t + 1) * tile_rows);
-      for (std::int64_t row0 = t * tile_rows; row0 < tile_end; row0 += kBlockRows) {
-        const int n = static_cast<int>(std::min<std::int64_t>(kBlockRows, tile_end - row0));
-        load_block(model, x + static_cast<std::size_t>(row0) * ld, ld, n, ws.block);
-        if (mode == Mode::given) {
-          for (int k = 0; k < K; ++k)
-            for (int b = 0; b < kBlockRows; ++b)
-              ws.block.logp(k)[b] = b < n ? static_cast<T>(given[(row0 + b) * K + k]) : T(0);
-          ws.tile[1] += n;
-          fold_block(model, ws);
-          continue;
-        }
-        log_densities(model, ws.block);
-        normalise(K, row0, ws.block, ws.report);
-        tie_rows(model, ws.block);
-        if (mode == Mode::score) {
-          for (int b = 0; b < n; ++b) {
-            if (loglik) loglik[row0 + b] = ws.block.loglik[b];
-            if (resp)
-              for (int k = 0; k < K; ++k) resp[(row0 + b) * K + k] = ws.block.resp(k)[b];
-          }
-          continue;
-        }
-        double block_loglik = 0.0;  // impossible/NaN rows hold 0 and are excluded below
-        for (int b = 0; b < n; ++b) block_loglik += ws.block.loglik[b];
-        ws.tile[0] += block_loglik;
-        ws.tile[1] += static_cast<double>(n);
-        fold_block(model, ws);
-      }
-#pragma omp ordered
-      {
-        if (mode != Mode::score) flush_tile(model, ws, stats);
-        total.merge(ws.report);
+    for (std::int64_t first = 0; first < tiles; first += round) {
+      const std::int64_t count = std::min(round, tiles - first);
+#pragma omp for schedule(dynamic, 1)
+      for (std::int64_t i = 0; i < count; ++i) {
+        const std::int64_t t = first + i;
+        double* tile = mode == Mode::score ? nullptr : tile_sums.data() + static_cast<std::size_t>(i) * S;
+        if (tile) std::fill(tile, tile + S, 0.0);
         ws.report = PassReport{};
+        const std::int64_t tile_end = std::min<std::int64_t>(static_cast<std::int64_t>(rows), (t + 1) * tile_rows);
+        for (std::int64_t row0 = t * tile_rows; row0 < tile_end; row0 += kBlockRows) {
+          const int n = static_cast<int>(std::min<std::int64_t>(kBlockRows, tile_end - row0));
+          load_block(model, x + static_cast<std::size_t>(row0) * ld, ld, n, ws.block);
+          if (mode == Mode::given) {
+            for (int k = 0; k < K; ++k)
+              for (int b = 0; b < kBlockRows; ++b)
+                ws.block.logp(k)[b] = b < n ? static_cast<T>(given[(row0 + b) * K + k]) : T(0);
+            tile[1] += n;
+            fold_block(model, ws, tile);
+            continue;
+          }
+          log_densities(model, ws.block);
+          normalise(K, row0, ws.block, ws.report);
+          tie_rows(model, ws.block);
+          if (mode == Mode::score) {
+            for (int b = 0; b < n; ++b) {
+              if (loglik) loglik[row0 + b] = ws.block.loglik[b];
+              if (resp)
+                for (int k = 0; k < K; ++k) resp[(row0 + b) * K + k] = ws.block.resp(k)[b];
+            }
+            continue;
+          }
+          double block_loglik = 0.0;  // impossible/NaN rows hold 0 and are excluded below
+          for (int b = 0; b < n; ++b) block_loglik += ws.block.loglik[b];
+          tile[0] += block_loglik;
+          tile[1] += static_cast<double>(n);
+          fold_block(model, ws, tile);
+        }
+        reports[static_cast<std::size_t>(i)] = ws.report;
+      }
+      // The implicit barrier above ends the round; one thread adds its tiles in tile order.
+#pragma omp single
+      {
+        for (std::int64_t i = 0; i < count; ++i) {
+          if (mode != Mode::score) {
+            const double* tile = tile_sums.data() + static_cast<std::size_t>(i) * S;
+            for (std::size_t j = 0; j < S; ++j) stats[j] += tile[j];
+          }
+          total.merge(reports[static_cast<std::size_t>(i)]);
+        }
       }
     }
   }

@@ -61,14 +61,14 @@ template <class T>
 void linear_accumulate(const PartView<T>& part, const int* active, int num_active,
                        const Block<T>& block, T* const* acc) {
   const int D = part.dims;
-  for (int b = 0; b < block.rows; ++b) {
-    const T* x = block.row(b) + part.col_begin;
-    for (int a = 0; a < num_active; ++a) {
-      const T r = block.resp(active[a])[b];
-      if (r == T(0)) continue;
-      T* s = acc[a];
-#pragma omp simd
-      for (int d = 0; d < D; ++d) s[d] += r * x[d];
+  for (int a = 0; a < num_active; ++a) {
+    const T* r = block.resp(active[a]);
+    for (int d = 0; d < D; ++d) {
+      const T* x = block.column(part.col_begin + d);
+      T sum = T(0);
+#pragma omp simd reduction(+ : sum)
+      for (int b = 0; b < kBlockRows; ++b) sum += r[b] * x[b];
+      acc[a][d] += sum;
     }
   }
 }
