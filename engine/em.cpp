@@ -39,6 +39,7 @@ EmResult run_em(EncodedData& data, Model initial, const EmOptions& options) {
     info.mean_loglik = mean_ll;
     info.delta = mean_ll - previous;
     info.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    result.iteration_seconds.push_back(info.seconds);
     info.rows = rows;
     info.empty_components = std::move(next.empty_components);
     if (options.on_iteration) options.on_iteration(info);

@@ -29,6 +29,7 @@ struct EmOptions {
 struct EmResult {
   Model model;
   std::vector<double> mean_loglik;  // one entry per iteration
+  std::vector<double> iteration_seconds;
   int iterations = 0;
   bool converged = false;
   std::vector<std::string> warnings;

@@ -95,6 +95,7 @@ FitResult fit(const Dataset& data, const FitOptions& options) {
       best_ll = final_ll;
       best.model = std::move(r.model);
       best.mean_loglik = std::move(r.mean_loglik);
+      best.iteration_seconds = std::move(r.iteration_seconds);
       best.iterations = r.iterations;
       best.converged = r.converged;
       best.final_mean_loglik = final_ll;

@@ -36,8 +36,12 @@ void print_summary(const FitResult& r, double seconds) {
   std::printf("log-likelihood per iteration:");
   for (std::size_t i = 0; i < r.mean_loglik.size(); ++i) std::printf("%s%.6f", i ? ", " : " ", r.mean_loglik[i]);
   std::printf("\n");
-  const double per_iter = r.iterations ? seconds / r.iterations : 0.0;
-  if (per_iter > 0) std::printf("throughput: %.4g rows/s per iteration (%.4g s/iteration)\n", r.rows / per_iter, per_iter);
+  double em_seconds = 0.0;
+  for (double s : r.iteration_seconds) em_seconds += s;
+  const double per_iter = r.iterations ? em_seconds / r.iterations : 0.0;
+  if (per_iter > 0)
+    std::printf("throughput: %.4g rows/s (%.4g s per EM iteration; %.3f s in total with initialisation)\n",
+                r.rows / per_iter, per_iter, seconds);
   for (std::size_t k = 0; k < m.components(); ++k) {
     std::printf("  component %zu  weight %.4f", k, m.weights[k]);
     for (const Part& p : m.parts) {

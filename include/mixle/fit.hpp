@@ -55,6 +55,7 @@ struct FitOptions {
 struct FitResult {
   Model model;
   std::vector<double> mean_loglik;  // per iteration of the kept restart
+  std::vector<double> iteration_seconds;  // wall time of each of those iterations (E + M step)
   int iterations = 0;
   bool converged = false;
   double final_mean_loglik = 0.0;   // of the returned model (one extra E-step)
