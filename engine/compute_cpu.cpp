@@ -11,7 +11,10 @@ namespace {
 
 class CpuCompute final : public Compute {
  public:
-  explicit CpuCompute(int threads) { options_.threads = threads; }
+  CpuCompute(int threads, int component_workers) {
+    options_.threads = threads;
+    options_.component_workers = component_workers;
+  }
   std::string name() const override { return "cpu"; }
 
   kernels::PassReport accumulate(const Model& model, const Dataset& rows, Precision precision,
@@ -59,7 +62,9 @@ class CpuCompute final : public Compute {
 
 }  // namespace
 
-std::unique_ptr<Compute> make_cpu_compute(int threads) { return std::make_unique<CpuCompute>(threads); }
+std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers) {
+  return std::make_unique<CpuCompute>(threads, component_workers);
+}
 
 std::unique_ptr<Compute> make_compute(const std::string& device, int threads) {
   if (device == "cpu") return make_cpu_compute(threads);

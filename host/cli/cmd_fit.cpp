@@ -86,6 +86,7 @@ std::function<int()> setup_fit(CLI::App& app) {
   app.add_option("--device", args->options.device, "auto, cpu, cuda, cuda:i")->capture_default_str();
   app.add_option("--threads", args->options.threads, "CPU threads (0 = all)")->capture_default_str();
   app.add_option("--backend", args->options.backend, "Encoded-data backend (local, component_parallel, …)")->capture_default_str();
+  app.add_option("--workers", args->options.num_workers, "component_parallel backend: component threads (0 = all)");
   app.add_option("-o,--out", args->out, "Write the fitted model JSON here (atomically)");
   app.add_option("--receipts", args->receipts, "Write one JSON StepReceipt per iteration here");
   app.add_flag("-q,--quiet", args->quiet, "No progress on stderr");
