@@ -122,6 +122,10 @@ TEST(EngineRegistry, NamesAndAliasesAreCaseInsensitive) {
 }
 
 TEST(EngineRegistry, CollidingNameRefusedUnlessOverride) {
+  // Run alone (ctest runs each test in its own process) nothing has been encoded yet: the
+  // built-in backends must still be listed and must still win name collisions.
+  const auto initial = engine::encoded_data_backends();
+  EXPECT_NE(std::find(initial.begin(), initial.end(), "local"), initial.end());
   engine::register_encoded_data_backend("regtest_collide", &factory_a, {"regtest_collide_alias"});
   EXPECT_THROW(engine::register_encoded_data_backend("RegTest_Collide", &factory_b), InvalidInput);
   // An alias colliding with another backend's name or alias is refused too.
@@ -133,6 +137,8 @@ TEST(EngineRegistry, CollidingNameRefusedUnlessOverride) {
   EXPECT_EQ(std::find(names.begin(), names.end(), "regtest_other"), names.end());
   EXPECT_EQ(std::find(names.begin(), names.end(), "regtest_other2"), names.end());
   EXPECT_NO_THROW(engine::register_encoded_data_backend("regtest_collide", &factory_b, {}, /*override=*/true));
+  // The built-in backend still works after all that.
+  EXPECT_EQ(engine::encoded_data(tiny())->backend(), "local");
 }
 
 TEST(EngineRegistry, IdenticalReRegistrationIsNoOp) {
