@@ -103,6 +103,8 @@ TEST(CliBadInput, ComponentCounts) {
   test::write_bytes(dir.file("data.npy"), test::npy_bytes(test::gaussian_values(5), 5, 2));
   expect_fit_error(dir, "--data " + dir.file("data.npy") + " -k 6", {"6", "rows"});
   expect_fit_error(dir, "--data " + dir.file("data.npy") + " --components 0", {"components"});
+  // A negative K is named as such, not reported as a missing --components.
+  expect_fit_error(dir, "--data " + dir.file("data.npy") + " --components -3", {"-3", "k ≥ 1"});
 }
 
 TEST(CliBadInput, UsageErrorsExit2) {
