@@ -333,6 +333,14 @@ TEST(EngineBadInput, DataValuesBreakingFamilyRules) {
   // Negative Poisson count.
   expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{0, 1, 2, -3}, 4, 1), diag_options(2, "poisson")); },
                  {"row 3", "-3", "poisson"});
+  // Exponential needs x ≥ 0, bernoulli 0 or 1.
+  expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{0, 1, -0.5, 1}, 4, 1), diag_options(2, "exponential")); },
+                 {"row 2", "-0.5", "exponential"});
+  expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{0, 1, 1, 2}, 4, 1), diag_options(2, "bernoulli")); },
+                 {"row 3", "bernoulli"});
+  // Infinity in a Gaussian column.
+  expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{0, 1, INFINITY, 1}, 4, 1), diag_options(2)); },
+                 {"row 2", "inf"});
   // The same rules hold for scoring.
   Model m;
   m.weights = {1.0};
@@ -340,6 +348,22 @@ TEST(EngineBadInput, DataValuesBreakingFamilyRules) {
   c.prob = {0.25, 0.25, 0.5};
   m.parts = {c};
   expect_invalid([&] { score_samples(m, Dataset::from_vector(std::vector<double>{0, 3}, 2, 1)); }, {"row 1"});
+}
+
+TEST(EngineBadInput, SliceErrorsNameGlobalRows) {
+  // A row range of a larger dataset: errors name the row in the whole dataset.
+  std::vector<double> v(400, 1.0);
+  v[250] = std::nan("");
+  const Dataset all = Dataset::from_vector(v, 400, 1);
+  expect_invalid([&] { fit(all.slice(200, 300), diag_options(2)); }, {"row 250"});
+  std::vector<double> codes(400, 0.0);
+  codes[321] = 2.0;
+  try {
+    score_samples(impossible_code_model(), Dataset::from_vector(codes, 400, 1).slice(300, 400));
+    FAIL() << "no exception";
+  } catch (const ImpossibleEvidence& e) {
+    EXPECT_NE(std::string(e.what()).find("rows 321"), std::string::npos) << e.what();
+  }
 }
 
 TEST(EngineBadInput, ModelJson) {
