@@ -98,7 +98,9 @@ TEST(EngineDegenerate, FarComponentCapturesNothing) {
 std::unique_ptr<engine::EncodedData> factory_a(const Dataset& d, const engine::EncodedDataOptions& o) {
   return engine::LocalEncodedData::create(d, o);
 }
+int factory_b_calls = 0;
 std::unique_ptr<engine::EncodedData> factory_b(const Dataset& d, const engine::EncodedDataOptions& o) {
+  ++factory_b_calls;
   return engine::LocalEncodedData::create(d, o);
 }
 
@@ -137,6 +139,12 @@ TEST(EngineRegistry, CollidingNameRefusedUnlessOverride) {
   EXPECT_EQ(std::find(names.begin(), names.end(), "regtest_other"), names.end());
   EXPECT_EQ(std::find(names.begin(), names.end(), "regtest_other2"), names.end());
   EXPECT_NO_THROW(engine::register_encoded_data_backend("regtest_collide", &factory_b, {}, /*override=*/true));
+  // The override took effect: the name now makes handles with the new factory.
+  const int before = factory_b_calls;
+  engine::EncodedDataOptions o;
+  o.backend = "RegTest_Collide";
+  engine::encoded_data(tiny(), o);
+  EXPECT_EQ(factory_b_calls, before + 1);
   // The built-in backend still works after all that.
   EXPECT_EQ(engine::encoded_data(tiny())->backend(), "local");
 }
