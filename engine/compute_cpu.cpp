@@ -9,6 +9,9 @@
 namespace mixle::engine {
 namespace {
 
+constexpr const char* kNoTf32 =
+    "precision tf32 is a CUDA tensor-core mode; the CPU backend computes fp32 or fp64";
+
 class CpuCompute final : public Compute {
  public:
   CpuCompute(int threads, int component_workers) {
@@ -21,13 +24,14 @@ class CpuCompute final : public Compute {
                                  std::vector<double>& stats) override {
     if (precision == Precision::fp64) return run<double>(model, rows, stats);
     if (precision == Precision::tf32)
-      throw InvalidInput("precision tf32 is a CUDA tensor-core mode; the CPU backend computes fp32 or fp64");
+      throw InvalidInput(kNoTf32);
     return run<float>(model, rows, stats);
   }
 
   kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision,
                             double* loglik, double* resp) override {
     if (precision == Precision::fp64) return score_as<double>(model, rows, loglik, resp);
+    if (precision == Precision::tf32) throw InvalidInput(kNoTf32);
     return score_as<float>(model, rows, loglik, resp);
   }
 

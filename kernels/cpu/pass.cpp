@@ -143,10 +143,15 @@ void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& repor
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   T mx[kBlockRows], sum[kBlockRows];
   for (int b = 0; b < kBlockRows; ++b) mx[b] = kNegInf, sum[b] = T(0);
+  T nan_seen[kBlockRows];  // non-zero where some component's log-density is NaN
+  for (int b = 0; b < kBlockRows; ++b) nan_seen[b] = T(0);
   for (int k = 0; k < K; ++k) {
     const T* l = block.logp(k);
 #pragma omp simd
-    for (int b = 0; b < kBlockRows; ++b) mx[b] = l[b] > mx[b] ? l[b] : mx[b];
+    for (int b = 0; b < kBlockRows; ++b) {
+      mx[b] = l[b] > mx[b] ? l[b] : mx[b];  // skips NaN, which nan_seen records instead
+      nan_seen[b] = l[b] != l[b] ? T(1) : nan_seen[b];
+    }
   }
   for (int k = 0; k < K; ++k) {
     T* l = block.logp(k);
@@ -174,6 +179,11 @@ void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& repor
   for (int b = 0; b < block.rows; ++b) {
     const T m = mx[b];
     if (std::isfinite(m) && std::isfinite(sum[b])) continue;
+    if (nan_seen[b] != T(0)) {
+      ++report.nan_rows;
+      if (report.num_listed < PassReport::kMaxListed) report.listed[report.num_listed++] = first_row + b;
+      continue;
+    }
     if (m == std::numeric_limits<T>::infinity()) {
       // +inf ties: the log-densities were overwritten; tie_rows re-derives which components
       // tie. Only reachable with degenerate parameters; the row's log-likelihood is +inf.
