@@ -259,3 +259,28 @@ TEST(ShardPlan, JsonRoundTrip) {
     EXPECT_EQ(ModelShard::from_json(s.to_json()), s);
   }
 }
+
+TEST(ShardPlan, RejectsAModelWithoutComponents) {
+  expect_mentions(message_of<InvalidInput>(
+                      [] { model_sharding_plan(ModelSummary{0, {{"poisson", 1, 0}}}, Resources::local(2)); }),
+                  {"components=0", "K ≥ 1"});
+}
+
+TEST(Placement, ReadsAReferenceShapedDocument) {
+  // What the Python layer's Placement.to_dict() writes: no mixle fields, resources null, the
+  // reference's engine names.
+  const char* doc = R"({"total_rows": 10, "encoded_row_bytes": 8.0, "transient_row_bytes": 24.0,
+    "model_bytes": 100, "statistic_bytes": 100, "dtype_bytes": 8, "resources": null,
+    "shards": [{"device": "cpu:0", "kind": "cpu", "engine": "numpy", "start": 0, "stop": 6,
+                "sub_chunks": 1, "encoded_bytes": 60, "transient_bytes": 300},
+               {"device": "cpu:1", "kind": "cpu", "engine": "numpy", "start": 6, "stop": 10,
+                "sub_chunks": 2, "encoded_bytes": 40, "transient_bytes": 200}]})";
+  Placement p = Placement::from_json(doc);
+  EXPECT_EQ(p.total_rows, 10u);
+  EXPECT_FALSE(p.resources.has_value());
+  ASSERT_EQ(p.shards.size(), 2u);
+  EXPECT_EQ(p.shards[1].device.engine, "numpy");
+  EXPECT_EQ(p.shards[1].sub_chunks, 2u);
+  EXPECT_EQ(p.rows_per_chunk, 0u);  // absent: the reference's whole-shard working set
+  EXPECT_EQ(Placement::from_json(p.to_json()), p);
+}

@@ -280,3 +280,22 @@ TEST(Resources, SaveIsAtomicAndLoadsBack) {
   fs::remove_all(dir);
   expect_mentions(message_of<InvalidInput>([&] { Resources::load(path); }), {path});
 }
+
+TEST(Resources, ReferenceShapedDocumentPassesThroughUnchanged) {
+  // A document as the Python layer's Resources.to_json() writes it.
+  const std::string doc = R"({"devices": [
+    {"name": "cpu:0", "kind": "cpu", "memory_bytes": 1000, "engine": "numpy", "throughput": 1.0,
+     "precision": "float64", "node_id": null, "local_rank": null, "global_rank": null},
+    {"name": "torchrun-node:0:cuda:0", "kind": "cuda", "memory_bytes": 85899345920,
+     "engine": "torch", "throughput": 12345.678, "precision": null, "node_id": 0,
+     "local_rank": 0, "global_rank": 0}]})";
+  Resources r = Resources::from_json(doc);
+  EXPECT_EQ(r.devices()[1].engine, "torch");
+  EXPECT_TRUE(r.devices()[1].is_gpu());
+  // Same JSON value back (key order aside).
+  const std::string again = r.to_json();
+  EXPECT_EQ(Resources::from_json(again), r);
+  for (const char* key : {"\"engine\":\"numpy\"", "\"throughput\":12345.678", "\"node_id\":0"}) {
+    EXPECT_NE(again.find(key), std::string::npos) << key;
+  }
+}
