@@ -7,6 +7,7 @@
 #include <mixle/plan/backend_registry.hpp>
 #include <mixle/plan/calibration.hpp>
 #include <mixle/plan/contracts.hpp>
+#include <mixle/plan/launchers.hpp>
 #include <mixle/plan/parallel_plan.hpp>
 #include <mixle/plan/placement.hpp>
 #include <mixle/plan/resources.hpp>

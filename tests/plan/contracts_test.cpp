@@ -304,3 +304,39 @@ TEST(ContractBackends, RegistryCollisionsLazyFactoriesAndKeys) {
   expect_mentions(message_of<InvalidInput>([] { register_training_backend("gloo", &fake_factory); }),
                   {"'gloo'", "already registered"});
 }
+
+TEST(ContractLaunchers, LightningFabricOwnsDataParallelismOnly) {
+  FabricLaunch ddp = lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}));
+  EXPECT_EQ(ddp.strategy, "ddp");
+  EXPECT_EQ(ddp.devices, 4);
+  FabricLaunch fsdp = lightning_fabric_launch(ParallelPlan({.dp_shard = 8}), 4, 2);
+  EXPECT_EQ(fsdp.strategy, "fsdp");
+  expect_mentions(message_of<UnrealizedModelPlacement>(
+                      [] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 2, .tp = 2})); }),
+                  {"only owns data parallelism", "tp"});
+  expect_mentions(message_of<UnrealizedModelPlacement>(
+                      [] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 2, .dp_shard = 2})); }),
+                  {"explicit strategy"});
+  EXPECT_EQ(lightning_fabric_launch(ParallelPlan({.dp_replicate = 2, .dp_shard = 2}), {}, 1, "hsdp").strategy,
+            "hsdp");
+  expect_mentions(message_of<InvalidInput>(
+                      [] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), 3, 1); }),
+                  {"devices=3", "world_size=4"});
+  expect_mentions(message_of<InvalidInput>(
+                      [] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), {}, 2); }),
+                  {"\"auto\"", "num_nodes=2"});
+}
+
+TEST(ContractLaunchers, RayTrainOneWorkerPerRankAndGpuConflicts) {
+  RayScaling s = ray_train_scaling(ParallelPlan({.dp_replicate = 2, .tp = 2}), true, {{"GPU", 1}});
+  EXPECT_EQ(s.num_workers, 4);
+  expect_mentions(message_of<InvalidInput>(
+                      [] { ray_train_scaling(ParallelPlan(), true, {{"GPU", 0}}); }),
+                  {"use_gpu=true", "GPU]=0"});
+  expect_mentions(message_of<InvalidInput>(
+                      [] { ray_train_scaling(ParallelPlan(), false, {{"GPU", 1}}); }),
+                  {"use_gpu=false", "GPU]=1"});
+  expect_mentions(message_of<InvalidInput>(
+                      [] { ray_train_scaling(ParallelPlan(), false, {{"CPU", -1}}); }),
+                  {"CPU]=-1", "≥ 0"});
+}
