@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace mixle::plan {
 
@@ -98,6 +99,8 @@ Resources world_devices(std::string_view prefix, const std::vector<RankPlacement
                         const LaunchOptions& options) {
   const std::int64_t world = static_cast<std::int64_t>(ranks.size());
   const bool gpus = !options.gpu_memory_bytes.empty();
+  std::map<std::int64_t, std::uint64_t> ranks_on_node;
+  for (const RankPlacement& p : ranks) ++ranks_on_node[p.node];
   std::vector<DeviceSpec> devices;
   for (std::int64_t r = 0; r < world; ++r) {
     const RankPlacement& p = ranks[static_cast<std::size_t>(r)];
@@ -110,7 +113,8 @@ Resources world_devices(std::string_view prefix, const std::vector<RankPlacement
     if (gpus) {
       d.memory_bytes = options.gpu_memory_bytes[static_cast<std::size_t>(p.local)];
     } else if (options.memory_bytes) {
-      d.memory_bytes = std::max<std::uint64_t>(1, *options.memory_bytes / static_cast<std::uint64_t>(world));
+      // Nodes are alike: each rank gets its share of its own node's memory.
+      d.memory_bytes = std::max<std::uint64_t>(1, *options.memory_bytes / ranks_on_node[p.node]);
     }
     d.precision = canonical(options.precision);
     d.node_id = p.node;

@@ -159,6 +159,8 @@ TEST(Resources, TorchrunPreservesGlobalTopology) {
   using T = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
   EXPECT_EQ(coords, (std::vector<T>{{0, 0, 0}, {0, 1, 1}, {1, 0, 2}, {1, 1, 3}}));
   EXPECT_EQ(r.devices()[2].name, "torchrun-node:1:cpu:0");
+  // CPU ranks share their node's memory: 2 ranks a node.
+  EXPECT_EQ(Resources::from_torchrun(env, {.memory_bytes = 1000}).devices()[3].memory_bytes, 500u);
 }
 
 TEST(Resources, TorchrunTopologyChecks) {
@@ -203,7 +205,8 @@ TEST(Resources, SlurmBlockDistribution) {
   EXPECT_EQ(r.devices()[4].name, "slurm-node:2:cpu:0");
   EXPECT_EQ(r.devices()[3].node_id, 1);
   EXPECT_EQ(r.devices()[3].local_rank, 1);
-  EXPECT_EQ(r.devices()[0].memory_bytes, 100u);
+  EXPECT_EQ(r.devices()[0].memory_bytes, 250u);  // node 0 runs 2 ranks
+  EXPECT_EQ(r.devices()[4].memory_bytes, 500u);  // node 2 runs 1
   env["SLURM_LOCALID"] = "0";
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(env); }),
                   {"inconsistent", "SLURM_LOCALID=0", "block"});

@@ -60,7 +60,8 @@ void register_training_backend(std::string_view name, std::shared_ptr<const Trai
 /// Registers a lazy factory (same collision rules; the identical factory is a no-op).
 void register_training_backend(std::string_view name, TrainingBackendFactory factory,
                                bool override_existing = false);
-/// The backend under `name`, calling its factory once and caching the result. Unknown names →
+/// The backend under `name`, calling its factory once and caching the result (under the
+/// registry's lock: a factory must not call the registry itself). Unknown names →
 /// InvalidInput listing the registered ones; a factory returning null → InvalidInput.
 std::shared_ptr<const TrainingBackend> get_training_backend(std::string_view name);
 /// Registered keys, sorted. Built-ins: single, gloo, mpi, nccl, lightning_fabric, ray_train.

@@ -57,7 +57,7 @@ struct SlotOptions {
 
 /// What a launcher node offers when its ranks each take one GPU (from_torchrun, from_slurm).
 struct LaunchOptions {
-  std::optional<std::uint64_t> memory_bytes;  ///< CPU ranks: total bytes split over the world
+  std::optional<std::uint64_t> memory_bytes;  ///< CPU ranks: one node's bytes, split over its ranks
   std::optional<std::string> precision;
   /// Memory in bytes of each GPU visible on this node, by local index; empty = CPU ranks.
   /// Nodes are assumed homogeneous (every node has this node's GPUs).
