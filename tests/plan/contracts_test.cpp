@@ -253,6 +253,11 @@ TEST(ContractBackends, BuiltinsDescribeWhatTheyExecute) {
                   {"precision='fp8'", "bf16"});
   EXPECT_NE(get_training_backend("ray_train")->capabilities().execution.find("one worker per plan rank"),
             std::string::npos);
+  const std::string gloo = get_training_backend("gloo")->capabilities().to_json();
+  EXPECT_NE(gloo.find(R"("axes":["dp_replicate"])"), std::string::npos) << gloo;
+  EXPECT_NE(gloo.find(R"("precisions":["fp32","fp64"])"), std::string::npos) << gloo;
+  EXPECT_NE(fabric.to_json().find(R"("incompatible_axis_sets":[["dp_replicate","dp_shard"]])"),
+            std::string::npos);
 }
 
 namespace {
