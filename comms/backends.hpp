@@ -24,14 +24,18 @@ constexpr std::size_t element_bytes(DataType type) noexcept {
 
 namespace mixle::comms::detail {
 
-/// Leaves the rendezvous cleanly at communicator teardown: says goodbye to the store, and on rank 0
-/// gives the peers a bounded moment to say theirs before the store server stops. Skipped while an
-/// exception unwinds, so that peers learn this rank was lost.
+/// Leaves the rendezvous at communicator teardown. Normally: say goodbye to the store, and on
+/// rank 0 give the peers a bounded moment to say theirs before the store server stops. While an
+/// exception unwinds: leave without a goodbye (peers then learn this rank was lost), and on rank 0
+/// keep the store up a little longer so the peers can still find out which rank failed.
 inline void leave_rendezvous(CommOptions& options) noexcept {
-  if (std::uncaught_exceptions() > 0) return;
-  if (options.store) options.store->close();
+  const bool unwinding = std::uncaught_exceptions() > 0;
+  if (options.store) {
+    if (unwinding) options.store->abandon();
+    else options.store->close();
+  }
   if (options.store_server)
-    options.store_server->drain(std::min(options.timeout, std::chrono::milliseconds(5000)));
+    options.store_server->drain(std::min(options.timeout, std::chrono::milliseconds(unwinding ? 3000 : 5000)));
 }
 
 }  // namespace mixle::comms::detail

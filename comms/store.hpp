@@ -95,6 +95,8 @@ class StoreClient {
   std::vector<int> lost_ranks();
   /// Says goodbye and closes; later calls throw. Idempotent.
   void close() noexcept;
+  /// Closes without a goodbye, so the server records this rank as lost. Idempotent.
+  void abandon() noexcept;
 
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
   const std::string& address() const noexcept { return address_; }

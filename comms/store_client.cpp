@@ -78,8 +78,13 @@ StoreClient::StoreClient(std::string host, int port, std::string token, int rank
 
 StoreClient::~StoreClient() {
   // Unwinding: close without goodbye, so the server reports this rank lost.
-  if (std::uncaught_exceptions() > uncaught_at_creation_) fd_.reset();
+  if (std::uncaught_exceptions() > uncaught_at_creation_) abandon();
   else close();
+}
+
+void StoreClient::abandon() noexcept {
+  std::lock_guard lock(mutex_);
+  fd_.reset();
 }
 
 void StoreClient::close() noexcept {

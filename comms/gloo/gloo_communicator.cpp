@@ -142,7 +142,8 @@ class GlooCommunicator final : public Communicator {
       throw CommunicationError(
           "gloo " + std::string(what) + " failed on rank " + std::to_string(rank()) + " of " +
           std::to_string(size()) + ": " +
-          describe_lost_peers(options_.store.get(), std::min(options_.timeout, std::chrono::milliseconds(2000))) +
+          describe_lost_peers(options_.store.get(), options_.store_prefix, rank(), size(),
+                              std::min(options_.timeout, std::chrono::milliseconds(2000))) +
           " [timeout " + std::to_string(timeout().count()) + " ms; gloo: " + e.what() + "]");
     }
   }
