@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -75,18 +76,26 @@ struct Process {
     return p;
   }
 
+  /// Reaps the process if it has ended (never blocks); returns done.
+  bool poll() {
+    if (!done && ::waitpid(pid, &status, WNOHANG) == pid) {
+      done = true;
+      ended = std::chrono::steady_clock::now();
+    }
+    return done;
+  }
+  /// Kills the process group if it is still running and reaps it (done stays false).
+  void kill_if_running() {
+    if (poll()) return;
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    ended = std::chrono::steady_clock::now();
+  }
   /// Waits until the process ends or `deadline`; returns false (and kills its group) on timeout.
   bool wait_until(std::chrono::steady_clock::time_point deadline) {
-    while (!done) {
-      pid_t r = ::waitpid(pid, &status, WNOHANG);
-      if (r == pid) {
-        done = true;
-        ended = std::chrono::steady_clock::now();
-        break;
-      }
+    while (!poll()) {
       if (std::chrono::steady_clock::now() >= deadline) {
-        ::kill(-pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
+        kill_if_running();
         return false;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -99,6 +108,20 @@ struct Process {
   double seconds() const { return std::chrono::duration<double>(ended - started).count(); }
   std::string output() const { return read_file(log); }
 };
+
+/// Polls every process until all have ended, or all but `allowed_to_hang` (index, −1 for none)
+/// have, or `deadline`; then kills whatever still runs. End times are recorded when each ends.
+inline void wait_all(std::vector<Process>& ps, std::chrono::steady_clock::time_point deadline,
+                     int allowed_to_hang = -1) {
+  for (;;) {
+    bool pending = false;
+    for (std::size_t i = 0; i < ps.size(); ++i)
+      if (!ps[i].poll() && static_cast<int>(i) != allowed_to_hang) pending = true;
+    if (!pending || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (auto& p : ps) p.kill_if_running();
+}
 
 /// Runs a command to completion (or kills it after `timeout`); returns the finished Process.
 inline Process run_process(const std::vector<std::string>& argv, const Env& env,
