@@ -41,8 +41,9 @@ TEST(CommNccl, WorldSizeOneOnDeviceBuffers) {
   auto comm = make_communicator(CommKind::nccl, std::move(o));
   EXPECT_EQ(comm->backend(), "nccl");
   std::vector<double> host{1.0, 2.5, -4.0};
-  double* dev = nullptr;
-  ASSERT_EQ(cudaMalloc(&dev, host.size() * sizeof(double)), cudaSuccess);
+  void* raw = nullptr;
+  ASSERT_EQ(cudaMalloc(&raw, host.size() * sizeof(double)), cudaSuccess);
+  auto* dev = static_cast<double*>(raw);
   cudaMemcpy(dev, host.data(), host.size() * sizeof(double), cudaMemcpyHostToDevice);
   comm->all_reduce_sum(std::span<double>(dev, host.size()), MemorySpace::device);
   comm->all_reduce_max(std::span<double>(dev, host.size()), MemorySpace::device);
