@@ -49,7 +49,7 @@ class NcclCommunicator final : public Communicator {
  public:
   explicit NcclCommunicator(CommOptions o)
       : Communicator(o.rank, o.size, o.timeout), options_(std::move(o)) {
-    MIXLE_COMMS_CUDA_TRY(cudaSetDevice(options_.cuda_device));
+    select_device();
     MIXLE_COMMS_CUDA_TRY(cudaStreamCreateWithFlags(&device_.stream, cudaStreamNonBlocking));
     MIXLE_COMMS_CUDA_TRY(cudaMalloc(&device_.scratch, sizeof(float)));
     stream_ = device_.stream;
@@ -121,6 +121,22 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // LOCAL_RANK picks the device. A launcher that binds one GPU per process (CUDA_VISIBLE_DEVICES
+  // with a single entry, as SLURM's --gpus-per-task or torch's virtual local rank do) leaves one
+  // visible device whatever LOCAL_RANK is: use it.
+  void select_device() {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) count = 0;
+    else MIXLE_COMMS_CUDA_TRY(e);
+    if (count == 0) throw DeviceError("the nccl communicator needs a CUDA device; none is visible");
+    int device = count == 1 ? 0 : options_.cuda_device;
+    if (device < 0 || device >= count)
+      throw InvalidInput("nccl: local rank " + std::to_string(options_.cuda_device) + " has no GPU: " +
+                         std::to_string(count) + " devices are visible (start at most one rank per GPU)");
+    MIXLE_COMMS_CUDA_TRY(cudaSetDevice(device));
+  }
+
   [[noreturn]] void fail(const std::string& what) {
     broken_ = true;
     if (comm_ != nullptr) {

@@ -132,6 +132,30 @@ TEST_F(GlooFaults, RankWithWrongTokenIsRefused) {
   EXPECT_LT(ranks[0].seconds(), kFailureDetectionBudgetSeconds);
 }
 
+TEST_F(GlooFaults, AgentOwnedMasterPortMovesTheStoreUpOne) {
+  // Stand in for the torchrun agent: something already listens on MASTER_PORT, and
+  // TORCHELASTIC_USE_AGENT_STORE=True tells rank 0 to host our store on MASTER_PORT+1.
+  comms::FileDescriptor agent;
+  int port = 0;
+  for (int attempt = 0; attempt < 20 && !agent.valid(); ++attempt) {
+    port = comms::find_free_port();
+    if (port >= 65535) continue;
+    try {
+      comms::FileDescriptor probe_next = comms::listen_on("127.0.0.1", port + 1);  // is +1 free too?
+      probe_next.reset();
+      agent = comms::listen_on("127.0.0.1", port);
+    } catch (const std::exception&) {
+    }
+  }
+  ASSERT_TRUE(agent.valid());
+  TempDir dir;
+  auto ranks = run_ranks(2, {"--comm", "gloo", "--timeout-ms", "10000"}, dir, [&](int, Env& env) {
+    env["MASTER_PORT"] = std::to_string(port);
+    env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(ranks[std::size_t(r)].exit_code(), 0) << ranks[std::size_t(r)].output();
+}
+
 // ---- MPI ---------------------------------------------------------------------------------------
 
 std::vector<std::string> mpirun(int n, std::vector<std::string> probe_args) {
