@@ -45,18 +45,16 @@ class StoreServer {
   void drain(std::chrono::milliseconds timeout) const;
 
   /// Connections refused or dropped for a bad token or malformed message (for tests and logs).
-  std::uint64_t rejected_connections() const noexcept { return rejected_.load(); }
+  std::uint64_t rejected_connections() const noexcept;
 
  private:
   struct State;
   void serve();
 
-  std::string token_;
   FileDescriptor listener_;
   FileDescriptor wake_read_, wake_write_;
   int port_ = 0;
   std::unique_ptr<State> state_;
-  std::atomic<std::uint64_t> rejected_{0};
   std::thread thread_;
 };
 

@@ -22,6 +22,8 @@ namespace {
 // A client must finish its handshake within this time, so idle strays cannot pile up.
 constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 constexpr std::size_t kReadChunk = 1 << 16;
+// Longest server-side wait (one day); longer requests are shortened to this.
+constexpr std::int64_t kMaxWaitMillis = 24LL * 3600 * 1000;
 
 enum class Phase { handshake_head, handshake_token, request_head, request_body, waiting };
 
@@ -49,19 +51,30 @@ struct Connection {
 }  // namespace
 
 struct StoreServer::State {
+  std::string token;
   std::list<Connection> connections;
   std::map<std::string, std::vector<char>, std::less<>> data;
-  mutable std::mutex mutex;  // guards lost and open_ranks for other threads
+  std::atomic<std::uint64_t> rejected{0};
+  mutable std::mutex mutex;  // guards `lost` and `open_ranks`, which other threads read
   mutable std::condition_variable changed;
   std::vector<int> lost;
   int open_ranks = 0;
-  bool stop = false;
+
+  /// Closes a connection; a rank that leaves without a goodbye is recorded as lost.
+  std::list<Connection>::iterator close(std::list<Connection>::iterator it, bool rejected_it);
+  /// Replies to every pending wait whose keys are now all present.
+  void release_waiters();
+  /// Consumes complete messages from c.in; false when the connection must be dropped.
+  bool process(Connection& c);
+  /// Executes one complete request (header in c, key and value given); false to drop.
+  bool execute(Connection& c, const std::string& key, std::string_view value);
 };
 
 StoreServer::StoreServer(const std::string& bind_host, int port, std::string token)
-    : token_(std::move(token)), state_(std::make_unique<State>()) {
-  if (token_.size() > wire::kMaxTokenBytes)
-    throw InvalidInput("store token is " + std::to_string(token_.size()) + " bytes; at most " +
+    : state_(std::make_unique<State>()) {
+  state_->token = std::move(token);
+  if (state_->token.size() > wire::kMaxTokenBytes)
+    throw InvalidInput("store token is " + std::to_string(state_->token.size()) + " bytes; at most " +
                        std::to_string(wire::kMaxTokenBytes) + " are accepted");
   listener_ = listen_on(bind_host, port);
   make_nonblocking(listener_.get());
@@ -85,6 +98,8 @@ std::vector<int> StoreServer::lost_ranks() const {
   return state_->lost;
 }
 
+std::uint64_t StoreServer::rejected_connections() const noexcept { return state_->rejected.load(); }
+
 void StoreServer::drain(std::chrono::milliseconds timeout) const {
   std::unique_lock lock(state_->mutex);
   state_->changed.wait_for(lock, timeout, [&] { return state_->open_ranks == 0; });
@@ -106,151 +121,157 @@ bool all_present(const std::map<std::string, std::vector<char>, std::less<>>& da
 
 }  // namespace
 
-void StoreServer::serve() {
-  State& s = *state_;
-  // Closes a connection; a rank that leaves without a goodbye is recorded as lost.
-  auto close_connection = [&](std::list<Connection>::iterator it, bool rejected) {
-    if (rejected) ++rejected_;
-    if (it->authenticated && it->rank >= 0) {
-      std::lock_guard lock(s.mutex);
-      if (!it->said_bye) s.lost.push_back(it->rank);
-      --s.open_ranks;
-      s.changed.notify_all();
+std::list<Connection>::iterator StoreServer::State::close(std::list<Connection>::iterator it,
+                                                         bool rejected_it) {
+  if (rejected_it) ++rejected;
+  if (it->authenticated && it->rank >= 0) {
+    std::lock_guard lock(mutex);
+    if (!it->said_bye) lost.push_back(it->rank);
+    --open_ranks;
+    changed.notify_all();
+  }
+  return connections.erase(it);
+}
+
+void StoreServer::State::release_waiters() {
+  for (auto& c : connections) {
+    if (c.phase == Phase::waiting && all_present(data, c.wait_keys)) {
+      queue_reply(c, wire::Status::ok, 0, {});
+      c.phase = Phase::request_head;
+      c.need = wire::kRequestHeaderBytes;
     }
-    return s.connections.erase(it);
-  };
-  // Replies to every pending wait whose keys are now all present.
-  auto release_waiters = [&] {
-    for (auto& c : s.connections) {
-      if (c.phase == Phase::waiting && all_present(s.data, c.wait_keys)) {
-        queue_reply(c, wire::Status::ok, 0, {});
+  }
+}
+
+bool StoreServer::State::process(Connection& c) {
+  for (;;) {
+    if (c.phase == Phase::waiting || c.in.size() < c.need || !c.out.empty()) return true;
+    const char* p = c.in.data();
+    switch (c.phase) {
+      case Phase::handshake_head: {
+        if (wire::get_u32(p) != wire::kHandshakeMagic || wire::get_u32(p + 4) != wire::kVersion)
+          return false;
+        std::uint32_t token_len = wire::get_u32(p + 8);
+        if (token_len > wire::kMaxTokenBytes) return false;
+        c.in.erase(c.in.begin(), c.in.begin() + 12);
+        c.need = token_len + 4;
+        c.phase = Phase::handshake_token;
+        break;
+      }
+      case Phase::handshake_token: {
+        std::string_view token(p, c.need - 4);
+        int rank = static_cast<int>(wire::get_u32(p + c.need - 4));
+        c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(c.need));
+        if (token != this->token) {
+          c.out.push_back(static_cast<char>(wire::kRefused));
+          c.closing = true;
+          ++rejected;
+          return true;
+        }
+        c.out.push_back(static_cast<char>(wire::kAccepted));
+        c.authenticated = true;
+        c.rank = rank;
+        if (rank >= 0) {
+          std::lock_guard lock(mutex);
+          ++open_ranks;
+        }
         c.phase = Phase::request_head;
         c.need = wire::kRequestHeaderBytes;
+        break;
       }
-    }
-  };
-  // Consumes complete messages from c.in; returns false when the connection must be dropped.
-  auto process = [&](Connection& c) -> bool {
-    for (;;) {
-      if (c.phase == Phase::waiting || c.in.size() < c.need || !c.out.empty()) return true;
-      const char* p = c.in.data();
-      switch (c.phase) {
-        case Phase::handshake_head: {
-          if (wire::get_u32(p) != wire::kHandshakeMagic || wire::get_u32(p + 4) != wire::kVersion)
-            return false;
-          std::uint32_t token_len = wire::get_u32(p + 8);
-          if (token_len > wire::kMaxTokenBytes) return false;
-          c.in.erase(c.in.begin(), c.in.begin() + 12);
-          c.need = token_len + 4;
-          c.phase = Phase::handshake_token;
-          break;
-        }
-        case Phase::handshake_token: {
-          std::string_view token(p, c.need - 4);
-          int rank = static_cast<int>(wire::get_u32(p + c.need - 4));
-          c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(c.need));
-          if (token != token_) {
-            c.out.push_back(static_cast<char>(wire::kRefused));
-            c.closing = true;
-            ++rejected_;
-            return true;
-          }
-          c.out.push_back(static_cast<char>(wire::kAccepted));
-          c.authenticated = true;
-          c.rank = rank;
-          if (rank >= 0) {
-            std::lock_guard lock(s.mutex);
-            ++s.open_ranks;
-          }
-          c.phase = Phase::request_head;
-          c.need = wire::kRequestHeaderBytes;
-          break;
-        }
-        case Phase::request_head: {
-          c.op = static_cast<std::uint8_t>(p[0]);
-          c.arg = wire::get_i64(p + 1);
-          c.key_len = wire::get_u32(p + 9);
-          c.value_len = wire::get_u32(p + 13);
-          // Refuse oversized lengths before buffering anything of that size.
-          if (c.op < 1 || c.op > 7 || c.key_len > wire::kMaxKeyBytes ||
-              c.value_len > wire::kMaxValueBytes)
-            return false;
-          c.in.erase(c.in.begin(), c.in.begin() + wire::kRequestHeaderBytes);
-          c.need = std::size_t(c.key_len) + c.value_len;
-          c.phase = Phase::request_body;
-          break;
-        }
-        case Phase::request_body: {
-          std::string key(p, c.key_len);
-          std::string_view value(p + c.key_len, c.value_len);
-          c.phase = Phase::request_head;
-          c.need = wire::kRequestHeaderBytes;
-          switch (static_cast<wire::Op>(c.op)) {
-            case wire::Op::set:
-              s.data[key].assign(value.begin(), value.end());
-              queue_reply(c, wire::Status::ok, 0, {});
-              release_waiters();
-              break;
-            case wire::Op::get: {
-              auto it = s.data.find(key);
-              if (it == s.data.end()) queue_reply(c, wire::Status::not_found, 0, {});
-              else queue_reply(c, wire::Status::ok, 0, {it->second.data(), it->second.size()});
-              break;
-            }
-            case wire::Op::add: {
-              auto& slot = s.data[key];
-              std::int64_t current = 0;
-              try {
-                if (!slot.empty()) current = std::stoll(std::string(slot.begin(), slot.end()));
-              } catch (const std::exception&) {
-                queue_reply(c, wire::Status::bad_request, 0, "value is not an integer");
-                break;
-              }
-              current += c.arg;
-              std::string text = std::to_string(current);
-              slot.assign(text.begin(), text.end());
-              queue_reply(c, wire::Status::ok, current, {});
-              release_waiters();
-              break;
-            }
-            case wire::Op::check:
-            case wire::Op::wait: {
-              std::vector<std::string> keys;
-              if (!wire::decode_keys(value, keys)) return false;
-              bool present = all_present(s.data, keys);
-              if (c.op == static_cast<std::uint8_t>(wire::Op::check) || present) {
-                queue_reply(c, wire::Status::ok, present ? 1 : 0, {});
-              } else {
-                c.wait_keys = std::move(keys);
-                c.wait_deadline = Clock::now() + std::chrono::milliseconds(std::max<std::int64_t>(c.arg, 0));
-                c.phase = Phase::waiting;
-              }
-              break;
-            }
-            case wire::Op::lost: {
-              std::vector<char> ranks;
-              {
-                std::lock_guard lock(s.mutex);
-                for (int r : s.lost) wire::put_u32(ranks, static_cast<std::uint32_t>(r));
-              }
-              queue_reply(c, wire::Status::ok, 0, {ranks.data(), ranks.size()});
-              break;
-            }
-            case wire::Op::bye:
-              c.said_bye = true;
-              queue_reply(c, wire::Status::ok, 0, {});
-              c.closing = true;
-              break;
-          }
-          c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(c.key_len + c.value_len));
-          break;
-        }
-        case Phase::waiting:
-          return true;
+      case Phase::request_head: {
+        c.op = static_cast<std::uint8_t>(p[0]);
+        c.arg = wire::get_i64(p + 1);
+        c.key_len = wire::get_u32(p + 9);
+        c.value_len = wire::get_u32(p + 13);
+        // Refuse oversized lengths before buffering anything of that size.
+        if (c.op < 1 || c.op > 7 || c.key_len > wire::kMaxKeyBytes ||
+            c.value_len > wire::kMaxValueBytes)
+          return false;
+        c.in.erase(c.in.begin(), c.in.begin() + wire::kRequestHeaderBytes);
+        c.need = std::size_t(c.key_len) + c.value_len;
+        c.phase = Phase::request_body;
+        break;
       }
+      case Phase::request_body: {
+        std::string key(p, c.key_len);
+        std::string_view value(p + c.key_len, c.value_len);
+        c.phase = Phase::request_head;
+        c.need = wire::kRequestHeaderBytes;
+        if (!execute(c, key, value)) return false;
+        c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(c.key_len + c.value_len));
+        break;
+      }
+      case Phase::waiting:
+        return true;
     }
-  };
+  }
+}
 
+bool StoreServer::State::execute(Connection& c, const std::string& key, std::string_view value) {
+  switch (static_cast<wire::Op>(c.op)) {
+    case wire::Op::set:
+      data[key].assign(value.begin(), value.end());
+      queue_reply(c, wire::Status::ok, 0, {});
+      release_waiters();
+      break;
+    case wire::Op::get: {
+      auto it = data.find(key);
+      if (it == data.end()) queue_reply(c, wire::Status::not_found, 0, {});
+      else queue_reply(c, wire::Status::ok, 0, {it->second.data(), it->second.size()});
+      break;
+    }
+    case wire::Op::add: {
+      auto& slot = data[key];
+      std::int64_t current = 0;
+      try {
+        if (!slot.empty()) current = std::stoll(std::string(slot.begin(), slot.end()));
+      } catch (const std::exception&) {
+        queue_reply(c, wire::Status::bad_request, 0, "value is not an integer");
+        break;
+      }
+      current += c.arg;
+      std::string text = std::to_string(current);
+      slot.assign(text.begin(), text.end());
+      queue_reply(c, wire::Status::ok, current, {});
+      release_waiters();
+      break;
+    }
+    case wire::Op::check:
+    case wire::Op::wait: {
+      std::vector<std::string> keys;
+      if (!wire::decode_keys(value, keys)) return false;
+      bool present = all_present(data, keys);
+      if (c.op == static_cast<std::uint8_t>(wire::Op::check) || present) {
+        queue_reply(c, wire::Status::ok, present ? 1 : 0, {});
+      } else {
+        c.wait_keys = std::move(keys);
+        // Clamped so that a hostile or careless timeout cannot overflow the clock arithmetic.
+        c.wait_deadline = Clock::now() + std::chrono::milliseconds(std::clamp<std::int64_t>(c.arg, 0, kMaxWaitMillis));
+        c.phase = Phase::waiting;
+      }
+      break;
+    }
+    case wire::Op::lost: {
+      std::vector<char> ranks;
+      {
+        std::lock_guard lock(mutex);
+        for (int r : lost) wire::put_u32(ranks, static_cast<std::uint32_t>(r));
+      }
+      queue_reply(c, wire::Status::ok, 0, {ranks.data(), ranks.size()});
+      break;
+    }
+    case wire::Op::bye:
+      c.said_bye = true;
+      queue_reply(c, wire::Status::ok, 0, {});
+      c.closing = true;
+      break;
+  }
+  return true;
+}
+
+void StoreServer::serve() {
+  State& s = *state_;
   std::vector<pollfd> fds;
   std::vector<std::list<Connection>::iterator> owners;
   std::vector<char> chunk(kReadChunk);
@@ -260,7 +281,7 @@ void StoreServer::serve() {
     Deadline next = now + std::chrono::seconds(1);
     for (auto it = s.connections.begin(); it != s.connections.end();) {
       if (!it->authenticated && !it->closing && now >= it->handshake_deadline) {
-        it = close_connection(it, true);
+        it = s.close(it, true);
         continue;
       }
       if (it->phase == Phase::waiting) {
@@ -310,7 +331,7 @@ void StoreServer::serve() {
           c.out.clear();
           c.out_pos = 0;
           if (c.closing) drop = true;
-          else if (!process(c)) drop = rejected = true;  // requests that arrived meanwhile
+          else if (!s.process(c)) drop = rejected = true;  // requests that arrived meanwhile
         }
       } else if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
         ssize_t r = ::recv(c.fd.get(), chunk.data(), chunk.size(), 0);
@@ -319,18 +340,18 @@ void StoreServer::serve() {
           if (c.phase == Phase::waiting) drop = rejected = true;
           else {
             c.in.insert(c.in.end(), chunk.begin(), chunk.begin() + r);
-            if (!process(c)) drop = rejected = true;
+            if (!s.process(c)) drop = rejected = true;
           }
         } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
           drop = true;  // peer closed (possibly mid-message: a truncated request)
         }
       }
-      if (drop) close_connection(it, rejected);
+      if (drop) s.close(it, rejected);
     }
   }
   // Shutting down is not a loss of the peers still connected.
   for (auto& c : s.connections) c.said_bye = true;
-  while (!s.connections.empty()) close_connection(s.connections.begin(), false);
+  while (!s.connections.empty()) s.close(s.connections.begin(), false);
 }
 
 }  // namespace mixle::comms
