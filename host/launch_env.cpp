@@ -165,6 +165,9 @@ std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env,
                                                    env.rank, timeout, timeout);
     // Restarts of the same run get fresh keys, so nothing from the failed attempt is read back.
     o.store_prefix = "mixle/" + env.run_token + "/" + std::to_string(env.restart_count) + "/";
+    // NCCL's bootstrap otherwise picks the first non-loopback interface (eth0), which a
+    // loopback-only rendezvous cannot reach; an explicit NCCL_SOCKET_IFNAME is kept.
+    if (kind == comms::CommKind::nccl && is_loopback(env.master_addr)) ::setenv("NCCL_SOCKET_IFNAME", "lo", 0);
     if (auto h = process_env()("MIXLE_GLOO_HOSTNAME"); h && !h->empty()) {
       o.gloo_hostname = *h;
     } else if (!is_loopback(env.master_addr)) {
