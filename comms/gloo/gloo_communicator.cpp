@@ -17,6 +17,8 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <signal.h>
+
 namespace mixle::comms::detail {
 namespace {
 
@@ -44,6 +46,20 @@ class GlooStoreAdapter final : public gloo::rendezvous::Store {
   std::chrono::milliseconds timeout_;
 };
 
+// Gloo's TCP pairs write without MSG_NOSIGNAL, so a write to a peer that was just killed raises
+// SIGPIPE, whose default action kills this process silently — before Gloo can report the error and
+// we can name the lost rank (seen in the killed-rank tests). Ignore it, unless the application
+// installed its own handler.
+void ignore_sigpipe() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    ::sigaction(SIGPIPE, &ignore, nullptr);
+  }
+}
+
 template <class T>
 void (*reduce_function(ReduceOp op))(void*, const void*, const void*, size_t) {
   using Fn = void (*)(void*, const void*, const void*, size_t);
@@ -54,6 +70,7 @@ class GlooCommunicator final : public Communicator {
  public:
   explicit GlooCommunicator(CommOptions o)
       : Communicator(o.rank, o.size, o.timeout), options_(std::move(o)) {
+    ignore_sigpipe();
     run("rendezvous", [&] {
       gloo::transport::tcp::attr attr;
       attr.hostname = options_.gloo_hostname;

@@ -77,7 +77,7 @@ class GlooFaults : public ::testing::Test {
       if (int(r) == victim) continue;
       std::string out = ranks[r].output();
       EXPECT_TRUE(ranks[r].done) << "rank " << r << " hung:\n" << out;
-      EXPECT_EQ(ranks[r].exit_code(), 3) << "rank " << r << ":\n" << out;
+      EXPECT_EQ(ranks[r].exit_code(), 3) << "rank " << r << " (signal " << ranks[r].term_signal() << "):\n" << out;
       EXPECT_LT(ranks[r].seconds(), kFailureDetectionBudgetSeconds) << "rank " << r;
       EXPECT_TRUE(contains(out, expected)) << "rank " << r << " does not say '" << expected << "':\n" << out;
     }
