@@ -1,5 +1,6 @@
 // `mixle plan`: show how rows (and, with --shard-components, components) map onto devices.
 #include "host/cli/command.hpp"
+#include "host/cli/data_args.hpp"
 
 #include "plan/json_fields.hpp"
 
@@ -20,6 +21,7 @@ using Json = nlohmann::json;
 
 struct PlanArgs {
   std::optional<std::uint64_t> rows;
+  DataArgs data;
   std::string model_file;
   std::string family;
   std::optional<std::size_t> components;
@@ -167,7 +169,7 @@ void print_table(const plan::Placement& p, const std::vector<plan::ModelShard>* 
 std::function<int()> setup_plan(CLI::App& app) {
   auto a = std::make_shared<PlanArgs>();
   app.add_option("--rows", a->rows, "Rows of the data (N)");
-  // TODO(lead): --data FILE via mixle::probe_data (reads the shape, and the dtype for --dtype).
+  a->data.add_to(app, /*required=*/false);
   app.add_option("--model", a->model_file, "A mixle model JSON file (K and the parts)")
       ->check(CLI::ExistingFile);
   app.add_option("--family", a->family,
@@ -192,7 +194,15 @@ std::function<int()> setup_plan(CLI::App& app) {
                  "With --shard-components (default 1)");
   app.add_flag("--json", a->json, "Print JSON instead of a table");
   return [a] {
-    if (!a->rows) throw UsageError("--rows N is required (the number of data rows)");
+    if (!a->data.path.empty()) {
+      if (a->rows) throw UsageError("give either --rows N or --data FILE, not both");
+      // Only the header (npy), size (raw) or a line count (CSV) is read, never the values.
+      const DataInfo info = probe_data(a->data.path, a->data.read_options());
+      a->rows = info.rows;
+      a->dtype = info.dtype == DType::f64 ? "f64" : "f32";
+      if (a->model_file.empty() && a->dims == 1) a->dims = info.cols;
+    }
+    if (!a->rows) throw UsageError("--rows N or --data FILE is required (the number of data rows)");
     const plan::ModelSummary model = model_from_args(*a);
     const plan::Resources resources = plan::Resources::load(a->resources_file);
     plan::PlanOptions options;
