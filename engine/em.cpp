@@ -15,9 +15,12 @@ EmResult run_em(EncodedData& data, Model initial, const EmOptions& options) {
   const auto start = clock::now();
   EmResult result;
   result.model = std::move(initial);
-  double previous = std::numeric_limits<double>::quiet_NaN();
+  double previous = options.prior_mean_loglik.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                                     : options.prior_mean_loglik.back();
+  result.mean_loglik = options.prior_mean_loglik;
+  result.iterations = options.start_iteration;
   std::vector<char> reported(result.model.components(), 0);
-  for (int it = 1; it <= options.max_iter; ++it) {
+  for (int it = options.start_iteration + 1; it <= options.max_iter; ++it) {
     const auto t0 = clock::now();
     const Statistics stats = data.stream_accumulate(result.model, options.estimator);
     const double rows = stats.rows();
@@ -42,6 +45,7 @@ EmResult run_em(EncodedData& data, Model initial, const EmOptions& options) {
     result.iteration_seconds.push_back(info.seconds);
     info.rows = rows;
     info.empty_components = std::move(next.empty_components);
+    info.model = &result.model;
     if (options.on_iteration) options.on_iteration(info);
     if (!std::isfinite(mean_ll))
       throw InvalidInput("EM: the mean log-likelihood became " + std::to_string(mean_ll) +

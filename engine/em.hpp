@@ -17,6 +17,7 @@ struct IterationInfo {
   double seconds = 0.0;        // this iteration's wall time
   double rows = 0.0;
   std::vector<std::size_t> empty_components;
+  const Model* model = nullptr;  // the model after this iteration's M-step (valid in the callback)
 };
 
 struct EmOptions {
@@ -24,6 +25,10 @@ struct EmOptions {
   double tol = 1e-3;
   EstimatorOptions estimator;
   std::function<void(const IterationInfo&)> on_iteration;  // called after each iteration
+  /// Resuming from a checkpoint: iterations already done and their mean log-likelihoods; the
+  /// loop continues at start_iteration + 1 and max_iter still counts all iterations.
+  int start_iteration = 0;
+  std::vector<double> prior_mean_loglik;
 };
 
 struct EmResult {

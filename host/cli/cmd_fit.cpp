@@ -4,7 +4,13 @@
 #include "host/progress.hpp"
 
 #include <mixle/error.hpp>
+#include <mixle/distributed.hpp>
 #include <mixle/fit.hpp>
+
+#include "host/launch_env.hpp"
+
+#include <cctype>
+#include <chrono>
 
 #include <nlohmann/json.hpp>
 
@@ -24,9 +30,10 @@ struct FitArgs {
   std::optional<long long> components;
   std::string init = "kmeans++";
   std::string out;
-  std::string receipts;
   bool quiet = false;
+  double timeout_s = 60.0;
   FitOptions options;
+  DistributedOptions dist;
 };
 
 void print_summary(const FitResult& r, double seconds) {
@@ -66,6 +73,13 @@ void print_summary(const FitResult& r, double seconds) {
   }
 }
 
+/// The local backend runs through the distributed path too: as one process it is a world of
+/// size 1, and checkpoints, resume and receipts work the same way.
+bool is_distributed_backend(std::string name) {
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name == "local" || name == "distributed" || name == "torchrun" || name == "mpi";
+}
+
 std::function<int()> setup_fit(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
   args->data.add_to(app);
@@ -89,8 +103,16 @@ std::function<int()> setup_fit(CLI::App& app) {
   app.add_option("--backend", args->options.backend, "Encoded-data backend (local, component_parallel, …)")->capture_default_str();
   app.add_option("--workers", args->options.num_workers, "component_parallel backend: component threads (0 = all)");
   app.add_option("-o,--out", args->out, "Write the fitted model JSON here (atomically)");
-  app.add_option("--receipts", args->receipts, "Write one JSON StepReceipt per iteration here");
+  app.add_option("--receipts", args->dist.receipts_file, "Rank 0 writes one JSON StepReceipt per iteration here");
   app.add_flag("-q,--quiet", args->quiet, "No progress on stderr");
+  auto* dist = app.add_option_group("distributed", "Across processes (torchrun, mpirun, srun, mixle launch)");
+  dist->add_option("--comm", args->dist.comm, "Communicator: auto, single, gloo, mpi, nccl")
+      ->check(CLI::IsMember({"auto", "single", "gloo", "mpi", "nccl"}))->capture_default_str();
+  dist->add_option("--timeout", args->timeout_s, "Seconds before a lost or hung rank fails the run")->capture_default_str();
+  dist->add_option("--checkpoint-dir", args->dist.checkpoint_dir, "Rank 0 writes checkpoint.json here");
+  dist->add_option("--checkpoint-every", args->dist.checkpoint_every, "Iterations between checkpoints")->capture_default_str();
+  dist->add_option("--resume", args->dist.resume_dir, "Continue from DIR/checkpoint.json (any world size)");
+  dist->add_option("--resources", args->dist.resources_file, "Resources JSON, one device per rank: rows split by throughput");
 
   return [args]() -> int {
     FitOptions& o = args->options;
@@ -109,29 +131,35 @@ std::function<int()> setup_fit(CLI::App& app) {
       o.components = static_cast<std::size_t>(*args->components);
     }
     o.layout = args->layout.empty() ? args->family : args->layout;
-    const Dataset data = args->data.read();
+    if (!(args->timeout_s > 0)) throw InvalidInput("--timeout must be > 0 seconds");
+    args->dist.timeout = std::chrono::milliseconds(static_cast<long long>(args->timeout_s * 1000.0));
 
-    std::vector<nlohmann::json> receipts;
-    ProgressPrinter progress(!args->quiet);
-    o.progress = [&](const FitProgress& p) {
-      progress.iteration(p);
-      if (!args->receipts.empty())
-        receipts.push_back({{"format", "mixle-step-receipt"}, {"version", 1}, {"restart", p.restart},
-                            {"step", p.iteration}, {"loss", -p.mean_loglik}, {"rows", data.rows()},
-                            {"data_parallel_size", 1}, {"collective_bytes", 0}, {"seconds", p.seconds}});
-    };
-    const FitResult result = fit(data, o);
+    // Only rank 0 prints progress and writes outputs (DESIGN.md §6).
+    const bool rank0 = host::detect_launch_env().is_rank0();
+    ProgressPrinter progress(!args->quiet && rank0);
+    o.progress = [&](const FitProgress& p) { progress.iteration(p); };
+    FitResult result;
+    std::string where;
+    if (is_distributed_backend(o.backend)) {
+      const DistributedFitResult d = fit_distributed(args->data.path, args->data.read_options(), o, args->dist);
+      result = d.fit;
+      where = " on " + std::to_string(d.world_size) + " rank(s) (" + d.comm + ", this rank's rows [" +
+              std::to_string(d.first_row) + ", " + std::to_string(d.first_row + d.local_rows) + "), " +
+              std::to_string(d.collective_bytes) + " collective bytes" +
+              (d.resumed_from_iteration ? ", resumed after iteration " + std::to_string(d.resumed_from_iteration) : "") + ")";
+    } else {
+      if (!args->dist.checkpoint_dir.empty() || !args->dist.resume_dir.empty() || !args->dist.receipts_file.empty())
+        throw UsageError("--checkpoint-dir, --resume and --receipts need the local or distributed backend");
+      result = fit(args->data.read(), o);
+    }
     progress.finish();
+    if (!rank0) return 0;
     for (const auto& w : result.warnings) std::fprintf(stderr, "mixle: warning: %s\n", w.c_str());
     print_summary(result, result.seconds);
+    if (!where.empty()) std::printf("distributed:%s\n", where.c_str());
     if (!args->out.empty()) {
       save_model(result.model, args->out);
       std::printf("model written to %s\n", args->out.c_str());
-    }
-    if (!args->receipts.empty()) {
-      std::string lines;
-      for (const auto& r : receipts) lines += r.dump() + "\n";
-      write_file_atomic(args->receipts, lines);
     }
     return 0;
   };

@@ -1,0 +1,115 @@
+#include "engine/distributed_handle.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+
+#include <mixle/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <limits>
+
+namespace mixle::engine {
+
+std::vector<RowRange> align_row_ranges(const std::vector<std::size_t>& bounds, std::size_t rows) {
+  constexpr std::size_t kAlign = kernels::cpu::kBlockRows;
+  std::vector<RowRange> out;
+  std::size_t previous = 0;
+  for (std::size_t i = 1; i < bounds.size(); ++i) {
+    std::size_t b = i + 1 == bounds.size() ? rows : (bounds[i] + kAlign / 2) / kAlign * kAlign;
+    b = std::clamp(b, previous, rows);
+    out.push_back({previous, b});
+    previous = b;
+  }
+  return out;
+}
+
+DistributedEncodedData::DistributedEncodedData(Dataset local, std::size_t global_rows, std::size_t first_row,
+                                               comms::Communicator& comm, std::unique_ptr<Compute> compute)
+    : LocalEncodedData(std::move(local), std::move(compute)),
+      global_rows_(global_rows),
+      first_row_(first_row),
+      comm_(comm) {}
+
+template <class Fn>
+void DistributedEncodedData::reduce_with_errors(std::vector<double>& values, Fn&& local, const char* what) {
+  std::exception_ptr error;
+  try {
+    local();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  // One extra slot: Σ 2^rank over failing ranks (exact in float64 up to 52 ranks) — the reduce
+  // stays a single collective and names who failed.
+  const int rank = comm_.rank();
+  const double mark = error ? (rank < 52 ? std::ldexp(1.0, rank) : 1.0) : 0.0;
+  values.push_back(mark);
+  comm_.all_reduce_sum(std::span<double>(values));
+  const double failed = values.back();
+  values.pop_back();
+  if (error) std::rethrow_exception(error);
+  if (failed != 0.0) {
+    std::string ranks;
+    if (comm_.size() <= 52) {
+      for (int r = 0; r < comm_.size(); ++r)
+        if (std::fmod(std::floor(failed / std::ldexp(1.0, r)), 2.0) == 1.0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    } else {
+      ranks = "some rank";
+    }
+    throw InvalidInput(std::string(what) + " failed on rank " + ranks + " (its own message says why); rank " +
+                       std::to_string(rank) + " stops too");
+  }
+}
+
+void DistributedEncodedData::check(const Model& model) {
+  std::vector<double> none;
+  reduce_with_errors(none, [&] { LocalEncodedData::check(model); }, "checking the data");
+}
+
+std::vector<double> DistributedEncodedData::column_max() {
+  std::vector<double> mx = LocalEncodedData::column_max();
+  comm_.all_reduce_max(std::span<double>(mx));
+  return mx;
+}
+
+Statistics DistributedEncodedData::stream_accumulate(const Model& model, const EstimatorOptions& options) {
+  Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(model).size));
+  reduce_with_errors(s.values, [&] {
+    // An empty local range (more ranks than row blocks) contributes zeros.
+    if (data_.rows() > 0) s = LocalEncodedData::stream_accumulate(model, options);
+  }, "the E-step");
+  return s;
+}
+
+Statistics DistributedEncodedData::accumulate_assigned(const Model& shape, const Assigner& assign) {
+  Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(shape).size));
+  reduce_with_errors(s.values, [&] {
+    if (data_.rows() > 0) s = LocalEncodedData::accumulate_assigned(shape, assign);
+  }, "initialisation");
+  return s;
+}
+
+Dataset DistributedEncodedData::sample(std::uint64_t seed, std::size_t target) {
+  const double p = std::min(1.0, static_cast<double>(target) / static_cast<double>(std::max<std::size_t>(global_rows_, 1)));
+  const Dataset mine = sample_local(seed, p);
+  const std::size_t C = data_.cols(), W = static_cast<std::size_t>(comm_.size());
+  // Gather counts, then every rank's rows padded to the largest count; ranks hold ascending
+  // contiguous ranges, so rank order is global row order — the same sample as one process.
+  std::vector<double> count{static_cast<double>(mine.rows())}, counts(W);
+  comm_.all_gather(std::span<const double>(count), std::span<double>(counts));
+  const std::size_t most = static_cast<std::size_t>(*std::max_element(counts.begin(), counts.end()));
+  std::vector<double> send(most * C, 0.0), recv(W * most * C);
+  for (std::size_t r = 0; r < mine.rows(); ++r)
+    for (std::size_t c = 0; c < C; ++c) send[r * C + c] = mine.at(r, c);
+  comm_.all_gather(std::span<const double>(send), std::span<double>(recv));
+  std::vector<double> rows;
+  std::size_t n = 0;
+  for (std::size_t w = 0; w < W; ++w) {
+    const std::size_t k = static_cast<std::size_t>(counts[w]);
+    rows.insert(rows.end(), recv.begin() + static_cast<std::ptrdiff_t>(w * most * C),
+                recv.begin() + static_cast<std::ptrdiff_t>((w * most + k) * C));
+    n += k;
+  }
+  return Dataset::from_vector(std::move(rows), n, C);
+}
+
+}  // namespace mixle::engine

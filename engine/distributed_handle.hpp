@@ -1,0 +1,61 @@
+// The `distributed` encoded-data handle (aliases `torchrun`, `mpi`): this rank holds only its
+// contiguous row range; every operation accumulates locally and all-reduces the flat float64
+// statistics once, so every rank runs the identical M-step on identical bytes (DESIGN.md §6).
+#pragma once
+
+#include "comms/communicator.hpp"
+#include "engine/local_handle.hpp"
+
+#include <memory>
+
+namespace mixle::engine {
+
+/// Row range [begin, end) of one rank.
+struct RowRange {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+};
+
+/// Rounds placement boundaries to multiples of the kernels' row block so that every world size
+/// folds the same rows into the same compute-precision block sums (results then agree across
+/// world sizes to float64 rounding). `bounds` are the W+1 ascending split points.
+std::vector<RowRange> align_row_ranges(const std::vector<std::size_t>& bounds, std::size_t rows);
+
+class DistributedEncodedData final : public LocalEncodedData {
+ public:
+  /// `local` holds rows [first_row, first_row + local.rows()) of `global_rows`; `comm` must
+  /// outlive the handle. Collectives time out per the communicator.
+  DistributedEncodedData(Dataset local, std::size_t global_rows, std::size_t first_row,
+                         comms::Communicator& comm, std::unique_ptr<Compute> compute);
+
+  std::string backend() const override { return "distributed"; }
+  std::size_t rows() const override { return global_rows_; }
+  void check(const Model& model) override;
+  std::vector<double> column_max() override;
+  Statistics stream_accumulate(const Model& model, const EstimatorOptions& options) override;
+  Statistics accumulate_assigned(const Model& shape, const Assigner& assign) override;
+  Dataset sample(std::uint64_t seed, std::size_t target) override;
+
+  comms::Communicator& communicator() { return comm_; }
+  /// Keeps `owner` (the communicator this handle uses) alive as long as the handle.
+  void own(std::shared_ptr<comms::Communicator> owner) { owned_ = std::move(owner); }
+  std::size_t first_row() const { return first_row_; }
+  std::size_t local_rows() const { return data_.rows(); }
+
+ protected:
+  std::size_t first_global_row() const override { return first_row_; }
+
+ private:
+  /// Runs `local` (which fills `values`, the buffer to sum), then all-reduces `values` together
+  /// with an error slot, so a failure on one rank becomes an error on every rank instead of a
+  /// hang. The failing rank rethrows its own error; the others name it.
+  template <class Fn>
+  void reduce_with_errors(std::vector<double>& values, Fn&& local, const char* what);
+
+  std::size_t global_rows_;
+  std::size_t first_row_;
+  comms::Communicator& comm_;
+  std::shared_ptr<comms::Communicator> owned_;
+};
+
+}  // namespace mixle::engine

@@ -1,0 +1,67 @@
+#include "host/checkpoint.hpp"
+
+#include <mixle/data.hpp>
+#include <mixle/error.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace mixle::host {
+
+std::string checkpoint_path(const std::string& dir) { return (std::filesystem::path(dir) / "checkpoint.json").string(); }
+
+void save_checkpoint(const std::string& dir, const Checkpoint& c) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw Error("cannot create checkpoint folder " + dir + ": " + ec.message());
+  nlohmann::ordered_json j;
+  j["format"] = "mixle-checkpoint";
+  j["version"] = 1;
+  j["iteration"] = c.iteration;
+  j["restart"] = c.restart;
+  j["data_rows"] = c.data_rows;
+  j["world_size"] = c.world_size;
+  j["mean_loglik"] = c.mean_loglik;
+  j["model"] = nlohmann::ordered_json::parse(model_to_json(c.model, -1));
+  write_file_atomic(checkpoint_path(dir), j.dump(1) + "\n");
+}
+
+std::optional<Checkpoint> load_checkpoint(const std::string& dir) {
+  const std::string path = checkpoint_path(dir);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InvalidInput(path + ": not valid JSON: " + e.what());
+  }
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    if (!j.contains(key)) throw InvalidInput(path + ": missing field \"" + key + "\"");
+    return j.at(key);
+  };
+  if (need("format") != "mixle-checkpoint" || need("version") != 1)
+    throw InvalidInput(path + ": not a mixle checkpoint version 1 (\"format\": \"mixle-checkpoint\")");
+  Checkpoint c;
+  try {
+    c.iteration = need("iteration").get<int>();
+    c.restart = need("restart").get<int>();
+    c.data_rows = need("data_rows").get<std::size_t>();
+    c.world_size = need("world_size").get<int>();
+    c.mean_loglik = need("mean_loglik").get<std::vector<double>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw InvalidInput(path + ": " + e.what());
+  }
+  if (c.iteration < 1 || c.mean_loglik.size() != static_cast<std::size_t>(c.iteration))
+    throw InvalidInput(path + ": \"iteration\" " + std::to_string(c.iteration) + " does not match " +
+                       std::to_string(c.mean_loglik.size()) + " log-likelihood values");
+  c.model = model_from_json(need("model").dump(), path + ": model");
+  return c;
+}
+
+}  // namespace mixle::host

@@ -1,0 +1,114 @@
+// The fit driver (host/fit_driver.hpp).
+#include "host/fit_driver.hpp"
+
+#include "engine/initialise.hpp"
+
+#include <mixle/error.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+namespace mixle::host {
+
+engine::EstimatorOptions estimator_options(const FitOptions& o) {
+  if (!(o.reg_covar >= 0.0)) throw InvalidInput("reg_covar = " + std::to_string(o.reg_covar) + " must be ≥ 0");
+  if (!(o.pseudo_count >= 0.0)) throw InvalidInput("pseudo_count must be ≥ 0");
+  if (!(o.rate_floor > 0.0)) throw InvalidInput("rate_floor must be > 0");
+  engine::EstimatorOptions e;
+  e.m_step.reg_covar = o.reg_covar;
+  e.m_step.pseudo_count = o.pseudo_count;
+  e.m_step.rate_floor = o.rate_floor;
+  e.precision = engine::precision_from_name(o.precision);
+  return e;
+}
+
+FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, const FitHooks& hooks) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  const std::size_t rows = handle.rows();
+  if (rows == 0) throw InvalidInput("no data rows");
+  if (options.n_init < 1) throw InvalidInput("n_init = " + std::to_string(options.n_init) + " must be ≥ 1");
+  if (options.init == InitMethod::model && !options.init_model)
+    throw InvalidInput("init = model needs FitOptions::init_model");
+  if (options.init != InitMethod::model && options.components == 0)
+    throw InvalidInput("components = 0; a mixture needs K ≥ 1 (--components)");
+  const engine::EstimatorOptions est = estimator_options(options);
+
+  // Validate everything before any EM work.
+  Model shape;
+  if (hooks.resume_model) {
+    validate_model(*hooks.resume_model);
+    shape = *hooks.resume_model;
+  } else if (options.init == InitMethod::model) {
+    validate_model(*options.init_model);
+    shape = *options.init_model;
+    if (shape.components() > rows)
+      throw InvalidInput("the initial model has K = " + std::to_string(shape.components()) +
+                         " components but the data has only " + std::to_string(rows) + " rows");
+  } else {
+    shape = engine::model_shape(handle, parse_layout(options.layout, handle.columns()), options.components);
+  }
+  handle.check(shape);
+
+  FitResult best;
+  double best_ll = -std::numeric_limits<double>::infinity();
+  const int restarts = (options.init == InitMethod::model || hooks.resume_model) ? 1 : options.n_init;
+  for (int restart = 0; restart < restarts; ++restart) {
+    const std::uint64_t seed = options.seed + static_cast<std::uint64_t>(restart);
+    Model initial;
+    if (hooks.resume_model) {
+      initial = shape;
+    } else {
+      switch (options.init) {
+        case InitMethod::model: initial = shape; break;
+        case InitMethod::select: initial = handle.initialize(shape, seed, options.init_p, est); break;
+        case InitMethod::kmeanspp: initial = engine::initialise_kmeans_pp(handle, shape, seed, est); break;
+      }
+    }
+    engine::EmOptions em;
+    em.max_iter = options.max_iter;
+    em.tol = options.tol;
+    em.estimator = est;
+    if (hooks.resume_model) {
+      em.start_iteration = hooks.start_iteration;
+      em.prior_mean_loglik = hooks.prior_mean_loglik;
+    }
+    em.on_iteration = [&](const engine::IterationInfo& info) {
+      if (hooks.after_iteration) hooks.after_iteration(restart, info);
+      if (options.progress) {
+        FitProgress p;
+        p.restart = restart;
+        p.iteration = info.iteration;
+        p.max_iter = options.max_iter;
+        p.mean_loglik = info.mean_loglik;
+        p.delta = info.delta;
+        p.seconds = info.seconds;
+        p.rows_per_second = info.seconds > 0 ? info.rows / info.seconds : 0.0;
+        options.progress(p);
+      }
+    };
+    engine::EmResult r = engine::run_em(handle, std::move(initial), em);
+    const auto [n, ll] = handle.log_density_sum(r.model, est);
+    const double final_ll = ll / n;
+    if (restart == 0 || final_ll > best_ll) {
+      best_ll = final_ll;
+      best.model = std::move(r.model);
+      best.mean_loglik = std::move(r.mean_loglik);
+      best.iteration_seconds = std::move(r.iteration_seconds);
+      best.iterations = r.iterations;
+      best.converged = r.converged;
+      best.final_mean_loglik = final_ll;
+      best.warnings = std::move(r.warnings);
+      best.rows = static_cast<std::size_t>(n);
+      best.best_restart = restart;
+    }
+  }
+  if (!best.converged)
+    best.warnings.push_back("EM did not converge in " + std::to_string(options.max_iter) +
+                            " iterations (tol " + std::to_string(options.tol) + "); raise --max-iter or --tol");
+  best.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  return best;
+}
+
+}  // namespace mixle::host

@@ -1,0 +1,32 @@
+// The fit driver shared by the local and the distributed fit: validation before any EM work,
+// initialisation, restarts, EM, and hooks for checkpoints and receipts.
+#pragma once
+
+#include "engine/em.hpp"
+#include "engine/encoded_data.hpp"
+
+#include <mixle/fit.hpp>
+
+#include <functional>
+#include <vector>
+
+namespace mixle::host {
+
+struct FitHooks {
+  /// Called after every EM iteration with the iteration's information (info.model is the model
+  /// after the M-step). Runs on every rank in a distributed fit.
+  std::function<void(int restart, const engine::IterationInfo& info)> after_iteration;
+  /// Resume: the model to continue from (replaces initialisation and restarts), the iterations
+  /// already done and their mean log-likelihoods.
+  const Model* resume_model = nullptr;
+  int start_iteration = 0;
+  std::vector<double> prior_mean_loglik;
+};
+
+/// The EstimatorOptions that `options` describe; throws InvalidInput on bad values.
+engine::EstimatorOptions estimator_options(const FitOptions& options);
+
+/// Fits through an encoded-data handle (local or distributed: the same calls on every rank).
+FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, const FitHooks& hooks = {});
+
+}  // namespace mixle::host

@@ -1,0 +1,54 @@
+// Distributed fitting across processes: under torchrun, mpirun/srun, `mixle launch`, or as one
+// process. Each rank reads only its row range of the data file, accumulates its statistics
+// locally, and one all-reduce per iteration gives every rank the same statistics, so every rank
+// computes the same model. Rank 0 writes outputs.
+#pragma once
+
+#include <mixle/data.hpp>
+#include <mixle/fit.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace mixle {
+
+struct DistributedOptions {
+  /// Communicator: auto (torchrun → gloo, or nccl for CUDA devices; mpirun → mpi; one process →
+  /// single), single, gloo, mpi or nccl.
+  std::string comm = "auto";
+  /// Deadline of joining the group and of every collective: a lost or hung rank makes every
+  /// other rank fail within it, naming the rank.
+  std::chrono::milliseconds timeout{60'000};
+  /// Rank 0 writes checkpoint.json here every `checkpoint_every` iterations (atomically).
+  std::string checkpoint_dir;
+  int checkpoint_every = 1;
+  /// Continue from DIR/checkpoint.json (any world size). Under torchrun, a restart
+  /// (TORCHELASTIC_RESTART_COUNT > 0) resumes from checkpoint_dir automatically.
+  std::string resume_dir;
+  /// Optional Resources JSON (mixle resources --out / --calibrate) with one device per rank:
+  /// rows are split in proportion to their throughput. Default: equal shares.
+  std::string resources_file;
+  /// Rank 0 writes one StepReceipt JSON line per iteration here (rewritten atomically).
+  std::string receipts_file;
+};
+
+struct DistributedFitResult {
+  FitResult fit;
+  int rank = 0;
+  int world_size = 1;
+  std::string comm;                 // the communicator used
+  std::size_t first_row = 0;        // this rank's rows: [first_row, first_row + local_rows)
+  std::size_t local_rows = 0;
+  std::uint64_t collective_bytes = 0;  // payload bytes this rank handed to collectives
+  int resumed_from_iteration = 0;   // 0 = not resumed
+  bool is_rank0() const noexcept { return rank == 0; }
+};
+
+/// Fits the data in `path` across the processes of this job (see DistributedOptions). Every
+/// rank must call it with the same arguments. Throws like fit(), plus CommunicationError when a
+/// peer is lost; on any failure writes TORCHELASTIC_ERROR_FILE when set.
+DistributedFitResult fit_distributed(const std::string& path, const ReadOptions& read,
+                                     const FitOptions& options, const DistributedOptions& dist);
+
+}  // namespace mixle
