@@ -12,10 +12,12 @@
 //              pinned buffers while the device computes the previous chunk; copies run on their
 //              own stream, ordered against compute by events.
 //
-// Compute runs in chunks of at most kMaxComputeRows rows (multiples of kSubBlockRows, so the
-// float32 partial sums are grouped as on the CPU), keeping the device working set
-// O(chunk·(D + K)) — never O(N·K). MIXLE_CUDA_STREAM_ROWS=<rows> forces streaming with chunks
-// of that many rows (tests use it to exercise the streamed path on small data).
+// Compute runs in chunks of at most kMaxChunkRows rows, keeping the device working set
+// O(chunk·(D + K)) — never O(N·K). Chunks are multiples of slot_rows(stat_size) (itself a
+// multiple of kSubBlockRows, so float32 partial sums are grouped as on the CPU); with the
+// slot-by-slot fold of kernels/cuda this makes the statistics bit-identical for any chunking,
+// resident or streamed. MIXLE_CUDA_STREAM_ROWS=<rows> forces streaming with chunks of that many
+// rows rounded up to that multiple (tests use it to exercise the streamed path on small data).
 #include "engine/compute.hpp"
 
 #include <mixle/error.hpp>
@@ -34,18 +36,17 @@ namespace {
 
 namespace kc = kernels::cuda;
 
-constexpr std::int64_t kMaxComputeRows = std::int64_t{1} << 20;
 constexpr double kDeviceMemoryShare = 0.7;
 
-/// MIXLE_CUDA_STREAM_ROWS, rounded up to a multiple of kSubBlockRows; 0 when unset.
-std::int64_t forced_stream_rows() {
+/// MIXLE_CUDA_STREAM_ROWS, rounded up to a multiple of `unit`; 0 when unset.
+std::int64_t forced_stream_rows(std::int64_t unit) {
   const char* text = std::getenv("MIXLE_CUDA_STREAM_ROWS");
   if (!text || !*text) return 0;
   char* end = nullptr;
   const long long v = std::strtoll(text, &end, 10);
   if (*end != '\0' || v <= 0)
     throw InvalidInput(std::string("MIXLE_CUDA_STREAM_ROWS=\"") + text + "\": expected a positive row count");
-  return (v + kc::kSubBlockRows - 1) / kc::kSubBlockRows * kc::kSubBlockRows;
+  return (v + unit - 1) / unit * unit;
 }
 
 /// Rows [first, first + n) of `src` (host, row-major, `cols` per row) converted into `dst`.
@@ -169,19 +170,24 @@ class CudaCompute final : public Compute {
     const double budget = kDeviceMemoryShare * static_cast<double>(free_bytes) - static_cast<double>(kc::kPartialBudgetBytes);
     const std::size_t row_bytes = kc::ChunkWorkspace<T>::bytes_per_row(K) +
                                   (mode == kc::PassMode::given ? 2 * sizeof(T) * K : 0);
-    const std::int64_t forced = forced_stream_rows();
-    std::int64_t chunk = forced > 0 ? forced : std::min(n, kMaxComputeRows);
-    if (chunk < n) chunk = (chunk + kc::kSubBlockRows - 1) / kc::kSubBlockRows * kc::kSubBlockRows;
+    const std::int64_t unit = kc::slot_rows(host_view.stat_size);  // chunks start at multiples
+    const std::int64_t forced = forced_stream_rows(unit);
+    std::int64_t chunk = forced > 0 ? forced : std::max(unit, kc::kMaxChunkRows / unit * unit);
+    chunk = std::min(chunk, n);  // one chunk (starting at row 0) when everything fits in one
     const double resident_bytes = static_cast<double>(n) * cols * sizeof(T) + static_cast<double>(chunk) * row_bytes;
     const bool resident = forced == 0 && resident_bytes <= budget;
     if (!resident && forced == 0) {
+      // Two staged copies of the rows (double buffering) plus the working memory per row.
       const double per_row = 2.0 * cols * sizeof(T) + static_cast<double>(row_bytes);
-      chunk = std::min<std::int64_t>(chunk, static_cast<std::int64_t>(std::max(0.0, budget) / per_row));
-      chunk = chunk / kc::kSubBlockRows * kc::kSubBlockRows;
-      if (chunk < kc::kSubBlockRows)
-        throw MemoryError("device " + name() + " has " + std::to_string(free_bytes >> 20) +
-                          " MiB free; one chunk of " + std::to_string(kc::kSubBlockRows) + " rows needs " +
-                          std::to_string(static_cast<std::size_t>(per_row * kc::kSubBlockRows + kc::kPartialBudgetBytes) >> 20) + " MiB");
+      const std::int64_t limit = static_cast<std::int64_t>(std::max(0.0, budget) / per_row);
+      if (limit < chunk) {
+        chunk = limit / unit * unit;
+        if (chunk < unit)
+          throw MemoryError("device " + name() + " has " + std::to_string(free_bytes >> 20) +
+                            " MiB free; one chunk of " + std::to_string(unit) + " rows needs " +
+                            std::to_string(static_cast<std::size_t>(per_row * static_cast<double>(unit) +
+                                                                    kc::kPartialBudgetBytes) >> 20) + " MiB");
+      }
     }
     if (resident) make_resident(st, rows, chunk);
 

@@ -8,8 +8,13 @@
 
 namespace mixle::kernels::cuda {
 
-/// Threads of the statistics kernels (one statistic entry each).
+/// Most threads of a statistics block (one statistic entry each); narrower blocks for narrow
+/// statistics (gaussian_diag at D = 32 has 64 entries per component) so no warp idles.
 constexpr int kStatThreads = 128;
+inline int stat_threads(int stat_stride) {
+  const int warps = (stat_stride + 31) / 32;
+  return warps * 32 < kStatThreads ? warps * 32 : kStatThreads;
+}
 /// Log-density tile: 32 components across a warp, 8 rows per block.
 constexpr int kTileComponents = 32;
 constexpr int kTileRows = 8;
@@ -24,7 +29,7 @@ inline dim3 log_density_block() { return dim3(kTileComponents, kTileRows); }
 
 /// Grid of the statistics kernels: (entries of one component, components, slots).
 inline dim3 accumulate_grid(int stat_stride, int K, const SlotPlan& plan) {
-  return dim3(ceil_div(stat_stride, kStatThreads), static_cast<unsigned>(K),
+  return dim3(ceil_div(stat_stride, stat_threads(stat_stride)), static_cast<unsigned>(K),
               static_cast<unsigned>(plan.slots));
 }
 
@@ -64,7 +69,8 @@ template <class T, class Term>
 void launch_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
                        cudaStream_t s) {
   if (c.rows == 0 || part.stat_stride == 0) return;
-  accumulate_kernel<T, Term><<<accumulate_grid(part.stat_stride, c.components, plan), kStatThreads, 0, s>>>(
+  accumulate_kernel<T, Term><<<accumulate_grid(part.stat_stride, c.components, plan),
+                               stat_threads(part.stat_stride), 0, s>>>(
       part, c.x, c.ld, c.resp, c.components, c.rows, plan.rows_per_slot, plan.partials, plan.stat_size);
   MIXLE_CUDA_CHECK_LAUNCH();
 }

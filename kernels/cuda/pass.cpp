@@ -4,9 +4,19 @@
 #include "kernels/cuda/launch.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 
 namespace mixle::kernels::cuda {
+
+std::int64_t slot_rows(std::int64_t stat_size) {
+  const double chunk_bytes = static_cast<double>(kMaxChunkRows) * static_cast<double>(std::max<std::int64_t>(stat_size, 1)) *
+                             sizeof(double) / kSubBlockRows;  // partials of a full chunk at one sub-block per slot
+  const std::int64_t sub_blocks_per_slot = std::clamp<std::int64_t>(
+      static_cast<std::int64_t>(std::ceil(chunk_bytes / static_cast<double>(kPartialBudgetBytes))), 1,
+      kMaxChunkRows / kSubBlockRows);
+  return sub_blocks_per_slot * kSubBlockRows;
+}
 
 template <class T>
 void DeviceModel<T>::upload(const ModelView<T>& host, cudaStream_t stream) {
@@ -57,11 +67,7 @@ namespace {
 SlotPlan plan_slots(std::int64_t rows, std::int64_t stat_size) {
   SlotPlan plan;
   plan.stat_size = stat_size;
-  const std::int64_t sub_blocks = std::max<std::int64_t>(1, (rows + kSubBlockRows - 1) / kSubBlockRows);
-  const std::int64_t by_budget =
-      std::max<std::int64_t>(1, static_cast<std::int64_t>(kPartialBudgetBytes / (sizeof(double) * std::max<std::int64_t>(stat_size, 1))));
-  const std::int64_t slots = std::min({sub_blocks, by_budget, std::int64_t{65535}});
-  plan.rows_per_slot = ((sub_blocks + slots - 1) / slots) * kSubBlockRows;
+  plan.rows_per_slot = slot_rows(stat_size);
   plan.slots = std::max<std::int64_t>(1, (rows + plan.rows_per_slot - 1) / plan.rows_per_slot);
   return plan;
 }

@@ -9,8 +9,12 @@
 //                 responsibility and are counted (integer atomics only) and listed
 //   statistics    every (slot of rows, component, statistic) is summed by one thread in a fixed
 //                 row order — in T over runs of kSubBlockRows rows, then in float64 — and
-//                 written to its own slot; a fixed-order kernel adds the slots into the float64
-//                 statistics. No floating-point atomics: the result is bit-identical run to run.
+//                 written to its own slot; a fixed-order kernel folds the slots one by one, in
+//                 row order, into the float64 statistics. No floating-point atomics.
+//
+// Determinism: slots are rows [i·R, (i+1)·R) of the *pass* (R = slot_rows(stat_size), chunks
+// start at multiples of R), and the fold is sequential over slots across chunks, so the
+// statistics are bit-identical run to run and for any chunking (resident or streamed).
 //
 // Layouts are those of kernels/model_view.hpp; the statistics match the CPU backend's exactly.
 #pragma once
@@ -26,8 +30,16 @@ namespace mixle::kernels::cuda {
 /// Rows summed in the compute precision before a float64 add (the CPU backend's kBlockRows, so
 /// both backends round the same partial sums when chunks start at multiples of it).
 constexpr int kSubBlockRows = 128;
-/// Most bytes the per-slot statistics partials may take (fewer slots, more rows each, beyond).
+/// Most bytes the per-slot statistics partials of one chunk may take.
 constexpr std::size_t kPartialBudgetBytes = std::size_t(256) << 20;
+/// Most rows one chunk computes at once: the device working set is O(kMaxChunkRows·(D + K)).
+constexpr std::int64_t kMaxChunkRows = std::int64_t{1} << 20;
+
+/// Rows per statistics slot R for a model of `stat_size` statistics: a multiple of
+/// kSubBlockRows chosen so a chunk of kMaxChunkRows rows keeps its partials within
+/// kPartialBudgetBytes (one slot per chunk at most kMaxChunkRows rows when even that is over).
+/// Depends on the model only, so the slot boundaries do not move with memory or chunking.
+std::int64_t slot_rows(std::int64_t stat_size);
 
 enum class PassMode { accumulate, score, given };
 
@@ -76,7 +88,7 @@ struct ChunkWorkspace {
 };
 
 /// One chunk on `stream`. x: device, rows × ld in T (ld ≥ model.columns). first_row: index of
-/// the chunk's row 0 within the pass (for the report). given_resp: device rows × K (given mode
+/// the chunk's row 0 within the pass, a multiple of slot_rows(model.stat_size). given_resp: device rows × K (given mode
 /// only, else null). stats: device, model.stat_size float64 values, added to (accumulate,
 /// given). report: device. After a score pass ws.resp / ws.loglik hold the chunk's results.
 /// tf32: null, or a cuBLAS handle bound to `stream` — the explicit TF32 opt-in: float passes

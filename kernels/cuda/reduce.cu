@@ -1,6 +1,7 @@
 // Block reduction of statistics on CUDA: each slot's header (Σ log-likelihood, rows, masses),
-// and the fixed-order sum of all slots into the float64 statistics. A thread owns one statistic
-// and adds the slots in slot order, so the result is bit-identical run to run (no atomics).
+// and the fixed-order fold of the slots into the float64 statistics. A thread owns one
+// statistic and adds the chunk's slots one by one onto the running total, so over a pass the
+// statistic is ((s₀ + p₀) + p₁) + … in row order whatever the chunking (no atomics).
 #include "kernels/cuda/device.cuh"
 
 namespace mixle::kernels::cuda {
@@ -51,9 +52,9 @@ __global__ void reduce_slots_kernel(const double* __restrict__ partials, std::in
                                     std::int64_t stat_size, double* __restrict__ stats) {
   const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kReduceThreads + threadIdx.x;
   if (j >= stat_size) return;
-  double total = 0.0;
+  double total = stats[j];
   for (std::int64_t s = 0; s < slots; ++s) total += partials[s * stat_size + j];
-  stats[j] += total;
+  stats[j] = total;
 }
 
 }  // namespace

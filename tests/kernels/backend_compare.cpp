@@ -287,6 +287,22 @@ void run_case(engine::Compute& cuda, Family family, const Case& c, Tolerance tol
   compare_backends(cuda, model, values, c.rows, c.dtype, c.precision, tol);
 }
 
+void expect_chunking_invariant(engine::Compute& cuda, Family family, const Case& c, std::size_t stream_rows) {
+  const std::uint64_t seed = c.rows * 7919u + c.K * 31u + c.D + c.V;
+  const Model model = random_model(family, c.K, c.D, seed, c.V);
+  std::mt19937_64 rng(seed + 1);
+  const Dataset data = make_dataset(sample_rows(model, c.rows, rng), c.rows, model.columns(), c.dtype);
+  const std::size_t size = static_cast<std::size_t>(engine::stat_layout(model).size);
+  std::vector<double> resident(size, 0.0), streamed(size, 0.0);
+  cuda.accumulate(model, data, c.precision, resident);
+  {
+    ScopedEnv stream("MIXLE_CUDA_STREAM_ROWS", std::to_string(stream_rows));
+    cuda.accumulate(model, data, c.precision, streamed);
+  }
+  EXPECT_EQ(0, std::memcmp(resident.data(), streamed.data(), size * sizeof(double)))
+      << "resident and streamed (" << stream_rows << "-row chunks) statistics differ";
+}
+
 void compare_given(engine::Compute& cuda, const Model& model, const std::vector<double>& values,
                    std::size_t rows, Tolerance tol) {
   validate_model(model);

@@ -128,6 +128,10 @@ struct Case {
 /// A fresh random model and data for `c`, compared with compare_backends.
 void run_case(engine::Compute& cuda, Family family, const Case& c, Tolerance tol);
 
+/// The CUDA statistics of `c` resident and streamed in chunks of `stream_rows` rows must be
+/// bit-identical (slots are fixed rows of the pass and folded in row order).
+void expect_chunking_invariant(engine::Compute& cuda, Family family, const Case& c, std::size_t stream_rows);
+
 /// accumulate_given (float64 path) against the CPU, with random given responsibilities.
 void compare_given(engine::Compute& cuda, const Model& model, const std::vector<double>& values,
                    std::size_t rows, Tolerance tol);

@@ -25,6 +25,7 @@ TEST(BackendCompareHarness, CpuCandidatePassesForEveryFamily) {
   const Model model = random_model(Family::gaussian_diag, 4, 3, 5);
   std::mt19937_64 rng(6);
   compare_given(*candidate, model, sample_rows(model, 300, rng), 300, kFp64);
+  expect_chunking_invariant(*candidate, Family::categorical, Case{1037, 6, 5, 4, DType::f32, Precision::fp32}, 200);
 }
 
 /// The CPU backend with one deliberate error: statistic `stat` off by `stat_delta` (relative),

@@ -31,6 +31,12 @@ TEST(BernoulliCuda, StreamedChunksMatchCpu) {
   run_case(*cuda, Family::bernoulli, Case{901, 3, 4, 0, DType::f32, Precision::fp32}, kFp32);
 }
 
+TEST(BernoulliCuda, ResidentAndStreamedStatisticsBitIdentical) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  expect_chunking_invariant(*cuda, Family::bernoulli, Case{1037, 6, 5, 0, DType::f32, Precision::fp32}, 200);
+  expect_chunking_invariant(*cuda, Family::bernoulli, Case{1037, 6, 5, 0, DType::f64, Precision::fp64}, 300);
+}
+
 TEST(BernoulliCuda, GivenResponsibilitiesMatchCpu) {
   MIXLE_CUDA_OR_SKIP(cuda);
   const Model model = random_model(Family::bernoulli, 6, 5, 51);

@@ -31,6 +31,12 @@ TEST(CategoricalCuda, StreamedChunksMatchCpu) {
   run_case(*cuda, Family::categorical, Case{1000, 3, 2, 4, DType::f32, Precision::fp32}, kFp32);
 }
 
+TEST(CategoricalCuda, ResidentAndStreamedStatisticsBitIdentical) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  expect_chunking_invariant(*cuda, Family::categorical, Case{1037, 6, 5, 4, DType::f32, Precision::fp32}, 200);
+  expect_chunking_invariant(*cuda, Family::categorical, Case{1037, 6, 5, 4, DType::f64, Precision::fp64}, 300);
+}
+
 TEST(CategoricalCuda, GivenResponsibilitiesMatchCpu) {
   MIXLE_CUDA_OR_SKIP(cuda);
   const Model model = random_model(Family::categorical, 6, 5, 41, 4);

@@ -31,6 +31,12 @@ TEST(ExponentialCuda, StreamedChunksMatchCpu) {
   run_case(*cuda, Family::exponential, Case{901, 3, 4, 0, DType::f32, Precision::fp32}, kFp32);
 }
 
+TEST(ExponentialCuda, ResidentAndStreamedStatisticsBitIdentical) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  expect_chunking_invariant(*cuda, Family::exponential, Case{1037, 6, 5, 0, DType::f32, Precision::fp32}, 200);
+  expect_chunking_invariant(*cuda, Family::exponential, Case{1037, 6, 5, 0, DType::f64, Precision::fp64}, 300);
+}
+
 TEST(ExponentialCuda, GivenResponsibilitiesMatchCpu) {
   MIXLE_CUDA_OR_SKIP(cuda);
   const Model model = random_model(Family::exponential, 6, 5, 51);

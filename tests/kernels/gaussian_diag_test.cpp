@@ -36,6 +36,12 @@ TEST(GaussianDiagCuda, StreamedChunksMatchCpu) {
   run_case(*cuda, Family::gaussian_diag, Case{1037, 5, 7, 0, DType::f64, Precision::fp64}, kFp64);
 }
 
+TEST(GaussianDiagCuda, ResidentAndStreamedStatisticsBitIdentical) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  expect_chunking_invariant(*cuda, Family::gaussian_diag, Case{1037, 6, 5, 0, DType::f32, Precision::fp32}, 200);
+  expect_chunking_invariant(*cuda, Family::gaussian_diag, Case{1037, 6, 5, 0, DType::f64, Precision::fp64}, 300);
+}
+
 TEST(GaussianDiagCuda, GivenResponsibilitiesMatchCpu) {
   MIXLE_CUDA_OR_SKIP(cuda);
   const Model model = random_model(Family::gaussian_diag, 9, 13, 7);

@@ -37,6 +37,12 @@ TEST(GaussianFullCuda, StreamedChunksMatchCpu) {
   run_case(*cuda, Family::gaussian_full, Case{700, 4, 6, 0, DType::f32, Precision::fp32}, kFp32);
 }
 
+TEST(GaussianFullCuda, ResidentAndStreamedStatisticsBitIdentical) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  expect_chunking_invariant(*cuda, Family::gaussian_full, Case{1037, 6, 5, 0, DType::f32, Precision::fp32}, 200);
+  expect_chunking_invariant(*cuda, Family::gaussian_full, Case{1037, 6, 5, 0, DType::f64, Precision::fp64}, 300);
+}
+
 TEST(GaussianFullCuda, GivenResponsibilitiesMatchCpu) {
   MIXLE_CUDA_OR_SKIP(cuda);
   const Model model = random_model(Family::gaussian_full, 5, 7, 31);

@@ -32,6 +32,12 @@ TEST(PoissonCuda, StreamedChunksMatchCpu) {
   run_case(*cuda, Family::poisson, Case{901, 3, 4, 0, DType::f32, Precision::fp32}, kFp32);
 }
 
+TEST(PoissonCuda, ResidentAndStreamedStatisticsBitIdentical) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  expect_chunking_invariant(*cuda, Family::poisson, Case{1037, 6, 5, 0, DType::f32, Precision::fp32}, 200);
+  expect_chunking_invariant(*cuda, Family::poisson, Case{1037, 6, 5, 0, DType::f64, Precision::fp64}, 300);
+}
+
 TEST(PoissonCuda, GivenResponsibilitiesMatchCpu) {
   MIXLE_CUDA_OR_SKIP(cuda);
   const Model model = random_model(Family::poisson, 6, 5, 51);
