@@ -116,6 +116,9 @@ class CudaCompute final : public Compute {
                          std::to_string(model.columns()));
     if (rows.cols() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
       throw InvalidInput("the CUDA backend accepts at most 2^31-1 columns, got " + std::to_string(rows.cols()));
+    // Components index grid.y of the statistics and full-covariance kernels.
+    if (model.components() > 65535)
+      throw InvalidInput("the CUDA backend accepts at most 65535 components, got " + std::to_string(model.components()));
     if (stats && static_cast<std::int64_t>(stats->size()) != stat_layout(model).size)
       throw InvalidInput("statistics buffer has " + std::to_string(stats->size()) + " values; the model needs " +
                          std::to_string(stat_layout(model).size));
@@ -127,12 +130,14 @@ class CudaCompute final : public Compute {
     else return f64_;
   }
 
+  static bool same_rows(const Dataset& a, const Dataset& b) {
+    return a.data() == b.data() && a.rows() == b.rows() && a.cols() == b.cols() && a.dtype() == b.dtype();
+  }
+
   /// Uploads all rows into state.resident unless they are already there.
   template <class T>
   void make_resident(TypedState<T>& st, const Dataset& rows, std::int64_t chunk) {
-    if (st.resident_rows && st.resident_rows->data() == rows.data() && st.resident_rows->rows() == rows.rows() &&
-        st.resident_rows->cols() == rows.cols() && st.resident_rows->dtype() == rows.dtype())
-      return;
+    if (st.resident_rows && same_rows(*st.resident_rows, rows)) return;
     st.resident_rows.reset();
     const std::int64_t n = static_cast<std::int64_t>(rows.rows());
     const std::size_t cols = rows.cols();
@@ -163,6 +168,11 @@ class CudaCompute final : public Compute {
     const int cols = static_cast<int>(rows.cols());
     cudaStream_t cs = compute_->get();
     st.model.upload(host_view, cs);
+    if (st.resident_rows && !same_rows(*st.resident_rows, rows)) {
+      // Free a cached dataset that is not this one before measuring free memory.
+      st.resident_rows.reset();
+      st.resident = kc::DeviceBuffer<T>();
+    }
 
     // Chunk size and residency.
     std::size_t free_bytes = 0, total_bytes = 0;
@@ -171,7 +181,7 @@ class CudaCompute final : public Compute {
     const std::size_t row_bytes = kc::ChunkWorkspace<T>::bytes_per_row(K) +
                                   (mode == kc::PassMode::given ? 2 * sizeof(T) * K : 0);
     const std::int64_t unit = kc::slot_rows(host_view.stat_size);  // chunks start at multiples
-    const std::int64_t forced = forced_stream_rows(unit);
+    const std::int64_t forced = std::min(forced_stream_rows(unit), std::max(unit, kc::kMaxChunkRows / unit * unit));
     std::int64_t chunk = forced > 0 ? forced : std::max(unit, kc::kMaxChunkRows / unit * unit);
     chunk = std::min(chunk, n);  // one chunk (starting at row 0) when everything fits in one
     const double resident_bytes = static_cast<double>(n) * cols * sizeof(T) + static_cast<double>(chunk) * row_bytes;

@@ -21,9 +21,10 @@ constexpr int kTileRows = 8;
 
 inline unsigned ceil_div(std::int64_t a, std::int64_t b) { return static_cast<unsigned>((a + b - 1) / b); }
 
-/// Grid of the per-(row, component) log-density kernels.
+/// Grid of the per-(row, component) log-density kernels: rows on x (up to 2³¹ − 1 blocks; y and
+/// z stop at 65535, which a chunk of 2²⁰ rows in tiles of 8 would exceed), component tiles on y.
 inline dim3 log_density_grid(std::int64_t rows, int K) {
-  return dim3(ceil_div(K, kTileComponents), ceil_div(rows, kTileRows));
+  return dim3(ceil_div(rows, kTileRows), ceil_div(K, kTileComponents));
 }
 inline dim3 log_density_block() { return dim3(kTileComponents, kTileRows); }
 
@@ -82,8 +83,8 @@ void launch_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const Slo
 template <class T, class Term>
 __global__ void log_density_kernel(PartView<T> part, const T* __restrict__ x, int ld,
                                    T* __restrict__ logp, int K, std::int64_t rows, Term term) {
-  const int k = static_cast<int>(blockIdx.x) * kTileComponents + threadIdx.x;
-  const std::int64_t n = static_cast<std::int64_t>(blockIdx.y) * kTileRows + threadIdx.y;
+  const int k = static_cast<int>(blockIdx.y) * kTileComponents + threadIdx.x;
+  const std::int64_t n = static_cast<std::int64_t>(blockIdx.x) * kTileRows + threadIdx.y;
   if (k >= K || n >= rows) return;
   T* l = logp + n * K + k;
   *l = term(part, k, x + n * ld + part.col_begin, *l);

@@ -44,8 +44,8 @@ __global__ void tf32_features_kernel(PartView<float> part, const float* __restri
 
 __global__ void add_constant_kernel(const float* __restrict__ c, float* __restrict__ logp, int K,
                                     std::int64_t rows) {
-  const int k = static_cast<int>(blockIdx.x) * kTileComponents + threadIdx.x;
-  const std::int64_t n = static_cast<std::int64_t>(blockIdx.y) * kTileRows + threadIdx.y;
+  const int k = static_cast<int>(blockIdx.y) * kTileComponents + threadIdx.x;
+  const std::int64_t n = static_cast<std::int64_t>(blockIdx.x) * kTileRows + threadIdx.y;
   if (k >= K || n >= rows) return;
   logp[n * K + k] += c[k];
 }

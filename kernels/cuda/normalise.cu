@@ -19,8 +19,8 @@ constexpr int kListThreads = 256;
 template <class T>
 __global__ void init_kernel(const T* __restrict__ log_const, const T* __restrict__ row_offset,
                             T* __restrict__ logp, int K, std::int64_t rows) {
-  const int k = static_cast<int>(blockIdx.x) * kTileComponents + threadIdx.x;
-  const std::int64_t n = static_cast<std::int64_t>(blockIdx.y) * kTileRows + threadIdx.y;
+  const int k = static_cast<int>(blockIdx.y) * kTileComponents + threadIdx.x;
+  const std::int64_t n = static_cast<std::int64_t>(blockIdx.x) * kTileRows + threadIdx.y;
   if (k >= K || n >= rows) return;
   logp[n * K + k] = row_offset ? log_const[k] + row_offset[n] : log_const[k];
 }

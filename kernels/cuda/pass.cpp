@@ -3,9 +3,12 @@
 
 #include "kernels/cuda/launch.hpp"
 
+#include <mixle/error.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <string>
 
 namespace mixle::kernels::cuda {
 
@@ -146,6 +149,9 @@ void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_
   }
   if (mode == PassMode::score) return;
   SlotPlan plan = plan_slots(rows, model.stat_size);
+  if (plan.slots > 65535)  // grid.z of the statistics kernels; chunks are ≤ kMaxChunkRows
+    throw InvalidInput("CUDA chunk of " + std::to_string(rows) + " rows needs " + std::to_string(plan.slots) +
+                       " statistics slots; at most 65535 (chunks are limited to " + std::to_string(kMaxChunkRows) + " rows)");
   ws.partials.reserve(static_cast<std::size_t>(plan.slots * plan.stat_size));
   plan.partials = ws.partials.data();
   add_statistics(mode, model, c, plan, stats, stream);
