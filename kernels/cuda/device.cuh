@@ -40,13 +40,14 @@ inline dim3 accumulate_grid(int stat_stride, int K, const SlotPlan& plan) {
 /// slot is written, so the partials need no clearing.
 ///   Term: struct with  __device__ Term(const PartView<T>&, int k, int j)  and
 ///                      __device__ T operator()(const T* x_row_part, T r) const.
+/// Only entries [0, entries) of each component's block are computed (all by default).
 template <class T, class Term>
 __global__ void accumulate_kernel(PartView<T> part, const T* __restrict__ x, int ld,
                                   const T* __restrict__ resp, int K, std::int64_t rows,
                                   std::int64_t rows_per_slot, double* __restrict__ partials,
-                                  std::int64_t stat_size) {
+                                  std::int64_t stat_size, int entries) {
   const int j = static_cast<int>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j >= part.stat_stride) return;
+  if (j >= entries) return;
   const int k = static_cast<int>(blockIdx.y);
   const std::int64_t slot = blockIdx.z;
   const std::int64_t begin = slot * rows_per_slot;
@@ -68,11 +69,11 @@ __global__ void accumulate_kernel(PartView<T> part, const T* __restrict__ x, int
 
 template <class T, class Term>
 void launch_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
-                       cudaStream_t s) {
-  if (c.rows == 0 || part.stat_stride == 0) return;
-  accumulate_kernel<T, Term><<<accumulate_grid(part.stat_stride, c.components, plan),
-                               stat_threads(part.stat_stride), 0, s>>>(
-      part, c.x, c.ld, c.resp, c.components, c.rows, plan.rows_per_slot, plan.partials, plan.stat_size);
+                       cudaStream_t s, int entries = -1) {
+  if (entries < 0) entries = part.stat_stride;
+  if (c.rows == 0 || entries == 0) return;
+  accumulate_kernel<T, Term><<<accumulate_grid(entries, c.components, plan), stat_threads(entries), 0, s>>>(
+      part, c.x, c.ld, c.resp, c.components, c.rows, plan.rows_per_slot, plan.partials, plan.stat_size, entries);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 

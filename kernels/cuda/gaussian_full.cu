@@ -3,6 +3,9 @@
 // as kernels/cpu/families/gaussian_full.hpp.
 #include "kernels/cuda/device.cuh"
 
+#include <cstdlib>
+#include <cstring>
+
 namespace mixle::kernels::cuda {
 namespace {
 
@@ -53,6 +56,92 @@ struct FullMoment {
   }
 };
 
+// Tiled second moments: a block owns (slot, component k, a 64 × 64 region of S2); each of its
+// 256 threads keeps a 4 × 4 register block. 32 rows of t = x − s_k (the region's i and j
+// columns) and of r are staged in shared memory at a time, so per row a thread does 16 FMAs for
+// 8 shared loads. Per entry the arithmetic is the generic kernel's and the CPU's:
+// acc += (r·t_i)·t_j in row order, T within kSubBlockRows rows, float64 across.
+constexpr int kFullSpan = 64;
+constexpr int kFullReg = 4;
+constexpr int kFullTileThreads = (kFullSpan / kFullReg) * (kFullSpan / kFullReg);  // 256
+constexpr int kFullRowsPerLoad = 32;
+
+template <class T>
+__global__ void __launch_bounds__(kFullTileThreads)
+full_second_moment_kernel(PartView<T> part, const T* __restrict__ x, int ld, const T* __restrict__ resp, int K,
+                          std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ partials,
+                          std::int64_t stat_size, int spans) {
+  __shared__ T ti[kFullRowsPerLoad][kFullSpan];
+  __shared__ T tj[kFullRowsPerLoad][kFullSpan];
+  __shared__ T rsh[kFullRowsPerLoad];
+  const int tid = threadIdx.x;
+  const int ty = tid / (kFullSpan / kFullReg), tx = tid % (kFullSpan / kFullReg);
+  const std::int64_t slot = blockIdx.x;
+  const int k = static_cast<int>(blockIdx.y);
+  const int i0 = static_cast<int>(blockIdx.z) / spans * kFullSpan;
+  const int j0 = static_cast<int>(blockIdx.z) % spans * kFullSpan;
+  const int D = part.dims;
+  const T* shift = part.shift + static_cast<std::int64_t>(k) * D;
+  const std::int64_t begin = slot * rows_per_slot;
+  const std::int64_t end = begin + rows_per_slot < rows ? begin + rows_per_slot : rows;
+  T acc[kFullReg][kFullReg];
+  double tot[kFullReg][kFullReg];
+#pragma unroll
+  for (int a = 0; a < kFullReg; ++a)
+#pragma unroll
+    for (int b = 0; b < kFullReg; ++b) tot[a][b] = 0.0;
+  for (std::int64_t b0 = begin; b0 < end; b0 += kSubBlockRows) {
+    const std::int64_t b1 = b0 + kSubBlockRows < end ? b0 + kSubBlockRows : end;
+#pragma unroll
+    for (int a = 0; a < kFullReg; ++a)
+#pragma unroll
+      for (int b = 0; b < kFullReg; ++b) acc[a][b] = T(0);
+    for (std::int64_t r0 = b0; r0 < b1; r0 += kFullRowsPerLoad) {
+      const int nrow = static_cast<int>(b1 - r0 < kFullRowsPerLoad ? b1 - r0 : kFullRowsPerLoad);
+      __syncthreads();  // the previous tile has been consumed
+      for (int e = tid; e < nrow * kFullSpan; e += kFullTileThreads) {
+        const int row = e / kFullSpan, col = e % kFullSpan;
+        const T* xr = x + (r0 + row) * ld + part.col_begin;
+        ti[row][col] = i0 + col < D ? xr[i0 + col] - shift[i0 + col] : T(0);
+        tj[row][col] = j0 + col < D ? xr[j0 + col] - shift[j0 + col] : T(0);
+      }
+      if (tid < nrow) rsh[tid] = resp[(r0 + tid) * K + k];
+      __syncthreads();
+      for (int row = 0; row < nrow; ++row) {
+        const T r = rsh[row];
+        if (r == T(0)) continue;  // uniform across the block
+        T rti[kFullReg], tjv[kFullReg];
+#pragma unroll
+        for (int a = 0; a < kFullReg; ++a) rti[a] = r * ti[row][ty * kFullReg + a];
+#pragma unroll
+        for (int b = 0; b < kFullReg; ++b) tjv[b] = tj[row][tx * kFullReg + b];
+#pragma unroll
+        for (int a = 0; a < kFullReg; ++a)
+#pragma unroll
+          for (int b = 0; b < kFullReg; ++b) acc[a][b] += rti[a] * tjv[b];
+      }
+    }
+#pragma unroll
+    for (int a = 0; a < kFullReg; ++a)
+#pragma unroll
+      for (int b = 0; b < kFullReg; ++b) tot[a][b] += static_cast<double>(acc[a][b]);
+  }
+  double* out = partials + slot * stat_size + part.stat_offset + static_cast<std::int64_t>(k) * part.stat_stride + D;
+#pragma unroll
+  for (int a = 0; a < kFullReg; ++a)
+#pragma unroll
+    for (int b = 0; b < kFullReg; ++b) {
+      const int i = i0 + ty * kFullReg + a, j = j0 + tx * kFullReg + b;
+      if (i < D && j < D) out[static_cast<std::int64_t>(i) * D + j] = tot[a][b];
+    }
+}
+
+/// MIXLE_CUDA_FULL_STATS=generic selects the generic statistics kernel (for comparisons).
+bool use_generic_full_stats() {
+  const char* v = std::getenv("MIXLE_CUDA_FULL_STATS");
+  return v && std::strcmp(v, "generic") == 0;
+}
+
 }  // namespace
 
 template <class T>
@@ -66,7 +155,19 @@ void launch_gaussian_full_log_density(const PartView<T>& part, const ChunkArgs<T
 template <class T>
 void launch_gaussian_full_accumulate(const PartView<T>& part, const ChunkArgs<T>& c,
                                      const SlotPlan& plan, cudaStream_t s) {
-  launch_accumulate<T, FullMoment<T>>(part, c, plan, s);
+  if (use_generic_full_stats()) {
+    launch_accumulate<T, FullMoment<T>>(part, c, plan, s);
+    return;
+  }
+  if (c.rows == 0 || part.dims == 0) return;
+  // First moments (D entries per component) with the generic kernel, S2 tiled.
+  launch_accumulate<T, FullMoment<T>>(part, c, plan, s, part.dims);
+  const int spans = static_cast<int>(ceil_div(part.dims, kFullSpan));
+  const dim3 grid(static_cast<unsigned>(plan.slots), static_cast<unsigned>(c.components),
+                  static_cast<unsigned>(spans * spans));
+  full_second_moment_kernel<T><<<grid, kFullTileThreads, 0, s>>>(part, c.x, c.ld, c.resp, c.components, c.rows,
+                                                                 plan.rows_per_slot, plan.partials, plan.stat_size, spans);
+  MIXLE_CUDA_CHECK_LAUNCH();
 }
 
 template void launch_gaussian_full_log_density<float>(const PartView<float>&, const ChunkArgs<float>&, cudaStream_t);

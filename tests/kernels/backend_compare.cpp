@@ -303,6 +303,28 @@ void expect_chunking_invariant(engine::Compute& cuda, Family family, const Case&
       << "resident and streamed (" << stream_rows << "-row chunks) statistics differ";
 }
 
+void expect_variants_agree(engine::Compute& cuda, Family family, const Case& c, const char* env) {
+  SCOPED_TRACE(std::string(family_name(family)) + " K=" + std::to_string(c.K) + " D=" + std::to_string(c.D));
+  const Model model = random_model(family, c.K, c.D, c.rows + c.K, c.V);
+  std::mt19937_64 rng(c.D);
+  const Dataset data = make_dataset(sample_rows(model, c.rows, rng), c.rows, model.columns(), c.dtype);
+  const std::size_t size = static_cast<std::size_t>(engine::stat_layout(model).size);
+  std::vector<double> tiled(size, 0.0), generic(size, 0.0);
+  cuda.accumulate(model, data, c.precision, tiled);
+  {
+    ScopedEnv generic_kernel(env, "generic");
+    cuda.accumulate(model, data, c.precision, generic);
+  }
+  const std::size_t first = static_cast<std::size_t>(kernels::stat_header_size(static_cast<int>(c.K)));
+  double scale = 0.0;
+  for (std::size_t j = first; j < size; ++j) scale = std::max(scale, std::abs(generic[j]));
+  for (std::size_t j = 0; j < size; ++j)
+    ASSERT_NEAR(tiled[j], generic[j], 1e-6 * scale) << "entry " << j;
+  if (std::memcmp(tiled.data(), generic.data(), size * sizeof(double)) != 0)
+    std::printf("[note] %s K=%zu D=%zu: tiled and generic statistics agree within bounds, not bit for bit\n",
+                family_name(family), c.K, c.D);
+}
+
 void compare_given(engine::Compute& cuda, const Model& model, const std::vector<double>& values,
                    std::size_t rows, Tolerance tol) {
   validate_model(model);

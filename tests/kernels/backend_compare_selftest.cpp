@@ -25,6 +25,8 @@ TEST(BackendCompareHarness, CpuCandidatePassesForEveryFamily) {
   const Model model = random_model(Family::gaussian_diag, 4, 3, 5);
   std::mt19937_64 rng(6);
   compare_given(*candidate, model, sample_rows(model, 300, rng), 300, kFp64);
+  expect_variants_agree(*candidate, Family::gaussian_full, Case{300, 3, 70, 0, DType::f32, Precision::fp32},
+                        "MIXLE_CUDA_FULL_STATS");
   expect_chunking_invariant(*candidate, Family::categorical, Case{1037, 6, 5, 4, DType::f32, Precision::fp32}, 200);
 }
 

@@ -43,6 +43,16 @@ TEST(GaussianFullCuda, ResidentAndStreamedStatisticsBitIdentical) {
   expect_chunking_invariant(*cuda, Family::gaussian_full, Case{1037, 6, 5, 0, DType::f64, Precision::fp64}, 300);
 }
 
+// The tiled second-moment kernel (default) against the generic one: same per-entry arithmetic.
+TEST(GaussianFullCuda, TiledAndGenericStatisticsAgree) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  for (const Case& c : {Case{1037, 1, 1, 0, DType::f32, Precision::fp32},
+                        Case{333, 37, 5, 0, DType::f32, Precision::fp32},
+                        Case{300, 3, 130, 0, DType::f32, Precision::fp32},   // 3×3 regions, ragged edge
+                        Case{517, 17, 33, 0, DType::f64, Precision::fp64}})
+    expect_variants_agree(*cuda, Family::gaussian_full, c, "MIXLE_CUDA_FULL_STATS");
+}
+
 TEST(GaussianFullCuda, GivenResponsibilitiesMatchCpu) {
   MIXLE_CUDA_OR_SKIP(cuda);
   const Model model = random_model(Family::gaussian_full, 5, 7, 31);
