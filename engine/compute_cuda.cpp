@@ -87,6 +87,26 @@ class CudaCompute final : public Compute {
     for (int b = 0; b < 2; ++b) h2d_done_[b].emplace(), compute_done_[b].emplace();
   }
 
+  /// Releases every device object with this backend's device current (streams, events and
+  /// handles belong to it), then restores the caller's device.
+  ~CudaCompute() override {
+    try {
+      kc::DeviceGuard guard(device_);
+      f32_ = TypedState<float>{};
+      f64_ = TypedState<double>{};
+      stats_dev_ = kc::DeviceBuffer<double>{};
+      report_dev_ = kc::DeviceBuffer<kc::DeviceReport>{};
+      stats_host_ = kc::PinnedBuffer<double>{};
+      report_host_ = kc::PinnedBuffer<kc::DeviceReport>{};
+      cublas_.reset();
+      for (int b = 0; b < 2; ++b) h2d_done_[b].reset(), compute_done_[b].reset();
+      copy_.reset();
+      compute_.reset();
+    } catch (...) {
+      // A failing runtime at teardown: the members' own destructors report and carry on.
+    }
+  }
+
   std::string name() const override { return "cuda:" + std::to_string(device_); }
 
   kernels::PassReport accumulate(const Model& model, const Dataset& rows, Precision precision,
