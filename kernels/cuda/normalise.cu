@@ -9,6 +9,7 @@
 // Warp sums use a fixed butterfly and lane 0's result is broadcast, so every lane scales by the
 // same value and the result does not depend on scheduling.
 #include "kernels/cuda/device.cuh"
+#include "kernels/cuda/row_normalise.cuh"
 
 namespace mixle::kernels::cuda {
 namespace {
@@ -26,65 +27,12 @@ __global__ void init_kernel(const T* __restrict__ log_const, const T* __restrict
 }
 
 template <class T>
-__device__ T warp_max(T v) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const T u = __shfl_xor_sync(0xffffffffu, v, o);
-    v = u > v ? u : v;
-  }
-  return __shfl_sync(0xffffffffu, v, 0);
-}
-
-template <class T>
-__device__ T warp_sum(T v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return __shfl_sync(0xffffffffu, v, 0);
-}
-
-__device__ void note_bad_row(DeviceReport* report, bool impossible) {
-  atomicAdd(impossible ? &report->impossible_rows : &report->nan_rows, 1ull);
-  atomicAdd(&report->chunk_bad, 1ull);
-}
-
-template <class T>
 __global__ void normalise_kernel(T* __restrict__ resp, double* __restrict__ loglik,
                                  int* __restrict__ status, int K, std::int64_t rows,
                                  DeviceReport* report) {
-  const int lane = threadIdx.x & 31;
   const std::int64_t n = static_cast<std::int64_t>(blockIdx.x) * (kNormaliseThreads / 32) + (threadIdx.x >> 5);
   if (n >= rows) return;  // whole warps leave together: n is uniform across the warp
-  T* l = resp + n * K;
-  constexpr T kInf = static_cast<T>(INFINITY);
-  T m = -kInf;
-  for (int k = lane; k < K; k += 32) m = l[k] > m ? l[k] : m;
-  m = warp_max(m);
-  if (m == kInf) {
-    int ties = 0;
-    for (int k = lane; k < K; k += 32) ties += l[k] == kInf;
-    ties = warp_sum(ties);
-    for (int k = lane; k < K; k += 32) l[k] = l[k] == kInf ? T(1) / static_cast<T>(ties) : T(0);
-    if (lane == 0) loglik[n] = static_cast<double>(INFINITY), status[n] = kRowTie;
-    return;
-  }
-  T sum = T(0);
-  for (int k = lane; k < K; k += 32) {
-    const T e = exp_nonpositive(l[k] - m);
-    l[k] = e;
-    sum += e;
-  }
-  sum = warp_sum(sum);
-  if (isfinite(m) && isfinite(sum)) {
-    const T inv = T(1) / sum;
-    for (int k = lane; k < K; k += 32) l[k] *= inv;
-    if (lane == 0) loglik[n] = static_cast<double>(m) + log(static_cast<double>(sum)), status[n] = kRowOk;
-    return;
-  }
-  for (int k = lane; k < K; k += 32) l[k] = T(0);
-  if (lane == 0) {
-    const bool impossible = m == -kInf;
-    loglik[n] = 0.0;
-    status[n] = impossible ? kRowImpossible : kRowNan;
-    note_bad_row(report, impossible);
-  }
+  normalise_row_warp(resp + n * K, K, threadIdx.x & 31, loglik + n, status + n, report);
 }
 
 /// One block scans the chunk's statuses in row order and appends the first bad rows to the

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 namespace mixle::kernels::cuda {
 
@@ -141,6 +142,18 @@ void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_
   c.row_offset = ws.row_offset.data();
   c.loglik = ws.loglik.data();
   c.status = ws.status.data();
+  if constexpr (std::is_same_v<T, float>) {
+    if (mode == PassMode::accumulate && !tf32 && gaussian_diag_fused_eligible(model)) {
+      SlotPlan plan = plan_slots(rows, model.stat_size);
+      ws.partials.reserve(static_cast<std::size_t>(plan.slots * plan.stat_size));
+      plan.partials = ws.partials.data();
+      MIXLE_CUDA_TRY(cudaMemsetAsync(&report->chunk_bad, 0, sizeof report->chunk_bad, stream));
+      launch_gaussian_diag_fused(model, c, plan, report, stream);
+      launch_list_bad_rows(c, first_row, report, stream);
+      launch_reduce_slots(plan, stats, stream);
+      return;
+    }
+  }
   if (mode != PassMode::given) {
     add_log_densities(model, c, tf32, stream);
     MIXLE_CUDA_TRY(cudaMemsetAsync(&report->chunk_bad, 0, sizeof report->chunk_bad, stream));

@@ -132,10 +132,12 @@ void run_case(engine::Compute& cuda, Family family, const Case& c, Tolerance tol
 /// bit-identical (slots are fixed rows of the pass and folded in row order).
 void expect_chunking_invariant(engine::Compute& cuda, Family family, const Case& c, std::size_t stream_rows);
 
-/// Statistics of the default kernels against those with `env`=generic (the generic
-/// one-entry-per-thread statistics kernel): per entry the same operations in the same order, so
-/// only FMA contraction may differ — bound 1e-6 of the largest part statistic (16 float ulps).
-void expect_variants_agree(engine::Compute& cuda, Family family, const Case& c, const char* env);
+/// Statistics of the default kernels against those with the environment variable `env` set to
+/// `value` (the generic statistics kernel, or the unfused pass): per entry the same operations
+/// in the same order, so only FMA contraction may differ — bound 1e-6 (16 float ulps) of
+/// max(|entry|, largest part statistic).
+void expect_variants_agree(engine::Compute& cuda, Family family, const Case& c, const char* env,
+                           const char* value = "generic");
 
 /// accumulate_given (float64 path) against the CPU, with random given responsibilities.
 void compare_given(engine::Compute& cuda, const Model& model, const std::vector<double>& values,

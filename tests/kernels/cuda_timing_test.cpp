@@ -61,9 +61,11 @@ void time_accumulate(Family family, std::size_t N, std::size_t D, std::size_t K,
     EXPECT_EQ(0, std::memcmp(stats.data(), warm.data(), size * sizeof(double))) << "pass " << i << " not bit-identical";
   }
   const double mean = total / passes;
-  std::printf("[timing] %s N=%zu D=%zu K=%zu %s: first %.2f ms, best %.3f ms, mean %.3f ms per pass; "
+  const char* fused = std::getenv("MIXLE_CUDA_FUSED");
+  std::printf("[timing] %s%s N=%zu D=%zu K=%zu %s: first %.2f ms, best %.3f ms, mean %.3f ms per pass; "
               "roofline %.2f ms -> %.1f%% of roofline (best)\n",
-              family_name(family), N, D, K, engine::precision_name(precision), first_ms, best, mean, roofline_ms,
+              family_name(family), fused && std::string(fused) == "0" ? " (unfused)" : "", N, D, K,
+              engine::precision_name(precision), first_ms, best, mean, roofline_ms,
               100.0 * roofline_ms / best);
   testing::Test::RecordProperty("best_ms", std::to_string(best));
   testing::Test::RecordProperty("mean_ms", std::to_string(mean));
@@ -74,6 +76,11 @@ void time_accumulate(Family family, std::size_t N, std::size_t D, std::size_t K,
 
 // Case A of performance-anchors §3.3: target ≤ 3.8 ms fp32 (roofline 2.56 ms, FP32 SIMT 8NKD).
 TEST(CudaTiming, DISABLED_GaussianDiagCaseAFp32) {
+  time_accumulate(Family::gaussian_diag, 10'000'000, 32, 64, Precision::fp32, 2.56, 5);
+}
+// Case A through the unfused kernels (materialised rows × K block), for comparison.
+TEST(CudaTiming, DISABLED_GaussianDiagCaseAFp32Unfused) {
+  ScopedEnv unfused("MIXLE_CUDA_FUSED", "0");
   time_accumulate(Family::gaussian_diag, 10'000'000, 32, 64, Precision::fp32, 2.56, 5);
 }
 // Same with the TF32 opt-in: target ≤ 0.6 ms (roofline 0.35 ms TF32 dense).
