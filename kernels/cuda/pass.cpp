@@ -131,7 +131,11 @@ void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_
                std::int64_t first_row, const T* given_resp, ChunkWorkspace<T>& ws, double* stats,
                DeviceReport* report, cublasHandle_t tf32, cudaStream_t stream) {
   if (rows <= 0) return;
-  ws.reserve(rows, model.components, model.stat_size);
+  bool fused = false;
+  if constexpr (std::is_same_v<T, float>)
+    fused = mode == PassMode::accumulate && !tf32 && gaussian_diag_fused_eligible(model);
+  // The fused pass keeps the rows × K block on chip: no device buffer for it.
+  ws.reserve(rows, fused ? 0 : model.components, model.stat_size);
   ChunkArgs<T> c;
   c.x = x;
   c.ld = ld;
@@ -143,7 +147,7 @@ void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_
   c.loglik = ws.loglik.data();
   c.status = ws.status.data();
   if constexpr (std::is_same_v<T, float>) {
-    if (mode == PassMode::accumulate && !tf32 && gaussian_diag_fused_eligible(model)) {
+    if (fused) {
       SlotPlan plan = plan_slots(rows, model.stat_size);
       ws.partials.reserve(static_cast<std::size_t>(plan.slots * plan.stat_size));
       plan.partials = ws.partials.data();
