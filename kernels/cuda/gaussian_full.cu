@@ -11,9 +11,13 @@ namespace {
 
 constexpr int kFullRows = 128;
 
-/// One thread per row, one component per blockIdx.y: the warp shares P_k (broadcast reads),
-/// which is the larger operand (D² against D). (x − mean) is recomputed per use rather than
-/// kept in D registers, as D reaches 256.
+constexpr int kFullOutputs = 16;  // y_i kept in registers per pass over the row
+
+/// One thread per row, one component per blockIdx.y: the warp shares P_k (broadcast reads), the
+/// larger operand (D² against D). y = P (x − mean) is formed kFullOutputs rows of P at a time:
+/// each x_j − mean_j is computed once per group and feeds up to 16 FMAs (instead of being
+/// recomputed for every i). Per output the arithmetic is the CPU's: y_i = Σ_{j≤i} P_ij (x_j − m_j)
+/// with j ascending, then l −= ½ y_i² with i ascending.
 template <class T>
 __global__ void full_log_density_kernel(PartView<T> part, const T* __restrict__ x, int ld,
                                         T* __restrict__ logp, int K, std::int64_t rows) {
@@ -25,11 +29,22 @@ __global__ void full_log_density_kernel(PartView<T> part, const T* __restrict__ 
   const T* mean = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
   const T* P = mean + D;
   T l = logp[n * K + k];
-  for (int i = 0; i < D; ++i) {
-    const T* Pi = P + static_cast<std::int64_t>(i) * D;
-    T y = T(0);
-    for (int j = 0; j <= i; ++j) y += Pi[j] * (xr[j] - mean[j]);
-    l -= T(0.5) * y * y;
+  for (int i0 = 0; i0 < D; i0 += kFullOutputs) {
+    T y[kFullOutputs];
+#pragma unroll
+    for (int a = 0; a < kFullOutputs; ++a) y[a] = T(0);
+    const int j_end = i0 + kFullOutputs < D ? i0 + kFullOutputs : D;
+    for (int j = 0; j < j_end; ++j) {
+      const T dj = xr[j] - mean[j];
+#pragma unroll
+      for (int a = 0; a < kFullOutputs; ++a) {
+        const int i = i0 + a;
+        if (i < D && j <= i) y[a] += P[static_cast<std::int64_t>(i) * D + j] * dj;
+      }
+    }
+#pragma unroll
+    for (int a = 0; a < kFullOutputs; ++a)
+      if (i0 + a < D) l -= T(0.5) * y[a] * y[a];
   }
   logp[n * K + k] = l;
 }
