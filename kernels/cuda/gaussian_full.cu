@@ -71,8 +71,10 @@ struct FullMoment {
   }
 };
 
-// Tiled second moments: a block owns (slot, component k, a 64 × 64 region of S2); each of its
-// 256 threads keeps a 4 × 4 register block. 32 rows of t = x − s_k (the region's i and j
+// Tiled second moments: a block owns (slot, component k, a 64 × 64 region of S2 on or above the
+// diagonal of regions); each of its 256 threads keeps a 4 × 4 register block, and a region above
+// the diagonal is also written to its mirror image (S2 is symmetric): half the work. The mirror
+// holds Σ (r·t_i)·t_j where the CPU sums (r·t_j)·t_i, the same value to rounding. 32 rows of t = x − s_k (the region's i and j
 // columns) and of r are staged in shared memory at a time, so per row a thread does 16 FMAs for
 // 8 shared loads. Per entry the arithmetic is the generic kernel's and the CPU's:
 // acc += (r·t_i)·t_j in row order, T within kSubBlockRows rows, float64 across.
@@ -93,8 +95,11 @@ full_second_moment_kernel(PartView<T> part, const T* __restrict__ x, int ld, con
   const int ty = tid / (kFullSpan / kFullReg), tx = tid % (kFullSpan / kFullReg);
   const std::int64_t slot = blockIdx.x;
   const int k = static_cast<int>(blockIdx.y);
-  const int i0 = static_cast<int>(blockIdx.z) / spans * kFullSpan;
-  const int j0 = static_cast<int>(blockIdx.z) % spans * kFullSpan;
+  // blockIdx.z enumerates the region pairs (ib ≤ jb) row by row.
+  int ib = 0, z = static_cast<int>(blockIdx.z);
+  while (z >= spans - ib) z -= spans - ib, ++ib;
+  const int jb = ib + z;
+  const int i0 = ib * kFullSpan, j0 = jb * kFullSpan;
   const int D = part.dims;
   const T* shift = part.shift + static_cast<std::int64_t>(k) * D;
   const std::int64_t begin = slot * rows_per_slot;
@@ -147,7 +152,10 @@ full_second_moment_kernel(PartView<T> part, const T* __restrict__ x, int ld, con
 #pragma unroll
     for (int b = 0; b < kFullReg; ++b) {
       const int i = i0 + ty * kFullReg + a, j = j0 + tx * kFullReg + b;
-      if (i < D && j < D) out[static_cast<std::int64_t>(i) * D + j] = tot[a][b];
+      if (i < D && j < D) {
+        out[static_cast<std::int64_t>(i) * D + j] = tot[a][b];
+        if (ib < jb) out[static_cast<std::int64_t>(j) * D + i] = tot[a][b];
+      }
     }
 }
 
@@ -179,7 +187,7 @@ void launch_gaussian_full_accumulate(const PartView<T>& part, const ChunkArgs<T>
   launch_accumulate<T, FullMoment<T>>(part, c, plan, s, part.dims);
   const int spans = static_cast<int>(ceil_div(part.dims, kFullSpan));
   const dim3 grid(static_cast<unsigned>(plan.slots), static_cast<unsigned>(c.components),
-                  static_cast<unsigned>(spans * spans));
+                  static_cast<unsigned>(spans * (spans + 1) / 2));
   full_second_moment_kernel<T><<<grid, kFullTileThreads, 0, s>>>(part, c.x, c.ld, c.resp, c.components, c.rows,
                                                                  plan.rows_per_slot, plan.partials, plan.stat_size, spans);
   MIXLE_CUDA_CHECK_LAUNCH();
