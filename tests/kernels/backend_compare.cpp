@@ -2,6 +2,7 @@
 #include "backend_compare.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace mixle::test {
 namespace {

@@ -7,6 +7,7 @@
 #include "backend_compare.hpp"
 
 #include <chrono>
+#include <cstdio>
 
 namespace mixle::test {
 namespace {
