@@ -1,0 +1,345 @@
+// The CUDA compute backend (compiled only with the CUDA backend; compute_cuda_absent.cpp stands
+// in otherwise). It packs the model (pack_model<float|double>, as the CPU backend does), copies
+// the packed arrays to the device and runs kernels/cuda's chunk pass over the rows:
+//
+//   resident   when the whole dataset (converted to the compute precision) and one chunk's
+//              working memory fit in 70% of the free device memory, the rows are uploaded once
+//              and stay on the device for later passes over the same Dataset (identified by its
+//              address, shape and dtype; a copy of the Dataset is held so that owned storage
+//              cannot be freed and its address reused while cached). Callers that view their own
+//              memory (Dataset::view) must not change it between passes — data.hpp's contract.
+//   streamed   otherwise, chunk by chunk each pass: the host converts a chunk into one of two
+//              pinned buffers while the device computes the previous chunk; copies run on their
+//              own stream, ordered against compute by events.
+//
+// Compute runs in chunks of at most kMaxChunkRows rows, keeping the device working set
+// O(chunk·(D + K)) — never O(N·K). Chunks are multiples of slot_rows(stat_size) (itself a
+// multiple of kSubBlockRows, so float32 partial sums are grouped as on the CPU); with the
+// slot-by-slot fold of kernels/cuda this makes the statistics bit-identical for any chunking,
+// resident or streamed. MIXLE_CUDA_STREAM_ROWS=<rows> forces streaming with chunks of that many
+// rows rounded up to that multiple (tests use it to exercise the streamed path on small data).
+#include "engine/compute.hpp"
+
+#include <mixle/error.hpp>
+
+#if MIXLE_HAVE_CUDA_BACKEND
+#include "kernels/cuda/pass.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+namespace mixle::engine {
+namespace {
+
+namespace kc = kernels::cuda;
+
+constexpr double kDeviceMemoryShare = 0.7;
+
+/// MIXLE_CUDA_STREAM_ROWS, rounded up to a multiple of `unit`; 0 when unset.
+std::int64_t forced_stream_rows(std::int64_t unit) {
+  const char* text = std::getenv("MIXLE_CUDA_STREAM_ROWS");
+  if (!text || !*text) return 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  if (*end != '\0' || v <= 0)
+    throw InvalidInput(std::string("MIXLE_CUDA_STREAM_ROWS=\"") + text + "\": expected a positive row count");
+  return (v + unit - 1) / unit * unit;
+}
+
+/// Rows [first, first + n) of `src` (host, row-major, `cols` per row) converted into `dst`.
+template <class T>
+void convert_rows(const Dataset& src, std::int64_t first, std::int64_t n, T* dst) {
+  const std::size_t count = static_cast<std::size_t>(n) * src.cols();
+  const std::size_t offset = static_cast<std::size_t>(first) * src.cols();
+  if (src.dtype() == DType::f32) {
+    const float* s = src.as<float>() + offset;
+    if constexpr (std::is_same_v<T, float>) std::memcpy(dst, s, count * sizeof(float));
+    else for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<T>(s[i]);
+  } else {
+    const double* s = src.as<double>() + offset;
+    if constexpr (std::is_same_v<T, double>) std::memcpy(dst, s, count * sizeof(double));
+    else for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<T>(s[i]);
+  }
+}
+
+/// Device state for one compute precision.
+template <class T>
+struct TypedState {
+  kc::DeviceModel<T> model;
+  kc::ChunkWorkspace<T> ws;
+  std::array<kc::DeviceBuffer<T>, 2> x, given;
+  std::array<kc::PinnedBuffer<T>, 2> x_host, given_host;
+  kc::PinnedBuffer<T> resp_out;
+  kc::PinnedBuffer<double> loglik_out;
+  kc::DeviceBuffer<T> resident;
+  std::optional<Dataset> resident_rows;  // the cached dataset (keeps owned storage alive)
+};
+
+class CudaCompute final : public Compute {
+ public:
+  explicit CudaCompute(int device) : device_(device) {
+    kc::DeviceGuard guard(device_);
+    compute_.emplace();
+    copy_.emplace();
+    for (int b = 0; b < 2; ++b) h2d_done_[b].emplace(), compute_done_[b].emplace();
+  }
+
+  /// Releases every device object with this backend's device current (streams, events and
+  /// handles belong to it), then restores the caller's device.
+  ~CudaCompute() override {
+    try {
+      kc::DeviceGuard guard(device_);
+      f32_ = TypedState<float>{};
+      f64_ = TypedState<double>{};
+      stats_dev_ = kc::DeviceBuffer<double>{};
+      report_dev_ = kc::DeviceBuffer<kc::DeviceReport>{};
+      stats_host_ = kc::PinnedBuffer<double>{};
+      report_host_ = kc::PinnedBuffer<kc::DeviceReport>{};
+      cublas_.reset();
+      for (int b = 0; b < 2; ++b) h2d_done_[b].reset(), compute_done_[b].reset();
+      copy_.reset();
+      compute_.reset();
+    } catch (...) {
+      // A failing runtime at teardown: the members' own destructors report and carry on.
+    }
+  }
+
+  std::string name() const override { return "cuda:" + std::to_string(device_); }
+
+  kernels::PassReport accumulate(const Model& model, const Dataset& rows, Precision precision,
+                                 std::vector<double>& stats) override {
+    check_door(model, rows, &stats);
+    if (precision == Precision::fp64) return run<double>(kc::PassMode::accumulate, model, rows, nullptr, &stats, nullptr, nullptr, false);
+    return run<float>(kc::PassMode::accumulate, model, rows, nullptr, &stats, nullptr, nullptr, precision == Precision::tf32);
+  }
+
+  kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision,
+                            double* loglik, double* resp) override {
+    check_door(model, rows, nullptr);
+    if (precision == Precision::fp64) return run<double>(kc::PassMode::score, model, rows, nullptr, nullptr, loglik, resp, false);
+    return run<float>(kc::PassMode::score, model, rows, nullptr, nullptr, loglik, resp, precision == Precision::tf32);
+  }
+
+  void accumulate_given(const Model& model, const Dataset& rows, const double* resp,
+                        std::vector<double>& stats) override {
+    check_door(model, rows, &stats);
+    run<double>(kc::PassMode::given, model, rows, resp, &stats, nullptr, nullptr, false);
+  }
+
+ private:
+  static void check_door(const Model& model, const Dataset& rows, const std::vector<double>* stats) {
+    if (rows.cols() < model.columns())
+      throw InvalidInput("the data has " + std::to_string(rows.cols()) + " columns; the model reads " +
+                         std::to_string(model.columns()));
+    if (rows.cols() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+      throw InvalidInput("the CUDA backend accepts at most 2^31-1 columns, got " + std::to_string(rows.cols()));
+    // Components index grid.y of the statistics and full-covariance kernels.
+    if (model.components() > 65535)
+      throw InvalidInput("the CUDA backend accepts at most 65535 components, got " + std::to_string(model.components()));
+    if (stats && static_cast<std::int64_t>(stats->size()) != stat_layout(model).size)
+      throw InvalidInput("statistics buffer has " + std::to_string(stats->size()) + " values; the model needs " +
+                         std::to_string(stat_layout(model).size));
+  }
+
+  template <class T>
+  TypedState<T>& state() {
+    if constexpr (std::is_same_v<T, float>) return f32_;
+    else return f64_;
+  }
+
+  static bool same_rows(const Dataset& a, const Dataset& b) {
+    return a.data() == b.data() && a.rows() == b.rows() && a.cols() == b.cols() && a.dtype() == b.dtype();
+  }
+
+  /// Uploads all rows into state.resident unless they are already there.
+  template <class T>
+  void make_resident(TypedState<T>& st, const Dataset& rows, std::int64_t chunk) {
+    if (st.resident_rows && same_rows(*st.resident_rows, rows)) return;
+    st.resident_rows.reset();
+    const std::int64_t n = static_cast<std::int64_t>(rows.rows());
+    const std::size_t cols = rows.cols();
+    st.resident.reserve(static_cast<std::size_t>(n) * cols);
+    st.x_host[0].reserve(static_cast<std::size_t>(chunk) * cols);
+    for (std::int64_t r0 = 0; r0 < n; r0 += chunk) {
+      const std::int64_t m = std::min(chunk, n - r0);
+      convert_rows(rows, r0, m, st.x_host[0].data());
+      MIXLE_CUDA_TRY(cudaMemcpyAsync(st.resident.data() + static_cast<std::size_t>(r0) * cols, st.x_host[0].data(),
+                                     static_cast<std::size_t>(m) * cols * sizeof(T), cudaMemcpyHostToDevice, copy_->get()));
+      copy_->synchronize();
+    }
+    st.resident_rows = rows;
+  }
+
+  template <class T>
+  kernels::PassReport run(kc::PassMode mode, const Model& model, const Dataset& rows,
+                          const double* given, std::vector<double>* stats, double* loglik,
+                          double* resp, bool tf32) {
+    kernels::PassReport report;
+    const std::int64_t n = static_cast<std::int64_t>(rows.rows());
+    if (n == 0) return report;
+    kc::DeviceGuard guard(device_);
+    TypedState<T>& st = state<T>();
+    const auto packed = pack_model<T>(model, rows.cols(), /*zero_shift=*/mode == kc::PassMode::given);
+    const kernels::ModelView<T>& host_view = packed.view;
+    const int K = host_view.components;
+    const int cols = static_cast<int>(rows.cols());
+    cudaStream_t cs = compute_->get();
+    st.model.upload(host_view, cs);
+    if (st.resident_rows && !same_rows(*st.resident_rows, rows)) {
+      // Free a cached dataset that is not this one before measuring free memory.
+      st.resident_rows.reset();
+      st.resident = kc::DeviceBuffer<T>();
+    }
+
+    // Chunk size and residency.
+    std::size_t free_bytes = 0, total_bytes = 0;
+    MIXLE_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const double budget = kDeviceMemoryShare * static_cast<double>(free_bytes) - static_cast<double>(kc::kPartialBudgetBytes);
+    const std::size_t row_bytes = kc::ChunkWorkspace<T>::bytes_per_row(K) +
+                                  (mode == kc::PassMode::given ? 2 * sizeof(T) * K : 0);
+    const std::int64_t unit = kc::slot_rows(host_view.stat_size);  // chunks start at multiples
+    const std::int64_t forced = std::min(forced_stream_rows(unit), std::max(unit, kc::kMaxChunkRows / unit * unit));
+    std::int64_t chunk = forced > 0 ? forced : std::max(unit, kc::kMaxChunkRows / unit * unit);
+    chunk = std::min(chunk, n);  // one chunk (starting at row 0) when everything fits in one
+    const double resident_bytes = static_cast<double>(n) * cols * sizeof(T) + static_cast<double>(chunk) * row_bytes;
+    const bool resident = forced == 0 && resident_bytes <= budget;
+    if (!resident && forced == 0) {
+      // Two staged copies of the rows (double buffering) plus the working memory per row.
+      const double per_row = 2.0 * cols * sizeof(T) + static_cast<double>(row_bytes);
+      const std::int64_t limit = static_cast<std::int64_t>(std::max(0.0, budget) / per_row);
+      if (limit < chunk) {
+        chunk = limit / unit * unit;
+        if (chunk < unit)
+          throw MemoryError("device " + name() + " has " + std::to_string(free_bytes >> 20) +
+                            " MiB free; one chunk of " + std::to_string(unit) + " rows needs " +
+                            std::to_string(static_cast<std::size_t>(per_row * static_cast<double>(unit) +
+                                                                    kc::kPartialBudgetBytes) >> 20) + " MiB");
+      }
+    }
+    if (resident) make_resident(st, rows, chunk);
+
+    const std::int64_t stat_size = host_view.stat_size;
+    stats_dev_.reserve(static_cast<std::size_t>(std::max<std::int64_t>(stat_size, 1)));
+    report_dev_.reserve(1);
+    MIXLE_CUDA_TRY(cudaMemsetAsync(stats_dev_.data(), 0, static_cast<std::size_t>(stat_size) * sizeof(double), cs));
+    MIXLE_CUDA_TRY(cudaMemsetAsync(report_dev_.data(), 0, sizeof(kc::DeviceReport), cs));
+    cublasHandle_t tf32_handle = nullptr;
+    if (tf32) {
+      if (!cublas_) cublas_.emplace();
+      tf32_handle = cublas_->get();
+    }
+    const std::size_t ucols = static_cast<std::size_t>(cols);
+    for (int b = 0; b < 2; ++b) {
+      if (!resident) st.x[b].reserve(static_cast<std::size_t>(chunk) * ucols), st.x_host[b].reserve(static_cast<std::size_t>(chunk) * ucols);
+      if (given) st.given[b].reserve(static_cast<std::size_t>(chunk) * K), st.given_host[b].reserve(static_cast<std::size_t>(chunk) * K);
+    }
+    if (mode == kc::PassMode::score) {
+      st.resp_out.reserve(static_cast<std::size_t>(chunk) * K);
+      st.loglik_out.reserve(static_cast<std::size_t>(chunk));
+    }
+
+    int index = 0;
+    for (std::int64_t r0 = 0; r0 < n; r0 += chunk, ++index) {
+      const std::int64_t m = std::min(chunk, n - r0);
+      const int b = index & 1;
+      const T* x = nullptr;
+      const T* given_dev = nullptr;
+      if (!resident || given) {
+        // The pinned buffers of slot b are free once their previous copy has completed.
+        h2d_done_[b]->synchronize();
+        if (!resident) convert_rows(rows, r0, m, st.x_host[b].data());
+        if (given) {
+          const double* g = given + static_cast<std::size_t>(r0) * K;
+          for (std::size_t i = 0; i < static_cast<std::size_t>(m) * K; ++i) st.given_host[b].data()[i] = static_cast<T>(g[i]);
+        }
+        // The device buffers of slot b are free once the compute of chunk index − 2 is done.
+        MIXLE_CUDA_TRY(cudaStreamWaitEvent(copy_->get(), compute_done_[b]->get(), 0));
+        if (!resident)
+          MIXLE_CUDA_TRY(cudaMemcpyAsync(st.x[b].data(), st.x_host[b].data(), static_cast<std::size_t>(m) * ucols * sizeof(T),
+                                         cudaMemcpyHostToDevice, copy_->get()));
+        if (given)
+          MIXLE_CUDA_TRY(cudaMemcpyAsync(st.given[b].data(), st.given_host[b].data(), static_cast<std::size_t>(m) * K * sizeof(T),
+                                         cudaMemcpyHostToDevice, copy_->get()));
+        h2d_done_[b]->record(copy_->get());
+        MIXLE_CUDA_TRY(cudaStreamWaitEvent(cs, h2d_done_[b]->get(), 0));
+        given_dev = given ? st.given[b].data() : nullptr;
+      }
+      x = resident ? st.resident.data() + static_cast<std::size_t>(r0) * ucols : st.x[b].data();
+      kc::run_chunk<T>(mode, st.model.view(), x, m, cols, r0, given_dev, st.ws, stats_dev_.data(),
+                       report_dev_.data(), tf32_handle, cs);
+      compute_done_[b]->record(cs);
+      if (mode == kc::PassMode::score) copy_out(st, m, K, r0, loglik, resp);
+    }
+
+    // Results: statistics (added to the caller's) and the bad-row report.
+    stats_host_.reserve(static_cast<std::size_t>(std::max<std::int64_t>(stat_size, 1)));
+    report_host_.reserve(1);
+    if (mode != kc::PassMode::score)
+      MIXLE_CUDA_TRY(cudaMemcpyAsync(stats_host_.data(), stats_dev_.data(), static_cast<std::size_t>(stat_size) * sizeof(double),
+                                     cudaMemcpyDeviceToHost, cs));
+    MIXLE_CUDA_TRY(cudaMemcpyAsync(report_host_.data(), report_dev_.data(), sizeof(kc::DeviceReport), cudaMemcpyDeviceToHost, cs));
+    compute_->synchronize();
+    if (mode != kc::PassMode::score)
+      for (std::int64_t j = 0; j < stat_size; ++j) (*stats)[j] += stats_host_.data()[j];
+    const kc::DeviceReport& dr = *report_host_.data();
+    report.impossible_rows = static_cast<std::int64_t>(dr.impossible_rows);
+    report.nan_rows = static_cast<std::int64_t>(dr.nan_rows);
+    report.num_listed = std::min(dr.num_listed, kernels::PassReport::kMaxListed);
+    for (int i = 0; i < report.num_listed; ++i) report.listed[i] = dr.listed[i];
+    return report;
+  }
+
+  /// Score: copies the chunk's log-likelihoods and responsibilities to the caller (float64).
+  template <class T>
+  void copy_out(TypedState<T>& st, std::int64_t m, int K, std::int64_t r0, double* loglik, double* resp) {
+    cudaStream_t cs = compute_->get();
+    if (loglik)
+      MIXLE_CUDA_TRY(cudaMemcpyAsync(st.loglik_out.data(), st.ws.loglik.data(), static_cast<std::size_t>(m) * sizeof(double),
+                                     cudaMemcpyDeviceToHost, cs));
+    if (resp)
+      MIXLE_CUDA_TRY(cudaMemcpyAsync(st.resp_out.data(), st.ws.resp.data(), static_cast<std::size_t>(m) * K * sizeof(T),
+                                     cudaMemcpyDeviceToHost, cs));
+    compute_->synchronize();
+    if (loglik) std::copy(st.loglik_out.data(), st.loglik_out.data() + m, loglik + r0);
+    if (resp) {
+      const T* src = st.resp_out.data();
+      double* dst = resp + static_cast<std::size_t>(r0) * K;
+      for (std::size_t i = 0; i < static_cast<std::size_t>(m) * K; ++i) dst[i] = static_cast<double>(src[i]);
+    }
+  }
+
+  int device_;
+  std::optional<kc::Stream> compute_, copy_;
+  std::array<std::optional<kc::Event>, 2> h2d_done_, compute_done_;
+  std::optional<kc::CublasHandle> cublas_;
+  kc::DeviceBuffer<double> stats_dev_;
+  kc::DeviceBuffer<kc::DeviceReport> report_dev_;
+  kc::PinnedBuffer<double> stats_host_;
+  kc::PinnedBuffer<kc::DeviceReport> report_host_;
+  TypedState<float> f32_;
+  TypedState<double> f64_;
+};
+
+}  // namespace
+
+int cuda_device_count() noexcept {
+  try {
+    return kc::device_count();
+  } catch (...) {
+    return 0;  // a broken runtime is reported when a device is actually asked for
+  }
+}
+
+std::unique_ptr<Compute> make_cuda_compute(int device) {
+  const int count = kc::device_count();
+  if (device < 0 || device >= count)
+    throw InvalidInput("cuda:" + std::to_string(device) + " does not exist: this machine has " +
+                       std::to_string(count) + " CUDA device(s)" + (count ? "; use cuda:0…cuda:" + std::to_string(count - 1) : ""));
+  return std::make_unique<CudaCompute>(device);
+}
+
+}  // namespace mixle::engine
+#endif  // MIXLE_HAVE_CUDA_BACKEND

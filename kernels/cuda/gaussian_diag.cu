@@ -1,0 +1,157 @@
+// gaussian_diag on CUDA: Σ_d h_kd (x_d − m_kd)² added to L (h = −1/(2 var)), and the shifted
+// moments Σ r (x − s), Σ r (x − s)². Same operation order as kernels/cpu/families/gaussian_diag.hpp.
+#include "kernels/cuda/device.cuh"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace mixle::kernels::cuda {
+namespace {
+
+template <class T>
+struct DiagTerm {
+  __device__ T operator()(const PartView<T>& part, int k, const T* x, T l) const {
+    const int D = part.dims;
+    const T* mean = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
+    const T* neg_half_prec = mean + D;
+    for (int d = 0; d < D; ++d) {
+      const T t = x[d] - mean[d];
+      l += neg_half_prec[d] * t * t;
+    }
+    return l;
+  }
+};
+
+/// Entry j < D: Σ r (x_j − s_j); entry D + d: Σ r (x_d − s_d)².
+template <class T>
+struct DiagMoment {
+  int d;
+  bool second;
+  T shift;
+  __device__ DiagMoment(const PartView<T>& part, int k, int j)
+      : d(j < part.dims ? j : j - part.dims), second(j >= part.dims),
+        shift(part.shift[static_cast<std::int64_t>(k) * part.dims + (j < part.dims ? j : j - part.dims)]) {}
+  __device__ T operator()(const T* x, T r) const {
+    const T t = x[d] - shift;
+    const T rt = r * t;
+    return second ? rt * t : rt;
+  }
+};
+
+// Tiled statistics: a block owns one slot and a tile of up to kDiagMaxComps components ×
+// kDiagMaxDims dims, stages 32 rows of x and of r in shared memory at a time, and each thread
+// keeps up to kDiagPairsPerThread (component, dim) pairs' two moments in registers. x is read
+// from global memory once per component tile (not once per component as in the generic kernel),
+// and r once per dim tile. Per entry the arithmetic is the generic kernel's: the same row order,
+// the same T sums over kSubBlockRows rows, the same float64 total.
+constexpr int kDiagThreads = 128;
+constexpr int kDiagPairsPerThread = 8;
+constexpr int kDiagRowsPerLoad = 32;
+constexpr int kDiagMaxDims = 64;
+constexpr int kDiagMaxComps = 128;
+
+template <class T>
+__global__ void __launch_bounds__(kDiagThreads)
+diag_stats_tiled_kernel(PartView<T> part, const T* __restrict__ x, int ld, const T* __restrict__ resp, int K,
+                        std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ partials,
+                        std::int64_t stat_size, int comps_per_block, int dims_per_block) {
+  __shared__ T xs[kDiagRowsPerLoad][kDiagMaxDims];
+  __shared__ T rs[kDiagRowsPerLoad][kDiagMaxComps];
+  const int tid = threadIdx.x;
+  const std::int64_t slot = blockIdx.x;
+  const int k0 = static_cast<int>(blockIdx.y) * comps_per_block;
+  const int d0 = static_cast<int>(blockIdx.z) * dims_per_block;
+  const int KT = min(comps_per_block, K - k0);
+  const int DT = min(dims_per_block, part.dims - d0);
+  const int pairs = KT * DT;
+  const std::int64_t begin = slot * rows_per_slot;
+  const std::int64_t end = begin + rows_per_slot < rows ? begin + rows_per_slot : rows;
+
+  int kl[kDiagPairsPerThread], dl[kDiagPairsPerThread];
+  T shift[kDiagPairsPerThread], acc1[kDiagPairsPerThread], acc2[kDiagPairsPerThread];
+  double tot1[kDiagPairsPerThread], tot2[kDiagPairsPerThread];
+#pragma unroll
+  for (int i = 0; i < kDiagPairsPerThread; ++i) {
+    const int p = tid + i * kDiagThreads;
+    kl[i] = p < pairs ? p / DT : 0;
+    dl[i] = p < pairs ? p % DT : 0;
+    shift[i] = p < pairs ? part.shift[static_cast<std::int64_t>(k0 + kl[i]) * part.dims + d0 + dl[i]] : T(0);
+    tot1[i] = 0.0, tot2[i] = 0.0;
+  }
+  for (std::int64_t b0 = begin; b0 < end; b0 += kSubBlockRows) {
+    const std::int64_t b1 = b0 + kSubBlockRows < end ? b0 + kSubBlockRows : end;
+#pragma unroll
+    for (int i = 0; i < kDiagPairsPerThread; ++i) acc1[i] = T(0), acc2[i] = T(0);
+    for (std::int64_t r0 = b0; r0 < b1; r0 += kDiagRowsPerLoad) {
+      const int nrow = static_cast<int>(b1 - r0 < kDiagRowsPerLoad ? b1 - r0 : kDiagRowsPerLoad);
+      __syncthreads();  // the previous tile has been consumed
+      for (int i = tid; i < nrow * DT; i += kDiagThreads)
+        xs[i / DT][i % DT] = x[(r0 + i / DT) * ld + part.col_begin + d0 + i % DT];
+      for (int i = tid; i < nrow * KT; i += kDiagThreads)
+        rs[i / KT][i % KT] = resp[(r0 + i / KT) * K + k0 + i % KT];
+      __syncthreads();
+      for (int row = 0; row < nrow; ++row) {
+#pragma unroll
+        for (int i = 0; i < kDiagPairsPerThread; ++i) {
+          if (tid + i * kDiagThreads >= pairs) continue;
+          const T r = rs[row][kl[i]];
+          if (r == T(0)) continue;
+          const T t = xs[row][dl[i]] - shift[i];
+          const T rt = r * t;
+          acc1[i] += rt;
+          acc2[i] += rt * t;
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kDiagPairsPerThread; ++i) tot1[i] += static_cast<double>(acc1[i]), tot2[i] += static_cast<double>(acc2[i]);
+  }
+#pragma unroll
+  for (int i = 0; i < kDiagPairsPerThread; ++i) {
+    if (tid + i * kDiagThreads >= pairs) continue;
+    double* out = partials + slot * stat_size + part.stat_offset +
+                  static_cast<std::int64_t>(k0 + kl[i]) * part.stat_stride + d0 + dl[i];
+    out[0] = tot1[i];
+    out[part.dims] = tot2[i];
+  }
+}
+
+/// MIXLE_CUDA_DIAG_STATS=generic selects the generic statistics kernel (for comparisons).
+bool use_generic_diag_stats() {
+  const char* v = std::getenv("MIXLE_CUDA_DIAG_STATS");
+  return v && std::strcmp(v, "generic") == 0;
+}
+
+}  // namespace
+
+template <class T>
+void launch_gaussian_diag_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s) {
+  launch_log_density(part, c, DiagTerm<T>{}, s);
+}
+
+template <class T>
+void launch_gaussian_diag_accumulate(const PartView<T>& part, const ChunkArgs<T>& c,
+                                     const SlotPlan& plan, cudaStream_t s) {
+  if (use_generic_diag_stats()) {
+    launch_accumulate<T, DiagMoment<T>>(part, c, plan, s);
+    return;
+  }
+  if (c.rows == 0 || part.dims == 0) return;
+  const int dims_per_block = part.dims < kDiagMaxDims ? part.dims : kDiagMaxDims;
+  int comps_per_block = kDiagThreads * kDiagPairsPerThread / dims_per_block;
+  comps_per_block = comps_per_block < kDiagMaxComps ? comps_per_block : kDiagMaxComps;
+  comps_per_block = comps_per_block < c.components ? comps_per_block : c.components;
+  const dim3 grid(static_cast<unsigned>(plan.slots), ceil_div(c.components, comps_per_block),
+                  ceil_div(part.dims, dims_per_block));
+  diag_stats_tiled_kernel<T><<<grid, kDiagThreads, 0, s>>>(part, c.x, c.ld, c.resp, c.components, c.rows,
+                                                           plan.rows_per_slot, plan.partials, plan.stat_size,
+                                                           comps_per_block, dims_per_block);
+  MIXLE_CUDA_CHECK_LAUNCH();
+}
+
+template void launch_gaussian_diag_log_density<float>(const PartView<float>&, const ChunkArgs<float>&, cudaStream_t);
+template void launch_gaussian_diag_log_density<double>(const PartView<double>&, const ChunkArgs<double>&, cudaStream_t);
+template void launch_gaussian_diag_accumulate<float>(const PartView<float>&, const ChunkArgs<float>&, const SlotPlan&, cudaStream_t);
+template void launch_gaussian_diag_accumulate<double>(const PartView<double>&, const ChunkArgs<double>&, const SlotPlan&, cudaStream_t);
+
+}  // namespace mixle::kernels::cuda

@@ -1,0 +1,101 @@
+// The CUDA backend's pass over one resident chunk of rows (host API; any C++ compiler with the
+// CUDA toolkit's headers). The engine (engine/compute_cuda.cpp) owns streaming and residency;
+// this layer runs, on one stream, for rows already on the device:
+//
+//   log-density   L[n,k] = log_const[k] (+ per-row offset) + Σ_parts part term    (one kernel
+//                 per part, stacked over all K components; L is rows × K in T)
+//   normalise     one warp per row: log-sum-exp → responsibilities in place, per-row
+//                 log-likelihood (float64), row status; impossible/NaN rows get zero
+//                 responsibility and are counted (integer atomics only) and listed
+//   statistics    every (slot of rows, component, statistic) is summed by one thread in a fixed
+//                 row order — in T over runs of kSubBlockRows rows, then in float64 — and
+//                 written to its own slot; a fixed-order kernel folds the slots one by one, in
+//                 row order, into the float64 statistics. No floating-point atomics.
+//
+// Determinism: slots are rows [i·R, (i+1)·R) of the *pass* (R = slot_rows(stat_size), chunks
+// start at multiples of R), and the fold is sequential over slots across chunks, so the
+// statistics are bit-identical run to run and for any chunking (resident or streamed).
+//
+// Layouts are those of kernels/model_view.hpp; the statistics match the CPU backend's exactly.
+#pragma once
+
+#include "kernels/cuda/runtime.hpp"
+#include "kernels/model_view.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace mixle::kernels::cuda {
+
+/// Rows summed in the compute precision before a float64 add (the CPU backend's kBlockRows, so
+/// both backends round the same partial sums when chunks start at multiples of it).
+constexpr int kSubBlockRows = 128;
+/// Most bytes the per-slot statistics partials of one chunk may take.
+constexpr std::size_t kPartialBudgetBytes = std::size_t(256) << 20;
+/// Most rows one chunk computes at once: the device working set is O(kMaxChunkRows·(D + K)).
+constexpr std::int64_t kMaxChunkRows = std::int64_t{1} << 20;
+
+/// Rows per statistics slot R for a model of `stat_size` statistics: a multiple of
+/// kSubBlockRows chosen so a chunk of kMaxChunkRows rows keeps its partials within
+/// kPartialBudgetBytes (one slot per chunk at most kMaxChunkRows rows when even that is over).
+/// Depends on the model only, so the slot boundaries do not move with memory or chunking.
+std::int64_t slot_rows(std::int64_t stat_size);
+
+enum class PassMode { accumulate, score, given };
+
+/// Row status written by the normalisation (device int per row).
+enum RowStatus : int { kRowOk = 0, kRowImpossible = 1, kRowNan = 2, kRowTie = 3 };
+
+/// Bad-row report accumulated on the device over a whole pass (integer atomics only).
+struct DeviceReport {
+  unsigned long long impossible_rows;
+  unsigned long long nan_rows;
+  unsigned long long chunk_bad;  // bad rows of the current chunk (reset per chunk)
+  int num_listed;
+  long long listed[PassReport::kMaxListed];  // first bad rows of the pass, ascending
+};
+
+/// A packed model copied to the device. view() has device pointers for log_const, coef and
+/// shift; its `parts` array itself stays in host memory (launchers read it on the host).
+template <class T>
+class DeviceModel {
+ public:
+  /// Copies `host` (host pointers, from engine::pack_model<T>) to the device on `stream`;
+  /// the host arrays must stay alive until the stream has passed the copy.
+  void upload(const ModelView<T>& host, cudaStream_t stream);
+  const ModelView<T>& view() const noexcept { return view_; }
+
+ private:
+  DeviceBuffer<T> log_const_, coef_, shift_;
+  std::vector<PartView<T>> parts_;
+  ModelView<T> view_;
+};
+
+/// Device working memory for chunks of up to `rows` rows: O(rows·(K + 1)) plus the partials.
+template <class T>
+struct ChunkWorkspace {
+  DeviceBuffer<T> resp;        // rows × K: log-densities, then responsibilities
+  DeviceBuffer<T> row_offset;  // rows
+  DeviceBuffer<double> loglik; // rows
+  DeviceBuffer<int> status;    // rows (RowStatus)
+  DeviceBuffer<double> partials;  // slots × stat_size
+
+  void reserve(std::int64_t rows, int components, std::int64_t stat_size);
+  /// Bytes reserve() takes per row, for sizing chunks.
+  static std::size_t bytes_per_row(int components) {
+    return sizeof(T) * (static_cast<std::size_t>(components) + 1) + sizeof(double) + sizeof(int);
+  }
+};
+
+/// One chunk on `stream`. x: device, rows × ld in T (ld ≥ model.columns). first_row: index of
+/// the chunk's row 0 within the pass, a multiple of slot_rows(model.stat_size). given_resp: device rows × K (given mode
+/// only, else null). stats: device, model.stat_size float64 values, added to (accumulate,
+/// given). report: device. After a score pass ws.resp / ws.loglik hold the chunk's results.
+/// tf32: null, or a cuBLAS handle bound to `stream` — the explicit TF32 opt-in: float passes
+/// then compute gaussian_diag log-densities with a tensor-op GEMM (docs/cuda.md).
+template <class T>
+void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_t rows, int ld,
+               std::int64_t first_row, const T* given_resp, ChunkWorkspace<T>& ws, double* stats,
+               DeviceReport* report, cublasHandle_t tf32, cudaStream_t stream);
+
+}  // namespace mixle::kernels::cuda

@@ -1,0 +1,82 @@
+// Block reduction of statistics on CUDA: each slot's header (Σ log-likelihood, rows, masses),
+// and the fixed-order fold of the slots into the float64 statistics. A thread owns one
+// statistic and adds the chunk's slots one by one onto the running total, so over a pass the
+// statistic is ((s₀ + p₀) + p₁) + … in row order whatever the chunking (no atomics).
+#include "kernels/cuda/device.cuh"
+
+namespace mixle::kernels::cuda {
+namespace {
+
+constexpr int kHeaderThreads = 128;
+constexpr int kReduceThreads = 256;
+
+/// Slot header: [0] Σ log-likelihood of the valid rows (float64, row order), [1] rows folded in
+/// (accumulate: all but impossible/NaN rows; given: all), [2 + k] Σ r_k (in T per
+/// kSubBlockRows rows, then float64).
+template <class T>
+__global__ void header_kernel(int mode_given, const T* __restrict__ resp, const double* __restrict__ loglik,
+                              const int* __restrict__ status, int K, std::int64_t rows,
+                              std::int64_t rows_per_slot, double* __restrict__ partials,
+                              std::int64_t stat_size) {
+  const std::int64_t slot = blockIdx.x;
+  const std::int64_t begin = slot * rows_per_slot;
+  const std::int64_t end = begin + rows_per_slot < rows ? begin + rows_per_slot : rows;
+  double* out = partials + slot * stat_size;
+  for (int k = threadIdx.x; k < K; k += blockDim.x) {
+    double total = 0.0;
+    for (std::int64_t b0 = begin; b0 < end; b0 += kSubBlockRows) {
+      const std::int64_t b1 = b0 + kSubBlockRows < end ? b0 + kSubBlockRows : end;
+      T mass = T(0);
+      for (std::int64_t n = b0; n < b1; ++n) mass += resp[n * K + k];
+      total += static_cast<double>(mass);
+    }
+    out[kStatHeader + k] = total;
+  }
+  if (threadIdx.x == 0) {
+    if (mode_given) {
+      out[0] = 0.0;
+      out[1] = static_cast<double>(end - begin);
+      return;
+    }
+    double ll = 0.0, valid = 0.0;
+    for (std::int64_t n = begin; n < end; ++n) {
+      const int st = status[n];
+      if (st == kRowOk || st == kRowTie) ll += loglik[n], valid += 1.0;
+    }
+    out[0] = ll;
+    out[1] = valid;
+  }
+}
+
+__global__ void reduce_slots_kernel(const double* __restrict__ partials, std::int64_t slots,
+                                    std::int64_t stat_size, double* __restrict__ stats) {
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kReduceThreads + threadIdx.x;
+  if (j >= stat_size) return;
+  double total = stats[j];
+  for (std::int64_t s = 0; s < slots; ++s) total += partials[s * stat_size + j];
+  stats[j] = total;
+}
+
+}  // namespace
+
+template <class T>
+void launch_header_partials(PassMode mode, const ChunkArgs<T>& c, const SlotPlan& plan,
+                            cudaStream_t s) {
+  if (c.rows == 0) return;
+  header_kernel<T><<<static_cast<unsigned>(plan.slots), kHeaderThreads, 0, s>>>(
+      mode == PassMode::given ? 1 : 0, c.resp, c.loglik, c.status, c.components, c.rows,
+      plan.rows_per_slot, plan.partials, plan.stat_size);
+  MIXLE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_reduce_slots(const SlotPlan& plan, double* stats, cudaStream_t s) {
+  if (plan.stat_size == 0) return;
+  reduce_slots_kernel<<<ceil_div(plan.stat_size, kReduceThreads), kReduceThreads, 0, s>>>(
+      plan.partials, plan.slots, plan.stat_size, stats);
+  MIXLE_CUDA_CHECK_LAUNCH();
+}
+
+template void launch_header_partials<float>(PassMode, const ChunkArgs<float>&, const SlotPlan&, cudaStream_t);
+template void launch_header_partials<double>(PassMode, const ChunkArgs<double>&, const SlotPlan&, cudaStream_t);
+
+}  // namespace mixle::kernels::cuda
