@@ -4,6 +4,7 @@
 #include <mixle/error.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -43,7 +44,9 @@ void DistributedEncodedData::reduce_with_errors(std::vector<double>& values, Fn&
   const int rank = comm_.rank();
   const double mark = error ? (rank < 52 ? std::ldexp(1.0, rank) : 1.0) : 0.0;
   values.push_back(mark);
+  const auto t0 = std::chrono::steady_clock::now();
   comm_.all_reduce_sum(std::span<double>(values));
+  collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double failed = values.back();
   values.pop_back();
   if (error) std::rethrow_exception(error);

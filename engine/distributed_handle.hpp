@@ -41,6 +41,9 @@ class DistributedEncodedData final : public LocalEncodedData {
   void own(std::shared_ptr<comms::Communicator> owner) { owned_ = std::move(owner); }
   std::size_t first_row() const { return first_row_; }
   std::size_t local_rows() const { return data_.rows(); }
+  /// Wall seconds this rank spent inside the statistics all-reduces (waiting for slower ranks
+  /// included), for receipts and the all-reduce share in benchmarks.
+  double collective_seconds() const { return collective_seconds_; }
 
  protected:
   std::size_t first_global_row() const override { return first_row_; }
@@ -56,6 +59,7 @@ class DistributedEncodedData final : public LocalEncodedData {
   std::size_t first_row_;
   comms::Communicator& comm_;
   std::shared_ptr<comms::Communicator> owned_;
+  double collective_seconds_ = 0.0;
 };
 
 }  // namespace mixle::engine

@@ -116,6 +116,7 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
     }
     std::vector<std::string> receipts;
     std::uint64_t bytes_before = comm->collective_bytes();
+    double collective_before = 0.0;
     const std::string precision = options.precision;
     std::vector<double> history = hooks.prior_mean_loglik;  // of the current restart
     int history_restart = 0;
@@ -123,8 +124,10 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
       if (restart != history_restart) history.clear(), history_restart = restart;
       history.push_back(it.mean_loglik);
       const std::uint64_t bytes = comm->collective_bytes();
+      const double collective = handle.collective_seconds();
       if (!env.is_rank0()) {
         bytes_before = bytes;
+        collective_before = collective;
         return;
       }
       if (!dist.checkpoint_dir.empty() && dist.checkpoint_every > 0 && it.iteration % dist.checkpoint_every == 0) {
@@ -149,6 +152,7 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
         r.global_examples_observed = static_cast<std::int64_t>(it.rows);
         r.extra["mean_loglik"] = it.mean_loglik;
         r.extra["seconds"] = it.seconds;
+        r.extra["collective_seconds"] = collective - collective_before;
         r.extra["restart"] = static_cast<std::int64_t>(restart);
         r.extra["comm"] = std::string(comm->backend());
         r.validate();
@@ -158,6 +162,7 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
         write_file_atomic(dist.receipts_file, all);
       }
       bytes_before = bytes;
+      collective_before = collective;
     };
     DistributedFitResult result;
     result.fit = host::fit_handle(handle, options, hooks);
@@ -167,6 +172,7 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
     result.first_row = mine.begin;
     result.local_rows = local.rows();
     result.collective_bytes = comm->collective_bytes();
+    result.collective_seconds = handle.collective_seconds();
     result.resumed_from_iteration = checkpoint ? checkpoint->iteration : 0;
     return result;
   } catch (const std::exception& e) {

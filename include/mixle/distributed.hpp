@@ -41,6 +41,7 @@ struct DistributedFitResult {
   std::size_t first_row = 0;        // this rank's rows: [first_row, first_row + local_rows)
   std::size_t local_rows = 0;
   std::uint64_t collective_bytes = 0;  // payload bytes this rank handed to collectives
+  double collective_seconds = 0.0;     // wall time in the statistics all-reduces (waits included)
   int resumed_from_iteration = 0;   // 0 = not resumed
   bool is_rank0() const noexcept { return rank == 0; }
 };
