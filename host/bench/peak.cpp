@@ -36,8 +36,10 @@ constexpr long kChunk = 1 << 16;  // loop trips between clock reads
     VEC a[kChains];                                                                     \
     for (int j = 0; j < kChains; ++j) a[j] = SET1(static_cast<SCALAR>(1 + j));          \
     const VEC b = SET1(static_cast<SCALAR>(0.999999)), c = SET1(static_cast<SCALAR>(1e-6)); \
-    for (long i = 0; i < trips; ++i)                                                    \
-      for (int j = 0; j < kChains; ++j) a[j] = FMA(a[j], b, c);                         \
+    for (long i = 0; i < trips; ++i) {                                                  \
+      /* fully unrolled, so the chains live in registers, not in memory */              \
+      _Pragma("GCC unroll 16") for (int j = 0; j < kChains; ++j) a[j] = FMA(a[j], b, c); \
+    }                                                                                   \
     alignas(64) SCALAR out[LANES];                                                      \
     double sum = 0.0;                                                                   \
     for (int j = 0; j < kChains; ++j) {                                                 \
@@ -56,8 +58,10 @@ MIXLE_FMA_KERNEL(fma_avx2_f64, "avx2,fma", __m256d, _mm256_set1_pd, _mm256_fmadd
 double fma_scalar(long trips) {
   double a[kChains];
   for (int j = 0; j < kChains; ++j) a[j] = 1 + j;
-  for (long i = 0; i < trips; ++i)
+  for (long i = 0; i < trips; ++i) {
+#pragma GCC unroll 16
     for (int j = 0; j < kChains; ++j) a[j] = std::fma(a[j], 0.999999, 1e-6);
+  }
   double sum = 0.0;
   for (double x : a) sum += x;
   return sum;
