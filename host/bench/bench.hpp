@@ -81,6 +81,9 @@ struct CheckResult {
   bool passed = false;
   std::string message;            // why it failed, empty when passed
 };
+/// Compares statistics buffers (same size) by the normwise relative error above; fails on a
+/// non-finite value in `got` (then max_rel_error is +inf) or an error above `bound`.
+CheckResult compare_statistics(const std::vector<double>& got, const std::vector<double>& oracle, double bound);
 /// The documented bound on max_rel_error per precision (bench/README.md gives the reasons).
 double check_bound(engine::Precision precision) noexcept;
 

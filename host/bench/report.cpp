@@ -8,6 +8,7 @@
 
 #include <sys/utsname.h>
 
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
@@ -68,7 +69,8 @@ json result_json(const BenchResult& r) {
                       {"iteration", phase_json(r.iteration)}}},
           {"metrics", {{"e_step", metrics_json(r.e_step_metrics)}, {"iteration", metrics_json(r.iteration_metrics)}}},
           {"peak", {{"gflop_per_s", r.peak.gflop_per_s}, {"source", r.peak.source}, {"detail", r.peak.detail}}},
-          {"check", {{"rows", r.check.rows}, {"max_rel_error", r.check.max_rel_error}, {"bound", r.check.bound},
+          {"check", {{"rows", r.check.rows},
+                     {"max_rel_error", std::isfinite(r.check.max_rel_error) ? json(r.check.max_rel_error) : json(nullptr)}, {"bound", r.check.bound},
                      {"passed", r.check.passed}, {"message", r.check.message}}}};
 }
 

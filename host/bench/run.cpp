@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace mixle::host::bench {
@@ -48,23 +49,10 @@ CheckResult check_against_oracle(const PreparedCase& p, engine::Compute& compute
   require_clean(cpu->accumulate(p.evaluated, rows, engine::Precision::fp64, oracle), "cpu (oracle)");
   require_clean(compute.accumulate(p.evaluated, rows, c.precision, got), device);
 
-  // Normwise (∞-norm) relative error: entries such as shifted first moments are near zero by
-  // construction, so an element-wise relative error would be noise over noise.
-  double norm = 0.0, diff = 0.0;
-  bool finite = true;
-  for (std::size_t i = 0; i < S; ++i) {
-    if (!std::isfinite(got[i])) finite = false;
-    norm = std::max(norm, std::abs(oracle[i]));
-    diff = std::max(diff, std::abs(got[i] - oracle[i]));
-  }
-  check.max_rel_error = norm > 0.0 ? diff / norm : diff;
-  check.passed = finite && check.max_rel_error <= check.bound;
-  if (!finite) {
-    check.message = "non-finite statistics";
-  } else if (!check.passed) {
-    check.message = "max relative error " + std::to_string(check.max_rel_error) + " exceeds the " +
-                    engine::precision_name(c.precision) + " bound " + std::to_string(check.bound);
-  }
+  const CheckResult compared = compare_statistics(got, oracle, check.bound);
+  check.max_rel_error = compared.max_rel_error;
+  check.passed = compared.passed;
+  if (!compared.passed) check.message = compared.message + " (" + engine::precision_name(c.precision) + ")";
   return check;
 }
 
@@ -83,6 +71,35 @@ PhaseMetrics metrics_of(const PhaseTimings& t, const WorkModel& w, const BenchCa
 }
 
 }  // namespace
+
+CheckResult compare_statistics(const std::vector<double>& got, const std::vector<double>& oracle, double bound) {
+  CheckResult check;
+  check.bound = bound;
+  if (got.size() != oracle.size()) {
+    check.max_rel_error = std::numeric_limits<double>::infinity();
+    check.message = "statistics sizes differ: " + std::to_string(got.size()) + " vs " + std::to_string(oracle.size());
+    return check;
+  }
+  // Normwise (∞-norm) relative error: entries such as shifted first moments are near zero by
+  // construction, so an element-wise relative error would be noise over noise.
+  double norm = 0.0, diff = 0.0;
+  bool finite = true;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!std::isfinite(got[i])) finite = false;
+    norm = std::max(norm, std::abs(oracle[i]));
+    diff = std::max(diff, std::abs(got[i] - oracle[i]));
+  }
+  check.max_rel_error = norm > 0.0 ? diff / norm : diff;
+  check.passed = finite && check.max_rel_error <= bound;
+  if (!finite) {
+    check.max_rel_error = std::numeric_limits<double>::infinity();
+    check.message = "non-finite statistics";
+  } else if (!check.passed) {
+    check.message = "max relative error " + std::to_string(check.max_rel_error) + " exceeds the bound " +
+                    std::to_string(bound);
+  }
+  return check;
+}
 
 double check_bound(engine::Precision precision) noexcept {
   switch (precision) {
