@@ -79,6 +79,9 @@ std::function<int()> setup_bench(CLI::App& app) {
     check_device_syntax(a->device);
     const bench::BenchCase c = to_case(*a);
     const std::vector<std::string> devices = bench::expand_devices(a->device);
+    if (c.precision == engine::Precision::tf32 && devices.front() == "cpu")
+      throw UsageError("--precision tf32 is a CUDA tensor-core mode; the CPU computes fp32 or fp64 "
+                       "(use --device cuda or cuda:i with tf32)");
     // Fail before spending minutes on data: NotCompiled for CUDA in a CPU-only build, and
     // InvalidInput for a device index that does not exist.
     for (const auto& d : devices) (void)engine::make_compute(d, c.threads);

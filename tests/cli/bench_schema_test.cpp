@@ -142,6 +142,7 @@ TEST(BenchCli, BadOptionsAreUsageErrors) {
   EXPECT_EQ(run("bench --device tpu"), 2);
   EXPECT_EQ(run("bench --iters 0"), 2);
   EXPECT_EQ(run("bench --family categorical --categories 1"), 2);
+  EXPECT_EQ(run("bench --precision tf32"), 2);  // a CUDA mode; the default device is the CPU
 }
 
 TEST(BenchCli, CudaInCpuOnlyBuildIsNotCompiled) {
