@@ -58,6 +58,10 @@ void check_phase(const json& p, int iters) {
   for (const char* k : {"min_s", "median_s", "mean_s", "max_s"}) expect_number(p, k, true);
   ASSERT_TRUE(p["samples_s"].is_array());
   EXPECT_EQ(p["samples_s"].size(), static_cast<std::size_t>(iters));
+  for (const json& sample : p["samples_s"]) {
+    ASSERT_TRUE(sample.is_number());
+    EXPECT_GT(sample.get<double>(), 0.0);
+  }
   EXPECT_LE(p["min_s"].get<double>(), p["median_s"].get<double>());
   EXPECT_LE(p["median_s"].get<double>(), p["max_s"].get<double>());
 }
