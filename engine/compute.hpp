@@ -35,8 +35,9 @@ class Compute {
                                 std::vector<double>& stats) = 0;
 };
 
-/// The CPU backend; `threads` 0 = OpenMP's default.
-std::unique_ptr<Compute> make_cpu_compute(int threads);
+/// The CPU backend; `threads` 0 = OpenMP's default. `component_workers` > 1 threads each
+/// block's work across component ranges instead of row tiles (bit-identical results).
+std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers = 1);
 /// The CUDA backend on device `device`; throws NotCompiled("cuda") in a CPU-only build and
 /// InvalidInput when the device does not exist.
 std::unique_ptr<Compute> make_cuda_compute(int device);

@@ -9,22 +9,29 @@
 namespace mixle::engine {
 namespace {
 
+constexpr const char* kNoTf32 =
+    "precision tf32 is a CUDA tensor-core mode; the CPU backend computes fp32 or fp64";
+
 class CpuCompute final : public Compute {
  public:
-  explicit CpuCompute(int threads) { options_.threads = threads; }
+  CpuCompute(int threads, int component_workers) {
+    options_.threads = threads;
+    options_.component_workers = component_workers;
+  }
   std::string name() const override { return "cpu"; }
 
   kernels::PassReport accumulate(const Model& model, const Dataset& rows, Precision precision,
                                  std::vector<double>& stats) override {
     if (precision == Precision::fp64) return run<double>(model, rows, stats);
     if (precision == Precision::tf32)
-      throw InvalidInput("precision tf32 is a CUDA tensor-core mode; the CPU backend computes fp32 or fp64");
+      throw InvalidInput(kNoTf32);
     return run<float>(model, rows, stats);
   }
 
   kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision,
                             double* loglik, double* resp) override {
     if (precision == Precision::fp64) return score_as<double>(model, rows, loglik, resp);
+    if (precision == Precision::tf32) throw InvalidInput(kNoTf32);
     return score_as<float>(model, rows, loglik, resp);
   }
 
@@ -59,7 +66,9 @@ class CpuCompute final : public Compute {
 
 }  // namespace
 
-std::unique_ptr<Compute> make_cpu_compute(int threads) { return std::make_unique<CpuCompute>(threads); }
+std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers) {
+  return std::make_unique<CpuCompute>(threads, component_workers);
+}
 
 std::unique_ptr<Compute> make_compute(const std::string& device, int threads) {
   if (device == "cpu") return make_cpu_compute(threads);

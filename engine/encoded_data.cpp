@@ -82,8 +82,11 @@ Registry& registry() {
 
 }  // namespace
 
-void register_encoded_data_backend(const std::string& name, EncodedDataFactory factory,
-                                   const std::vector<std::string>& aliases, bool override) {
+void register_builtin_encoded_data_backends();
+
+// Registration without first registering the built-ins (which themselves register through it).
+void register_encoded_data_backend_impl(const std::string& name, EncodedDataFactory factory,
+                                        const std::vector<std::string>& aliases, bool override) {
   if (name.empty() || !factory)
     throw InvalidInput("register_encoded_data_backend: a backend needs a non-empty name and a factory");
   Registry& r = registry();
@@ -105,7 +108,16 @@ void register_encoded_data_backend(const std::string& name, EncodedDataFactory f
   r.by_name[reg.name] = std::move(reg);
 }
 
+void register_encoded_data_backend(const std::string& name, EncodedDataFactory factory,
+                                   const std::vector<std::string>& aliases, bool override) {
+  // The built-ins first: otherwise a name registered before the first encode could take a
+  // built-in name, and the built-ins' own registration would then fail on every encode.
+  register_builtin_encoded_data_backends();
+  register_encoded_data_backend_impl(name, factory, aliases, override);
+}
+
 std::vector<std::string> encoded_data_backends() {
+  register_builtin_encoded_data_backends();
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   std::vector<std::string> out;
@@ -116,8 +128,6 @@ std::vector<std::string> encoded_data_backends() {
 bool is_encoded_data_handle(const DataSource& source) noexcept {
   return std::holds_alternative<std::shared_ptr<EncodedData>>(source);
 }
-
-void register_builtin_encoded_data_backends();
 
 std::shared_ptr<EncodedData> encoded_data(const DataSource& source, const EncodedDataOptions& options) {
   if (is_encoded_data_handle(source)) {

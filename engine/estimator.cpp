@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
 
 namespace mixle::engine {
 
@@ -88,6 +90,40 @@ PackedModel<T> pack_model(const Model& model, std::size_t data_columns, bool zer
   packed.log_const.assign(log_const.begin(), log_const.end());
   packed.coef.assign(coef.begin(), coef.end());
   packed.shift.assign(shifts.values.begin(), shifts.values.end());
+
+  // Valid float64 parameters can leave the compute precision's range (a variance of 1e-300
+  // gives −1/(2 var) = −inf in float32, a rate of 1e300 is +inf): the kernels would then make
+  // NaN log-densities and misreport the rows. Only log-probabilities (categorical, bernoulli)
+  // and log weights may be −inf (probability 0); nothing may be NaN or +inf.
+  const char* precision = sizeof(T) == 8 ? "fp64" : "fp32";
+  auto out_of_range = [&](std::size_t part, std::size_t k, const std::string& what, double value) {
+    const Part& p = model.parts[part];
+    return InvalidInput("model parts[" + std::to_string(part) + "] (" + family_name(p.family) + "), component " +
+                        std::to_string(k) + ": " + what + " " + std::to_string(value) +
+                        " is outside the range of the compute precision " + precision +
+                        "; use --precision fp64 (or raise --reg-covar / --rate-floor)");
+  };
+  for (std::size_t i = 0; i < model.parts.size(); ++i) {
+    const Part& p = model.parts[i];
+    const bool log_prob = p.family == Family::categorical || p.family == Family::bernoulli;
+    const std::size_t stride = static_cast<std::size_t>(family_ops(p.family).coef_stride(p));
+    for (std::size_t k = 0; k < K; ++k)
+      for (std::size_t j = 0; j < stride; ++j) {
+        const T c = packed.coef[static_cast<std::size_t>(coef_offset[i]) + k * stride + j];
+        const bool ok = log_prob ? !std::isnan(c) && c != std::numeric_limits<T>::infinity() : std::isfinite(c);
+        if (!ok) throw out_of_range(i, k, "packed coefficient (from a parameter)", coef[coef_offset[i] + k * stride + j]);
+      }
+    if (shifts.part_offset[i] >= 0)
+      for (std::size_t j = 0; j < K * p.dims(); ++j) {
+        const T v = packed.shift[static_cast<std::size_t>(shifts.part_offset[i]) + j];
+        if (!std::isfinite(v)) throw out_of_range(i, j / p.dims(), "mean", shifts.values[shifts.part_offset[i] + j]);
+      }
+  }
+  for (std::size_t k = 0; k < K; ++k)
+    if (std::isnan(packed.log_const[k]) || packed.log_const[k] == std::numeric_limits<T>::infinity())
+      throw InvalidInput("model component " + std::to_string(k) + ": its normalising constant " +
+                         std::to_string(log_const[k]) + " is outside the range of the compute precision " +
+                         precision + "; use --precision fp64");
 
   for (std::size_t i = 0; i < model.parts.size(); ++i) {
     const Part& p = model.parts[i];

@@ -57,7 +57,15 @@ double squared_distance(const double* a, const double* b, std::size_t C) {
 Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed,
                            const EstimatorOptions& options) {
   const std::size_t K = shape.components();
-  const std::size_t C = shape.columns();
+  // Only the columns some part models: others may hold anything (NaN, text read as NaN, ids).
+  std::vector<std::size_t> used;
+  for (std::size_t c = 0; c < shape.columns(); ++c)
+    for (const Part& p : shape.parts)
+      if (c >= p.col_begin && c < p.col_end) {
+        used.push_back(c);
+        break;
+      }
+  const std::size_t C = used.size();
   const Dataset sample = data.sample(seed, std::max(kKmeansSample, 4 * K));
   const std::size_t n = sample.rows();
   if (n < K)
@@ -66,12 +74,12 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
   // Standardise columns so no unit dominates the distance.
   std::vector<double> mean(C, 0.0), scale(C, 0.0), pts(n * C);
   for (std::size_t r = 0; r < n; ++r)
-    for (std::size_t c = 0; c < C; ++c) mean[c] += sample.at(r, c) / static_cast<double>(n);
+    for (std::size_t c = 0; c < C; ++c) mean[c] += sample.at(r, used[c]) / static_cast<double>(n);
   for (std::size_t r = 0; r < n; ++r)
-    for (std::size_t c = 0; c < C; ++c) scale[c] += (sample.at(r, c) - mean[c]) * (sample.at(r, c) - mean[c]);
+    for (std::size_t c = 0; c < C; ++c) scale[c] += (sample.at(r, used[c]) - mean[c]) * (sample.at(r, used[c]) - mean[c]);
   for (auto& s : scale) s = s > 0.0 ? 1.0 / std::sqrt(s / static_cast<double>(n)) : 1.0;
   for (std::size_t r = 0; r < n; ++r)
-    for (std::size_t c = 0; c < C; ++c) pts[r * C + c] = (sample.at(r, c) - mean[c]) * scale[c];
+    for (std::size_t c = 0; c < C; ++c) pts[r * C + c] = (sample.at(r, used[c]) - mean[c]) * scale[c];
 
   std::mt19937_64 rng(seed ^ 0x6b6d65616e732b2bull);
   std::vector<double> centres(K * C), d2(n, std::numeric_limits<double>::infinity());
@@ -119,7 +127,7 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
     std::vector<double> x(C);
     std::fill(resp, resp + rows.rows() * Kc, 0.0);
     for (std::size_t r = 0; r < rows.rows(); ++r) {
-      for (std::size_t c = 0; c < C; ++c) x[c] = (rows.at(r, c) - mean[c]) * scale[c];
+      for (std::size_t c = 0; c < C; ++c) x[c] = (rows.at(r, used[c]) - mean[c]) * scale[c];
       double best = std::numeric_limits<double>::infinity();
       std::size_t arg = 0;
       for (std::size_t k = 0; k < Kc; ++k) {

@@ -46,6 +46,7 @@ FitResult fit(const Dataset& data, const FitOptions& options) {
   enc.backend = options.backend;
   enc.device = options.device;
   enc.threads = options.threads;
+  enc.num_workers = options.num_workers;
   const auto handle = engine::encoded_data(data, enc);
 
   // Validate everything before any EM work.

@@ -62,6 +62,14 @@ class GaussianDiag final : public FamilyOps {
       const double var = std::max(m2 - m1 * m1, 0.0);
       p.mean[k * D + d] = (shift ? shift[d] : 0.0) + m1;
       p.var[k * D + d] = var + o.reg_covar;
+      // With reg_covar = 0 a column whose rows in this component are all equal gives variance
+      // 0: an invalid model whose log-density is NaN/∞. Stop with the remedy, as
+      // gaussian_full does for a singular covariance (and scikit-learn for both).
+      if (!(p.var[k * D + d] > 0.0))
+        throw InvalidInput("gaussian_diag component " + std::to_string(k) + ", column " +
+                           std::to_string(p.col_begin + d) +
+                           ": the variance collapsed to 0 (the component's rows are all equal "
+                           "there); increase --reg-covar (reg_covar, default 1e-6)");
     }
   }
 

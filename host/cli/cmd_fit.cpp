@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace mixle::host {
 namespace {
@@ -20,7 +21,7 @@ struct FitArgs {
   DataArgs data;
   std::string family = "gaussian_diag";
   std::string layout;
-  long long components = -1;
+  std::optional<long long> components;
   std::string init = "kmeans++";
   std::string out;
   std::string receipts;
@@ -86,6 +87,7 @@ std::function<int()> setup_fit(CLI::App& app) {
   app.add_option("--device", args->options.device, "auto, cpu, cuda, cuda:i")->capture_default_str();
   app.add_option("--threads", args->options.threads, "CPU threads (0 = all)")->capture_default_str();
   app.add_option("--backend", args->options.backend, "Encoded-data backend (local, component_parallel, …)")->capture_default_str();
+  app.add_option("--workers", args->options.num_workers, "component_parallel backend: component threads (0 = all)");
   app.add_option("-o,--out", args->out, "Write the fitted model JSON here (atomically)");
   app.add_option("--receipts", args->receipts, "Write one JSON StepReceipt per iteration here");
   app.add_flag("-q,--quiet", args->quiet, "No progress on stderr");
@@ -101,9 +103,10 @@ std::function<int()> setup_fit(CLI::App& app) {
       o.init_model = load_model(args->init);
     }
     if (o.init != InitMethod::model) {
-      if (args->components < 0) throw UsageError("--components K is required (or --init MODEL.json)");
-      if (args->components == 0) throw InvalidInput("--components 0: a mixture needs K ≥ 1");
-      o.components = static_cast<std::size_t>(args->components);
+      if (!args->components) throw UsageError("--components K is required (or --init MODEL.json)");
+      if (*args->components < 1)
+        throw InvalidInput("--components " + std::to_string(*args->components) + ": a mixture needs K ≥ 1");
+      o.components = static_cast<std::size_t>(*args->components);
     }
     o.layout = args->layout.empty() ? args->family : args->layout;
     const Dataset data = args->data.read();

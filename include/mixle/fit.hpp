@@ -49,6 +49,7 @@ struct FitOptions {
   std::string device = "cpu";       // auto | cpu | cuda | cuda:i
   int threads = 0;                  // CPU threads, 0 = all available
   std::string backend = "local";    // encoded-data backend (local, component_parallel, …)
+  int num_workers = 0;              // component_parallel: component threads (0 = all)
   std::function<void(const FitProgress&)> progress;  // called after every iteration
 };
 

@@ -16,16 +16,15 @@ template <class T>
 struct Block {
   int rows = 0;
   int cols = 0;
-  std::vector<T> xt, xr, lp, row_offset, scratch;
+  std::vector<T> xt, xr, lp, row_offset;
   std::vector<double> loglik;  // kBlockRows, per-row log-likelihood
 
-  void reserve(int columns, int components, int scratch_size) {
+  void reserve(int columns, int components) {
     cols = columns;
     xt.assign(static_cast<std::size_t>(columns) * kBlockRows, T(0));
     xr.assign(static_cast<std::size_t>(columns) * kBlockRows, T(0));
     lp.assign(static_cast<std::size_t>(components) * kBlockRows, T(0));
     row_offset.assign(kBlockRows, T(0));
-    scratch.assign(static_cast<std::size_t>(scratch_size), T(0));
     loglik.assign(kBlockRows, 0.0);
   }
   const T* column(int c) const { return xt.data() + static_cast<std::size_t>(c) * kBlockRows; }

@@ -21,7 +21,11 @@ namespace mixle::kernels::cpu {
 constexpr int kBlockRows = 128;
 
 struct Options {
-  int threads = 0;  // 0: OpenMP's default
+  int threads = 0;            // row-tile threads; 0: OpenMP's default
+  /// > 1: thread the work of each block across this many contiguous component ranges instead
+  /// of across row tiles (the reference's component-parallel fold); results are bit-identical
+  /// to serial either way.
+  int component_workers = 1;
 };
 
 /// E-step: adds the statistics of rows [0, rows) of `x` (host, row-major, leading dimension

@@ -40,22 +40,51 @@ int scratch_size(const ModelView<T>& model) {
   return size;
 }
 
-/// Per-thread state: the block buffers and the compute-precision block sums.
+/// Per-thread state: the block buffers and the compute-precision block sums. With component
+/// workers, each worker has its own scratch and works on a disjoint component range.
 template <class T>
 struct Workspace {
   Block<T> block;
   std::vector<T> block_acc;  // stat_size values, compute precision (only active comps used)
   std::vector<int> active;   // components with any non-zero responsibility in the block
   std::vector<T*> acc_ptrs;
+  std::vector<T> scratch;    // workers × scratch_size
+  int scratch_stride = 0;
+  int workers = 1;
   PassReport report;
 
-  explicit Workspace(const ModelView<T>& model) {
-    block.reserve(model.columns, model.components, scratch_size(model));
+  Workspace(const ModelView<T>& model, int component_workers) : workers(component_workers) {
+    block.reserve(model.columns, model.components);
     block_acc.assign(static_cast<std::size_t>(model.stat_size), T(0));
     active.reserve(model.components);
     acc_ptrs.resize(model.components);
+    scratch_stride = std::max(1, scratch_size(model));
+    scratch.assign(static_cast<std::size_t>(scratch_stride) * workers, T(0));
   }
+  T* worker_scratch(int w) { return scratch.data() + static_cast<std::size_t>(w) * scratch_stride; }
 };
+
+/// Components [begin, end) of worker w of W: contiguous, fixed ranges.
+inline std::pair<int, int> component_range(int K, int w, int W) {
+  return {static_cast<int>(static_cast<std::int64_t>(K) * w / W),
+          static_cast<int>(static_cast<std::int64_t>(K) * (w + 1) / W)};
+}
+
+/// Runs fn(worker, k_begin, k_end) for each component range: on `workers` threads when > 1.
+/// Each component's arithmetic is the same whoever runs it, so results are bit-identical to
+/// serial (the reference's component_parallel_fold contract).
+template <class Fn>
+void for_component_ranges(int K, int workers, Fn&& fn) {
+  if (workers <= 1) {
+    fn(0, 0, K);
+    return;
+  }
+#pragma omp parallel for num_threads(workers) schedule(static, 1)
+  for (int w = 0; w < workers; ++w) {
+    const auto [k0, k1] = component_range(K, w, workers);
+    fn(w, k0, k1);
+  }
+}
 
 template <class T, class X>
 void load_block(const ModelView<T>& model, const X* x, std::size_t ld, int n, Block<T>& block) {
@@ -73,33 +102,37 @@ void load_block(const ModelView<T>& model, const X* x, std::size_t ld, int n, Bl
 }
 
 template <class T>
-void log_densities(const ModelView<T>& model, Block<T>& block) {
+void log_densities(const ModelView<T>& model, Workspace<T>& ws) {
+  Block<T>& block = ws.block;
   const int K = model.components;
   if (model.row_offset) {
     std::fill(block.row_offset.begin(), block.row_offset.end(), T(0));
     for (int p = 0; p < model.num_parts; ++p)
       if (model.parts[p].kind == PartKind::poisson) poisson_row_offset(model.parts[p], block);
   }
-  for (int k = 0; k < K; ++k) {
-    T* l = block.logp(k);
-    const T c = model.log_const[k];
-    if (model.row_offset) {
-      for (int b = 0; b < kBlockRows; ++b) l[b] = c + block.row_offset[b];
-    } else {
-      for (int b = 0; b < kBlockRows; ++b) l[b] = c;
+  for_component_ranges(K, ws.workers, [&](int w, int k0, int k1) {
+    for (int k = k0; k < k1; ++k) {
+      T* l = block.logp(k);
+      const T c = model.log_const[k];
+      if (model.row_offset) {
+        for (int b = 0; b < kBlockRows; ++b) l[b] = c + block.row_offset[b];
+      } else {
+        for (int b = 0; b < kBlockRows; ++b) l[b] = c;
+      }
     }
-  }
-  for (int p = 0; p < model.num_parts; ++p) {
-    const PartView<T>& part = model.parts[p];
-    switch (part.kind) {
-      case PartKind::gaussian_diag: gaussian_diag_log_density(part, K, block); break;
-      case PartKind::gaussian_full: gaussian_full_log_density(part, K, block); break;
-      case PartKind::categorical: categorical_log_density(part, K, block); break;
-      case PartKind::poisson:
-      case PartKind::exponential:
-      case PartKind::bernoulli: linear_log_density(part, K, block); break;
+    T* scratch = ws.worker_scratch(w);
+    for (int p = 0; p < model.num_parts; ++p) {
+      const PartView<T>& part = model.parts[p];
+      switch (part.kind) {
+        case PartKind::gaussian_diag: gaussian_diag_log_density(part, k0, k1, block, scratch); break;
+        case PartKind::gaussian_full: gaussian_full_log_density(part, k0, k1, block, scratch); break;
+        case PartKind::categorical: categorical_log_density(part, k0, k1, block, scratch); break;
+        case PartKind::poisson:
+        case PartKind::exponential:
+        case PartKind::bernoulli: linear_log_density(part, k0, k1, block, scratch); break;
+      }
     }
-  }
+  });
 }
 
 /// Turns log-densities into responsibilities row by row (log-sum-exp) and records each row's
@@ -110,10 +143,15 @@ void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& repor
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
   T mx[kBlockRows], sum[kBlockRows];
   for (int b = 0; b < kBlockRows; ++b) mx[b] = kNegInf, sum[b] = T(0);
+  T nan_seen[kBlockRows];  // non-zero where some component's log-density is NaN
+  for (int b = 0; b < kBlockRows; ++b) nan_seen[b] = T(0);
   for (int k = 0; k < K; ++k) {
     const T* l = block.logp(k);
 #pragma omp simd
-    for (int b = 0; b < kBlockRows; ++b) mx[b] = l[b] > mx[b] ? l[b] : mx[b];
+    for (int b = 0; b < kBlockRows; ++b) {
+      mx[b] = l[b] > mx[b] ? l[b] : mx[b];  // skips NaN, which nan_seen records instead
+      nan_seen[b] = l[b] != l[b] ? T(1) : nan_seen[b];
+    }
   }
   for (int k = 0; k < K; ++k) {
     T* l = block.logp(k);
@@ -141,6 +179,11 @@ void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& repor
   for (int b = 0; b < block.rows; ++b) {
     const T m = mx[b];
     if (std::isfinite(m) && std::isfinite(sum[b])) continue;
+    if (nan_seen[b] != T(0)) {
+      ++report.nan_rows;
+      if (report.num_listed < PassReport::kMaxListed) report.listed[report.num_listed++] = first_row + b;
+      continue;
+    }
     if (m == std::numeric_limits<T>::infinity()) {
       // +inf ties: the log-densities were overwritten; tie_rows re-derives which components
       // tie. Only reachable with degenerate parameters; the row's log-likelihood is +inf.
@@ -158,12 +201,13 @@ void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& repor
 
 /// Re-evaluates +inf rows: responsibilities split equally among the components at +inf.
 template <class T>
-void tie_rows(const ModelView<T>& model, Block<T>& block) {
+void tie_rows(const ModelView<T>& model, Workspace<T>& ws) {
+  Block<T>& block = ws.block;
   bool any = false;
   for (int b = 0; b < block.rows; ++b) any |= std::isinf(block.loglik[b]) && block.loglik[b] > 0;
   if (!any) return;
   std::vector<T> saved(block.lp);
-  log_densities(model, block);
+  log_densities(model, ws);
   std::swap(saved, block.lp);  // saved = fresh log-densities, block.lp = responsibilities
   const int K = model.components;
   for (int b = 0; b < block.rows; ++b) {
@@ -195,30 +239,38 @@ void fold_block(const ModelView<T>& model, Workspace<T>& ws, double* tile) {
     }
   }
   const int num_active = static_cast<int>(ws.active.size());
-  for (int p = 0; p < model.num_parts; ++p) {
-    const PartView<T>& part = model.parts[p];
-    for (int a = 0; a < num_active; ++a) {
-      T* acc = ws.block_acc.data() + part.stat_offset +
-               static_cast<std::int64_t>(ws.active[a]) * part.stat_stride;
-      std::fill(acc, acc + part.stat_stride, T(0));
-      ws.acc_ptrs[a] = acc;
+  for_component_ranges(K, ws.workers, [&](int w, int k0, int k1) {
+    // This worker's slice of the (sorted) active list.
+    const int a0 = static_cast<int>(std::lower_bound(ws.active.begin(), ws.active.end(), k0) - ws.active.begin());
+    const int a1 = static_cast<int>(std::lower_bound(ws.active.begin(), ws.active.end(), k1) - ws.active.begin());
+    const int* act = ws.active.data() + a0;
+    const int n = a1 - a0;
+    T* scratch = ws.worker_scratch(w);
+    for (int p = 0; p < model.num_parts; ++p) {
+      const PartView<T>& part = model.parts[p];
+      T** ptrs = ws.acc_ptrs.data() + a0;
+      for (int a = 0; a < n; ++a) {
+        T* acc = ws.block_acc.data() + part.stat_offset + static_cast<std::int64_t>(act[a]) * part.stat_stride;
+        std::fill(acc, acc + part.stat_stride, T(0));
+        ptrs[a] = acc;
+      }
+      switch (part.kind) {
+        case PartKind::gaussian_diag: gaussian_diag_accumulate(part, act, n, block, ptrs, scratch); break;
+        case PartKind::gaussian_full: gaussian_full_accumulate(part, act, n, block, ptrs, scratch); break;
+        case PartKind::categorical: categorical_accumulate(part, act, n, block, ptrs, scratch); break;
+        case PartKind::poisson:
+        case PartKind::exponential:
+        case PartKind::bernoulli: linear_accumulate(part, act, n, block, ptrs, scratch); break;
+      }
+      for (int a = 0; a < n; ++a) {
+        const std::int64_t off = part.stat_offset + static_cast<std::int64_t>(act[a]) * part.stat_stride;
+        const T* acc = ws.block_acc.data() + off;
+        double* t = tile + off;
+        for (int i = 0; i < part.stat_stride; ++i) t[i] += static_cast<double>(acc[i]);
+      }
     }
-    const int* act = ws.active.data();
-    switch (part.kind) {
-      case PartKind::gaussian_diag: gaussian_diag_accumulate(part, act, num_active, block, ws.acc_ptrs.data()); break;
-      case PartKind::gaussian_full: gaussian_full_accumulate(part, act, num_active, block, ws.acc_ptrs.data()); break;
-      case PartKind::categorical: categorical_accumulate(part, act, num_active, block, ws.acc_ptrs.data()); break;
-      case PartKind::poisson:
-      case PartKind::exponential:
-      case PartKind::bernoulli: linear_accumulate(part, act, num_active, block, ws.acc_ptrs.data()); break;
-    }
-    for (int a = 0; a < num_active; ++a) {
-      const std::int64_t off = part.stat_offset + static_cast<std::int64_t>(ws.active[a]) * part.stat_stride;
-      const T* acc = ws.block_acc.data() + off;
-      double* t = tile + off;
-      for (int i = 0; i < part.stat_stride; ++i) t[i] += static_cast<double>(acc[i]);
-    }
-  }
+  });
+  (void)num_active;
 }
 
 /// Tiles whose float64 sums are kept at once before they are added in tile order: up to 64,
@@ -236,8 +288,10 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
   const std::int64_t tile_rows = static_cast<std::int64_t>(kBlockRows) * kBlocksPerTile;
   const std::int64_t tiles = (static_cast<std::int64_t>(rows) + tile_rows - 1) / tile_rows;
   const int K = model.components;
+  const int workers = std::max(1, std::min(options.component_workers, K));
   int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   threads = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, tiles)));
+  if (workers > 1) threads = 1;  // component workers replace row-tile threads
   const std::int64_t round = tiles_per_round(model.stat_size);
   const std::size_t S = static_cast<std::size_t>(model.stat_size);
   const std::size_t slots = static_cast<std::size_t>(std::max<std::int64_t>(1, std::min(round, tiles)));
@@ -245,9 +299,9 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
   std::vector<PassReport> reports(slots);
   PassReport total;
 
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    Workspace<T> ws(model);
+    Workspace<T> ws(model, workers);
     for (std::int64_t first = 0; first < tiles; first += round) {
       const std::int64_t count = std::min(round, tiles - first);
 #pragma omp for schedule(dynamic, 1)
@@ -268,9 +322,9 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
             fold_block(model, ws, tile);
             continue;
           }
-          log_densities(model, ws.block);
+          log_densities(model, ws);
           normalise(K, row0, ws.block, ws.report);
-          tie_rows(model, ws.block);
+          tie_rows(model, ws);
           if (mode == Mode::score) {
             for (int b = 0; b < n; ++b) {
               if (loglik) loglik[row0 + b] = ws.block.loglik[b];

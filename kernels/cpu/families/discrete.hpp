@@ -8,9 +8,9 @@
 namespace mixle::kernels::cpu {
 
 template <class T>
-void categorical_log_density(const PartView<T>& part, int K, Block<T>& block) {
+void categorical_log_density(const PartView<T>& part, int k0, int k1, Block<T>& block, T*) {
   const int D = part.dims, V = part.categories;
-  for (int k = 0; k < K; ++k) {
+  for (int k = k0; k < k1; ++k) {
     T* l = block.logp(k);
     for (int d = 0; d < D; ++d) {
       const T* logp = part.coef + static_cast<std::size_t>(k) * part.coef_stride +
@@ -23,7 +23,7 @@ void categorical_log_density(const PartView<T>& part, int K, Block<T>& block) {
 
 template <class T>
 void categorical_accumulate(const PartView<T>& part, const int* active, int num_active,
-                            const Block<T>& block, T* const* acc) {
+                            const Block<T>& block, T* const* acc, T*) {
   const int D = part.dims, V = part.categories;
   for (int b = 0; b < block.rows; ++b) {
     const T* x = block.row(b) + part.col_begin;
@@ -37,9 +37,9 @@ void categorical_accumulate(const PartView<T>& part, const int* active, int num_
 
 /// poisson (x·log rate), exponential (−rate·x) and bernoulli (x ? log p : log(1−p)).
 template <class T>
-void linear_log_density(const PartView<T>& part, int K, Block<T>& block) {
+void linear_log_density(const PartView<T>& part, int k0, int k1, Block<T>& block, T*) {
   const int D = part.dims;
-  for (int k = 0; k < K; ++k) {
+  for (int k = k0; k < k1; ++k) {
     T* l = block.logp(k);
     const T* c = part.coef + static_cast<std::size_t>(k) * part.coef_stride;
     for (int d = 0; d < D; ++d) {
@@ -59,7 +59,7 @@ void linear_log_density(const PartView<T>& part, int K, Block<T>& block) {
 
 template <class T>
 void linear_accumulate(const PartView<T>& part, const int* active, int num_active,
-                       const Block<T>& block, T* const* acc) {
+                       const Block<T>& block, T* const* acc, T*) {
   const int D = part.dims;
   for (int a = 0; a < num_active; ++a) {
     const T* r = block.resp(active[a]);

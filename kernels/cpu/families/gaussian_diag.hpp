@@ -11,14 +11,14 @@ namespace mixle::kernels::cpu {
 /// Adds Σ_d −(x_d − mean_kd)² / (2 var_kd) to every component's log-densities. Each group of
 /// kGroup vectors of rows keeps its K-th accumulators in registers across the D dimensions.
 template <class T>
-void gaussian_diag_log_density(const PartView<T>& part, int K, Block<T>& block) {
+void gaussian_diag_log_density(const PartView<T>& part, int k0, int k1, Block<T>& block, T*) {
   using S = Simd<T>;
   using V = typename S::type;
   constexpr int kGroup = 4;  // vectors of rows per register group
   constexpr int kGroupRows = kGroup * S::lanes;
   static_assert(kBlockRows % kGroupRows == 0, "the block must hold whole row groups");
   const int D = part.dims;
-  for (int k = 0; k < K; ++k) {
+  for (int k = k0; k < k1; ++k) {
     T* l = block.logp(k);
     const T* mean = part.coef + static_cast<std::size_t>(k) * part.coef_stride;
     const T* neg_half_prec = mean + D;
@@ -44,7 +44,7 @@ void gaussian_diag_log_density(const PartView<T>& part, int K, Block<T>& block) 
 /// dimensions run down the rows (transposed block, fixed trip count).
 template <class T>
 void gaussian_diag_accumulate(const PartView<T>& part, const int* active, int num_active,
-                              const Block<T>& block, T* const* acc) {
+                              const Block<T>& block, T* const* acc, T*) {
   using S = Simd<T>;
   using V = typename S::type;
   constexpr int kChunks = 4;  // dimension chunks per pass over the rows (8 accumulators)

@@ -8,16 +8,16 @@
 
 namespace mixle::kernels::cpu {
 
-/// Adds −½‖P(x − mean_k)‖² to every component's log-densities. Uses block.scratch as
+/// Adds −½‖P(x − mean_k)‖² to the log-densities of components [k0, k1). Uses `scratch` as
 /// diff [D][kBlockRows]; each y_i = Σ_{j≤i} P_ij diff_j for a whole block stays in registers.
 template <class T>
-void gaussian_full_log_density(const PartView<T>& part, int K, Block<T>& block) {
+void gaussian_full_log_density(const PartView<T>& part, int k0, int k1, Block<T>& block, T* scratch) {
   using S = Simd<T>;
   using V = typename S::type;
   constexpr int kVecs = kBlockRows / S::lanes;
   const int D = part.dims;
-  T* diff = block.scratch.data();
-  for (int k = 0; k < K; ++k) {
+  T* diff = scratch;
+  for (int k = k0; k < k1; ++k) {
     T* l = block.logp(k);
     const T* mean = part.coef + static_cast<std::size_t>(k) * part.coef_stride;
     const T* P = mean + D;
@@ -70,19 +70,19 @@ inline void tile_products_partial(const T* rt, const T* t, int i0, int j0, int n
     }
 }
 
-/// Adds Σ r (x−s) and Σ r (x−s)(x−s)ᵀ of the block to acc[a]. Uses block.scratch as
+/// Adds Σ r (x−s) and Σ r (x−s)(x−s)ᵀ of the block to acc[a]. Uses `scratch` as
 /// t [D][kBlockRows] = x − s and rt [D][kBlockRows] = r·t; the second moments are the small
 /// product rtᵀ·t over the block's rows, computed in 4×4 register tiles of (i, j) for j ≤ i.
 /// Responsibilities of lanes past block.rows are 0, so those lanes add nothing.
 template <class T>
 void gaussian_full_accumulate(const PartView<T>& part, const int* active, int num_active,
-                              Block<T>& block, T* const* acc) {
+                              const Block<T>& block, T* const* acc, T* scratch) {
   using S = Simd<T>;
   using V = typename S::type;
   constexpr int kVecs = kBlockRows / S::lanes;
   constexpr int kTile = 4;
   const int D = part.dims;
-  T* t = block.scratch.data();
+  T* t = scratch;
   T* rt = t + static_cast<std::size_t>(D) * kBlockRows;
   auto hsum = [](V v) {
     T s = T(0);

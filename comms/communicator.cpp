@@ -1,0 +1,138 @@
+// Communicator base (argument checks, byte accounting) and the backend factory.
+#include "comms/communicator.hpp"
+
+#include "comms/backends.hpp"
+#include "comms/store.hpp"
+
+#include <mixle/error.hpp>
+
+namespace mixle::comms {
+
+std::string_view to_string(CommKind kind) noexcept {
+  switch (kind) {
+    case CommKind::single: return "single";
+    case CommKind::gloo: return "gloo";
+    case CommKind::mpi: return "mpi";
+    case CommKind::nccl: return "nccl";
+  }
+  return "?";
+}
+
+CommKind parse_comm_kind(std::string_view name) {
+  for (CommKind k : {CommKind::single, CommKind::gloo, CommKind::mpi, CommKind::nccl})
+    if (name == to_string(k)) return k;
+  throw UsageError("unknown communicator '" + std::string(name) +
+                   "'; accepted: single, gloo, mpi, nccl (or auto where a launcher decides)");
+}
+
+bool is_compiled(CommKind kind) noexcept {
+  switch (kind) {
+    case CommKind::single: return true;
+    case CommKind::gloo: return MIXLE_HAVE_GLOO;
+    case CommKind::mpi: return MIXLE_HAVE_MPI;
+    case CommKind::nccl: return MIXLE_HAVE_NCCL;
+  }
+  return false;
+}
+
+Communicator::Communicator(int rank, int size, std::chrono::milliseconds timeout)
+    : rank_(rank), size_(size), timeout_(timeout) {}
+
+void Communicator::check_space(MemorySpace space, std::string_view call) const {
+  bool ok = space == memory_space() || backend() == "single";  // size 1: nothing moves
+  if (!ok)
+    throw InvalidInput(std::string(call) + ": the " + std::string(backend()) + " communicator takes " +
+                       (memory_space() == MemorySpace::host ? "host" : "device") +
+                       " buffers, got a " + (space == MemorySpace::host ? "host" : "device") +
+                       " buffer");
+}
+
+void Communicator::check_gather_sizes(std::size_t send, std::size_t recv) const {
+  if (recv != send * static_cast<std::size_t>(size_))
+    throw InvalidInput("all_gather: receive buffer has " + std::to_string(recv) +
+                       " elements; expected size() × send = " + std::to_string(size_) + " × " +
+                       std::to_string(send));
+}
+
+void Communicator::all_reduce_checked(void* data, std::size_t count, DataType type, ReduceOp op,
+                                      MemorySpace space, std::string_view call) {
+  check_space(space, call);
+  if (count == 0) return;
+  if (data == nullptr) throw InvalidInput(std::string(call) + ": null buffer of " + std::to_string(count) + " elements");
+  collective_bytes_ += count * detail::element_bytes(type);
+  all_reduce_impl(data, count, type, op, space);
+}
+
+void Communicator::all_reduce_sum(std::span<double> d, MemorySpace s) {
+  all_reduce_checked(d.data(), d.size(), DataType::float64, ReduceOp::sum, s, "all_reduce_sum");
+}
+void Communicator::all_reduce_sum(std::span<float> d, MemorySpace s) {
+  all_reduce_checked(d.data(), d.size(), DataType::float32, ReduceOp::sum, s, "all_reduce_sum");
+}
+void Communicator::all_reduce_max(std::span<double> d, MemorySpace s) {
+  all_reduce_checked(d.data(), d.size(), DataType::float64, ReduceOp::max, s, "all_reduce_max");
+}
+void Communicator::all_reduce_max(std::span<float> d, MemorySpace s) {
+  all_reduce_checked(d.data(), d.size(), DataType::float32, ReduceOp::max, s, "all_reduce_max");
+}
+
+void Communicator::broadcast_bytes(void* data, std::size_t bytes, int root, MemorySpace space) {
+  check_space(space, "broadcast");
+  if (root < 0 || root >= size_)
+    throw InvalidInput("broadcast: root " + std::to_string(root) + " is not a rank in [0, " +
+                       std::to_string(size_) + ")");
+  if (bytes == 0) return;
+  if (data == nullptr) throw InvalidInput("broadcast: null buffer of " + std::to_string(bytes) + " bytes");
+  collective_bytes_ += bytes;
+  broadcast_impl(data, bytes, root, space);
+}
+
+void Communicator::all_gather_bytes(const void* send, std::size_t bytes_per_rank, void* recv,
+                                    MemorySpace space) {
+  check_space(space, "all_gather");
+  if (bytes_per_rank == 0) return;
+  if (send == nullptr || recv == nullptr) throw InvalidInput("all_gather: null buffer");
+  collective_bytes_ += bytes_per_rank * static_cast<std::uint64_t>(size_);
+  all_gather_impl(send, bytes_per_rank, recv, space);
+}
+
+void Communicator::barrier() { barrier_impl(); }
+
+std::unique_ptr<Communicator> make_communicator(CommKind kind, CommOptions options) {
+  if (options.size < 1 || options.rank < 0 || options.rank >= options.size)
+    throw InvalidInput("communicator rank " + std::to_string(options.rank) + " of world size " +
+                       std::to_string(options.size) + ": need 0 ≤ rank < size and size ≥ 1");
+  if (options.timeout.count() <= 0)
+    throw InvalidInput("communicator timeout " + std::to_string(options.timeout.count()) +
+                       " ms: must be positive");
+  switch (kind) {
+    case CommKind::single:
+      if (options.size != 1)
+        throw InvalidInput("the single communicator needs world size 1, got " +
+                           std::to_string(options.size) + " (use gloo, mpi or nccl)");
+      return detail::make_single_communicator(options);
+    case CommKind::gloo:
+#if MIXLE_HAVE_GLOO
+      if (!options.store) throw InvalidInput("the gloo communicator needs a rendezvous store");
+      return detail::make_gloo_communicator(std::move(options));
+#else
+      throw NotCompiled("gloo");
+#endif
+    case CommKind::mpi:
+#if MIXLE_HAVE_MPI
+      return detail::make_mpi_communicator(options);
+#else
+      throw NotCompiled("mpi");
+#endif
+    case CommKind::nccl:
+#if MIXLE_HAVE_NCCL
+      if (!options.store) throw InvalidInput("the nccl communicator needs a rendezvous store");
+      return detail::make_nccl_communicator(std::move(options));
+#else
+      throw NotCompiled("nccl");
+#endif
+  }
+  throw InvalidInput("unknown communicator kind");
+}
+
+}  // namespace mixle::comms

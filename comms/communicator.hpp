@@ -1,0 +1,147 @@
+// The Communicator: collectives over a fixed group of ranks, one object per process.
+//
+// Backends: `single` (world size 1, always built), `gloo` (CPU, TCP), `mpi` (CPU, OpenMPI, under
+// mpirun/srun) and `nccl` (GPU, device buffers; one process per GPU). Create one with
+// make_communicator(), or from the launch environment with mixle::host::communicator_from_env()
+// (host/launch_env.hpp), which also hosts/joins the rendezvous store.
+//
+// Guarantees every backend keeps (the engine relies on them, DESIGN.md §6):
+//  - After all_reduce_sum/all_reduce_max every rank holds the same bytes (bit-identical), so every
+//    rank computes the identical M-step. Gloo's ring and NCCL deliver that; MPI does it by
+//    reduce-to-root + broadcast (see mpi_communicator.cpp for why).
+//  - Every blocking call honours the timeout given at creation and throws mixle::CommunicationError
+//    naming the rank it lost or waited for, never hangs. After such an error the communicator is
+//    broken: the only safe thing left is to destroy it and exit non-zero.
+//  - Calls are collective: every rank must make the same calls in the same order with the same
+//    counts. Not thread-safe: one thread per communicator at a time.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace mixle::comms {
+
+class StoreClient;
+class StoreServer;
+
+/// Where a buffer lives. Host buffers for single/gloo/mpi; NCCL takes device (CUDA) pointers.
+enum class MemorySpace { host, device };
+
+/// Element type of a reduction.
+enum class DataType { float32, float64 };
+
+/// Reduction operator.
+enum class ReduceOp { sum, max };
+
+/// A communicator backend.
+enum class CommKind { single, gloo, mpi, nccl };
+
+/// "single", "gloo", "mpi" or "nccl".
+std::string_view to_string(CommKind kind) noexcept;
+/// Parses "single|gloo|mpi|nccl"; throws UsageError naming the accepted values otherwise.
+CommKind parse_comm_kind(std::string_view name);
+/// Whether this build contains the backend (single always; the others per MIXLE_HAVE_*).
+bool is_compiled(CommKind kind) noexcept;
+
+/// What a backend needs to join its group.
+struct CommOptions {
+  int rank = 0;        ///< this process's rank in [0, size)
+  int size = 1;        ///< world size
+  /// Deadline of every blocking call (connection, collective, barrier).
+  std::chrono::milliseconds timeout{60'000};
+  /// Rendezvous store (required by gloo and nccl; unused by single and mpi).
+  std::shared_ptr<StoreClient> store;
+  /// Rank 0's store server, kept alive as long as the communicator (null on other ranks).
+  std::shared_ptr<StoreServer> store_server;
+  /// Namespace prefixed to every store key this communicator writes (unique per run and restart).
+  std::string store_prefix = "mixle/";
+  /// gloo: the local address the TCP transport binds and advertises to peers.
+  std::string gloo_hostname = "127.0.0.1";
+  /// nccl: CUDA device ordinal this rank uses (normally LOCAL_RANK).
+  int cuda_device = 0;
+};
+
+/// Collectives over a group of ranks. Public calls validate their arguments at the door (throwing
+/// InvalidInput with the numbers) and then call the backend's *_impl, which trusts them.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+  std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+  /// "single", "gloo", "mpi" or "nccl".
+  virtual std::string_view backend() const noexcept = 0;
+  /// The memory space collectives accept on this backend (host, or device for nccl).
+  virtual MemorySpace memory_space() const noexcept = 0;
+
+  /// In-place element-wise sum over ranks; afterwards every rank holds the same bytes.
+  /// `data` lives in `space` (host or device); its length must match on every rank.
+  void all_reduce_sum(std::span<double> data, MemorySpace space = MemorySpace::host);
+  void all_reduce_sum(std::span<float> data, MemorySpace space = MemorySpace::host);
+  /// In-place element-wise maximum over ranks.
+  void all_reduce_max(std::span<double> data, MemorySpace space = MemorySpace::host);
+  void all_reduce_max(std::span<float> data, MemorySpace space = MemorySpace::host);
+
+  /// Copies `bytes` bytes at `data` from rank `root` to every rank (in place).
+  void broadcast_bytes(void* data, std::size_t bytes, int root,
+                       MemorySpace space = MemorySpace::host);
+  /// Typed broadcast of a span of trivially copyable elements from `root`.
+  template <class T>
+  void broadcast(std::span<T> data, int root, MemorySpace space = MemorySpace::host) {
+    broadcast_bytes(data.data(), data.size_bytes(), root, space);
+  }
+
+  /// Gathers every rank's `bytes_per_rank` bytes at `send` into `recv` (size() × bytes_per_rank
+  /// bytes, rank r's block at offset r × bytes_per_rank) on every rank.
+  void all_gather_bytes(const void* send, std::size_t bytes_per_rank, void* recv,
+                        MemorySpace space = MemorySpace::host);
+  /// Typed all-gather: `recv.size()` must be size() × `send.size()`.
+  template <class T>
+  void all_gather(std::span<const T> send, std::span<T> recv, MemorySpace space = MemorySpace::host) {
+    check_gather_sizes(send.size(), recv.size());
+    all_gather_bytes(send.data(), send.size_bytes(), recv.data(), space);
+  }
+
+  /// Returns once every rank has entered the barrier (or throws at the timeout).
+  void barrier();
+
+  /// Payload bytes this rank handed to collectives so far (the logical buffer sizes, not wire
+  /// traffic): what a StepReceipt reports as collective bytes.
+  std::uint64_t collective_bytes() const noexcept { return collective_bytes_; }
+
+ protected:
+  Communicator(int rank, int size, std::chrono::milliseconds timeout);
+
+  virtual void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op,
+                               MemorySpace space) = 0;
+  virtual void broadcast_impl(void* data, std::size_t bytes, int root, MemorySpace space) = 0;
+  virtual void all_gather_impl(const void* send, std::size_t bytes_per_rank, void* recv,
+                               MemorySpace space) = 0;
+  virtual void barrier_impl() = 0;
+
+ private:
+  void check_space(MemorySpace space, std::string_view call) const;
+  void check_gather_sizes(std::size_t send, std::size_t recv) const;
+  void all_reduce_checked(void* data, std::size_t count, DataType type, ReduceOp op,
+                          MemorySpace space, std::string_view call);
+
+  int rank_;
+  int size_;
+  std::chrono::milliseconds timeout_;
+  std::uint64_t collective_bytes_ = 0;
+};
+
+/// Creates a communicator of `kind`. Throws NotCompiled("gloo") etc. when this build lacks the
+/// backend, InvalidInput for a bad rank/size or a missing store, CommunicationError when the group
+/// cannot be formed within options.timeout.
+std::unique_ptr<Communicator> make_communicator(CommKind kind, CommOptions options);
+
+}  // namespace mixle::comms

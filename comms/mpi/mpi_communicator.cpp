@@ -1,0 +1,163 @@
+// The `mpi` communicator: OpenMPI on host buffers, for jobs started by mpirun or srun.
+//
+// Why all-reduce is reduce-to-root + broadcast: MPI_Allreduce does not promise that every rank gets
+// the same bits (recursive doubling adds in a rank-dependent order, so floating-point sums can differ
+// in the last place between ranks). The engine needs bit-identical statistics on every rank so that
+// every rank computes the identical M-step (DESIGN.md §6). Reducing to rank 0 and broadcasting its
+// result gives every rank rank 0's bytes, at the price of one extra latency step.
+//
+// Timeouts: MPI has no collective timeout, so every collective is non-blocking (MPI-3 I-variants)
+// and polled with MPI_Test against the deadline. A timed-out collective cannot be cancelled: the
+// communicator is then broken, is not finalised, and the process should exit non-zero, upon which
+// mpirun terminates the whole job (that is also how a killed rank ends an MPI job).
+#include "comms/backends.hpp"
+
+#include <mixle/error.hpp>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <thread>
+
+namespace mixle::comms::detail {
+namespace {
+
+// Largest element count handed to one MPI call (MPI counts are int).
+constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return std::string(text, static_cast<std::size_t>(len));
+}
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(MPI_Comm comm, int rank, int size, bool owns_init, std::chrono::milliseconds timeout)
+      : Communicator(rank, size, timeout), comm_(comm), owns_init_(owns_init) {}
+
+  ~MpiCommunicator() override {
+    if (broken_) return;  // never block in teardown after a failure; exit and let mpirun clean up
+    MPI_Comm_free(&comm_);
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (owns_init_ && !finalized) MPI_Finalize();
+  }
+
+  std::string_view backend() const noexcept override { return "mpi"; }
+  MemorySpace memory_space() const noexcept override { return MemorySpace::host; }
+
+ protected:
+  void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op,
+                       MemorySpace) override {
+    MPI_Datatype dt = type == DataType::float64 ? MPI_DOUBLE : MPI_FLOAT;
+    MPI_Op mop = op == ReduceOp::sum ? MPI_SUM : MPI_MAX;
+    const std::size_t esize = element_bytes(type);
+    for (std::size_t off = 0; off < count; off += kMaxChunk) {
+      int n = static_cast<int>(std::min(kMaxChunk, count - off));
+      char* p = static_cast<char*>(data) + off * esize;
+      MPI_Request req;
+      check(MPI_Ireduce(rank() == 0 ? MPI_IN_PLACE : p, p, n, dt, mop, 0, comm_, &req), "reduce");
+      wait(req, "reduce to rank 0");
+      check(MPI_Ibcast(p, n, dt, 0, comm_, &req), "broadcast");
+      wait(req, "broadcast of the reduced result");
+    }
+  }
+
+  void broadcast_impl(void* data, std::size_t bytes, int root, MemorySpace) override {
+    for (std::size_t off = 0; off < bytes; off += kMaxChunk) {
+      int n = static_cast<int>(std::min(kMaxChunk, bytes - off));
+      MPI_Request req;
+      check(MPI_Ibcast(static_cast<char*>(data) + off, n, MPI_BYTE, root, comm_, &req), "broadcast");
+      wait(req, "broadcast from rank " + std::to_string(root));
+    }
+  }
+
+  void all_gather_impl(const void* send, std::size_t bytes, void* recv, MemorySpace) override {
+    if (bytes > static_cast<std::size_t>(INT_MAX))
+      throw InvalidInput("mpi all_gather: " + std::to_string(bytes) + " bytes per rank; at most " +
+                         std::to_string(INT_MAX) + " are supported");
+    // MPI forbids aliased send/receive buffers: place our block first and gather in place.
+    char* own = static_cast<char*>(recv) + static_cast<std::size_t>(rank()) * bytes;
+    std::memmove(own, send, bytes);
+    MPI_Request req;
+    check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_BYTE, recv, static_cast<int>(bytes), MPI_BYTE, comm_, &req),
+          "all_gather");
+    wait(req, "all_gather");
+  }
+
+  void barrier_impl() override {
+    MPI_Request req;
+    check(MPI_Ibarrier(comm_, &req), "barrier");
+    wait(req, "barrier");
+  }
+
+ private:
+  void check(int code, const char* what) {
+    if (code == MPI_SUCCESS) return;
+    broken_ = true;
+    throw CommunicationError("mpi " + std::string(what) + " failed on rank " + std::to_string(rank()) +
+                             ": " + mpi_error_text(code));
+  }
+
+  // Polls a request until it completes or the timeout passes. Spins briefly first because most
+  // collectives on small statistics finish in microseconds, then backs off to ≤ 1 ms sleeps.
+  void wait(MPI_Request& req, const std::string& what) {
+    if (broken_) throw CommunicationError("mpi communicator is unusable after an earlier failure");
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + timeout();
+    auto pause = std::chrono::microseconds(1);
+    for (int spins = 0;; ++spins) {
+      int done = 0;
+      int code = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      if (code != MPI_SUCCESS) check(code, what.c_str());
+      if (done) return;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        broken_ = true;
+        throw CommunicationError(
+            "mpi " + what + " on rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
+            " did not complete within " + std::to_string(timeout().count()) +
+            " ms: a peer is hung or gone (MPI does not say which; mpirun reports a rank that died)");
+      }
+      if (spins > 1000) {
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds(1000));
+      }
+    }
+  }
+
+  MPI_Comm comm_;
+  bool owns_init_;
+  bool broken_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(const CommOptions& options) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  bool owns_init = false;
+  if (!initialized) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+      throw CommunicationError("MPI_Init_thread failed");
+    owns_init = true;
+  }
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);  // errors become exceptions, not aborts
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (rank != options.rank || size != options.size)
+    throw InvalidInput("MPI says this is rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                       " but the launch environment says rank " + std::to_string(options.rank) +
+                       " of " + std::to_string(options.size) +
+                       " (was the job started by mpirun/srun? MPI cannot be used under torchrun)");
+  return std::make_unique<MpiCommunicator>(comm, rank, size, owns_init, options.timeout);
+}
+
+}  // namespace mixle::comms::detail

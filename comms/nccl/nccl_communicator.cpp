@@ -1,0 +1,199 @@
+// The `nccl` communicator: device buffers, one process per GPU (LOCAL_RANK picks the device).
+//
+// NCCL has no timeout of its own, and a blocking communicator stuck on a dead peer never returns.
+// So the communicator is non-blocking (config.blocking = 0): init and every collective are polled
+// with ncclCommGetAsyncError and cudaStreamQuery against our deadline, and on timeout or error we
+// call ncclCommAbort, which unblocks the GPU work, and throw CommunicationError (ecosystem-notes §2).
+// The unique id travels through the rendezvous store: rank 0 creates it (its bootstrap listener
+// lives in rank 0's process, which outlives the init), the others wait for it with the deadline.
+//
+// Collectives are synchronous for the caller: its writes to the buffer must be complete (its
+// stream synchronised) before the call; on return the result is in the buffer.
+#include "comms/backends.hpp"
+#include "comms/peer_failure.hpp"
+
+#include <mixle/error.hpp>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstring>
+#include <thread>
+
+namespace mixle::comms::detail {
+namespace {
+
+#define MIXLE_COMMS_CUDA_TRY(call)                                                              \
+  do {                                                                                          \
+    cudaError_t mixle_err_ = (call);                                                            \
+    if (mixle_err_ != cudaSuccess)                                                              \
+      throw DeviceError(std::string(#call) + " failed: " + cudaGetErrorName(mixle_err_) + " (" + \
+                        cudaGetErrorString(mixle_err_) + ") at " __FILE__ ":" +                 \
+                        std::to_string(__LINE__));                                              \
+  } while (0)
+
+// The stream and scratch word a communicator owns; freed even when construction fails part-way.
+struct DeviceResources {
+  cudaStream_t stream = nullptr;
+  float* scratch = nullptr;  // one float on the device: the barrier's payload
+  DeviceResources() = default;
+  DeviceResources(const DeviceResources&) = delete;
+  DeviceResources& operator=(const DeviceResources&) = delete;
+  ~DeviceResources() {
+    if (scratch != nullptr) cudaFree(scratch);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  explicit NcclCommunicator(CommOptions o)
+      : Communicator(o.rank, o.size, o.timeout), options_(std::move(o)) {
+    select_device();
+    MIXLE_COMMS_CUDA_TRY(cudaStreamCreateWithFlags(&device_.stream, cudaStreamNonBlocking));
+    MIXLE_COMMS_CUDA_TRY(cudaMalloc(&device_.scratch, sizeof(float)));
+    stream_ = device_.stream;
+    scratch_ = device_.scratch;
+
+    ncclUniqueId id;
+    const std::string key = options_.store_prefix + "nccl/unique_id";
+    if (rank() == 0) {
+      nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      options_.store->set(key, std::string_view(id.internal, sizeof id.internal));
+    } else {
+      std::vector<char> bytes = options_.store->get(key, timeout());
+      if (bytes.size() != sizeof id.internal)
+        throw CommunicationError("nccl unique id from the store has " + std::to_string(bytes.size()) +
+                                 " bytes; expected " + std::to_string(sizeof id.internal));
+      std::memcpy(id.internal, bytes.data(), sizeof id.internal);
+    }
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;  // so that init and collectives can be abandoned at our deadline
+    ncclResult_t r = ncclCommInitRankConfig(&comm_, size(), id, rank(), &config);
+    if (r != ncclSuccess && r != ncclInProgress) nccl_check(r, "ncclCommInitRankConfig");
+    wait_for("communicator init (rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
+             ", device " + std::to_string(options_.cuda_device) + ")", /*stream_work=*/false);
+  }
+
+  ~NcclCommunicator() override {
+    if (comm_ != nullptr) {
+      bool clean = !broken_ && std::uncaught_exceptions() == 0;
+      if (clean) {
+        // Finalize flushes outstanding work; bounded, then Destroy. Abort otherwise: Destroy can
+        // block forever on unfinished work.
+        ncclResult_t r = ncclCommFinalize(comm_);
+        auto deadline = std::chrono::steady_clock::now() + std::min(timeout(), std::chrono::milliseconds(10'000));
+        ncclResult_t st = r;
+        while (st == ncclInProgress && std::chrono::steady_clock::now() < deadline) {
+          ncclCommGetAsyncError(comm_, &st);
+          std::this_thread::yield();
+        }
+        clean = (r == ncclSuccess || r == ncclInProgress) && st == ncclSuccess;
+      }
+      if (clean) ncclCommDestroy(comm_);
+      else ncclCommAbort(comm_);
+    }
+    leave_rendezvous(options_);  // device_ is freed after this body, once the communicator is gone
+  }
+
+  std::string_view backend() const noexcept override { return "nccl"; }
+  MemorySpace memory_space() const noexcept override { return MemorySpace::device; }
+
+ protected:
+  void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op, MemorySpace) override {
+    ncclDataType_t dt = type == DataType::float64 ? ncclFloat64 : ncclFloat32;
+    ncclRedOp_t rop = op == ReduceOp::sum ? ncclSum : ncclMax;
+    enqueue(ncclAllReduce(data, data, count, dt, rop, comm_, stream_), "ncclAllReduce");
+    wait_for("all_reduce of " + std::to_string(count) + " elements", true);
+  }
+  void broadcast_impl(void* data, std::size_t bytes, int root, MemorySpace) override {
+    enqueue(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, stream_), "ncclBroadcast");
+    wait_for("broadcast from rank " + std::to_string(root), true);
+  }
+  void all_gather_impl(const void* send, std::size_t bytes, void* recv, MemorySpace) override {
+    enqueue(ncclAllGather(send, recv, bytes, ncclUint8, comm_, stream_), "ncclAllGather");
+    wait_for("all_gather", true);
+  }
+  void barrier_impl() override {
+    // NCCL has no barrier: an all-reduce of one float on every rank is one.
+    enqueue(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream_), "ncclAllReduce");
+    wait_for("barrier", true);
+  }
+
+ private:
+  // LOCAL_RANK picks the device. A launcher that binds one GPU per process (CUDA_VISIBLE_DEVICES
+  // with a single entry, as SLURM's --gpus-per-task or torch's virtual local rank do) leaves one
+  // visible device whatever LOCAL_RANK is: use it.
+  void select_device() {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) count = 0;
+    else MIXLE_COMMS_CUDA_TRY(e);
+    if (count == 0) throw DeviceError("the nccl communicator needs a CUDA device; none is visible");
+    int device = count == 1 ? 0 : options_.cuda_device;
+    if (device < 0 || device >= count)
+      throw InvalidInput("nccl: local rank " + std::to_string(options_.cuda_device) + " has no GPU: " +
+                         std::to_string(count) + " devices are visible (start at most one rank per GPU)");
+    MIXLE_COMMS_CUDA_TRY(cudaSetDevice(device));
+  }
+
+  [[noreturn]] void fail(const std::string& what) {
+    broken_ = true;
+    if (comm_ != nullptr) {
+      ncclCommAbort(comm_);  // unblocks our kernels waiting on the lost peer
+      comm_ = nullptr;
+    }
+    throw CommunicationError("nccl " + what + " on rank " + std::to_string(rank()) + " of " +
+                             std::to_string(size()) + ": " +
+                             describe_lost_peers(options_.store.get(), options_.store_prefix, rank(), size(),
+                                                 std::min(timeout(), std::chrono::milliseconds(2000))));
+  }
+
+  void nccl_check(ncclResult_t r, const char* call) {
+    if (r == ncclSuccess) return;
+    fail(std::string(call) + " failed: " + ncclGetErrorString(r) + " (" +
+         (comm_ ? ncclGetLastError(comm_) : ncclGetLastError(nullptr)) + ")");
+  }
+
+  void enqueue(ncclResult_t r, const char* call) {
+    if (broken_) throw CommunicationError("nccl communicator is unusable after an earlier failure");
+    if (r != ncclSuccess && r != ncclInProgress) nccl_check(r, call);
+  }
+
+  // Polls until NCCL reports no pending work and (for collectives) our stream has drained, or the
+  // deadline passes; errors and timeouts abort the communicator.
+  void wait_for(const std::string& what, bool stream_work) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout();
+    for (int spins = 0;; ++spins) {
+      ncclResult_t st = ncclSuccess;
+      ncclResult_t q = ncclCommGetAsyncError(comm_, &st);
+      if (q != ncclSuccess) nccl_check(q, "ncclCommGetAsyncError");
+      if (st != ncclSuccess && st != ncclInProgress)
+        fail(what + " failed: " + ncclGetErrorString(st) + " (" + ncclGetLastError(comm_) + ")");
+      if (st == ncclSuccess) {
+        if (!stream_work) return;
+        cudaError_t c = cudaStreamQuery(stream_);
+        if (c == cudaSuccess) return;
+        if (c != cudaErrorNotReady) fail(what + ": CUDA error " + cudaGetErrorName(c));
+      }
+      if (std::chrono::steady_clock::now() >= deadline)
+        fail(what + " did not complete within " + std::to_string(timeout().count()) + " ms");
+      if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  CommOptions options_;
+  DeviceResources device_;
+  cudaStream_t stream_ = nullptr;
+  float* scratch_ = nullptr;
+  ncclComm_t comm_ = nullptr;
+  bool broken_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(CommOptions options) {
+  return std::make_unique<NcclCommunicator>(std::move(options));
+}
+
+}  // namespace mixle::comms::detail

@@ -1,0 +1,37 @@
+#include "engine/component_parallel.hpp"
+#include "engine/report.hpp"
+
+#include <mixle/error.hpp>
+
+#include <algorithm>
+#include <thread>
+
+namespace mixle::engine {
+
+int resolve_workers(int num_workers, std::size_t components) {
+  if (num_workers < 0) throw InvalidInput("num_workers = " + std::to_string(num_workers) + " must be ≥ 0 (0 = all hardware threads)");
+  int w = num_workers > 0 ? num_workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, std::min<int>(w, static_cast<int>(std::max<std::size_t>(components, 1))));
+}
+
+Statistics component_parallel_fold(const Model& model, const Dataset& rows,
+                                   const ComponentParallelEstimator& estimator) {
+  validate_model(model);
+  const auto compute = make_cpu_compute(1, resolve_workers(estimator.num_workers, model.components()));
+  Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(model).size));
+  raise_for(compute->accumulate(model, rows, estimator.inner.precision, s.values), rows.source(), rows.first_row());
+  return s;
+}
+
+ComponentParallelEncodedData::ComponentParallelEncodedData(Dataset data, int num_workers)
+    : LocalEncodedData(std::move(data), make_cpu_compute(1, std::max(1, num_workers))), workers_(num_workers) {}
+
+std::unique_ptr<EncodedData> ComponentParallelEncodedData::create(const Dataset& data,
+                                                                  const EncodedDataOptions& options) {
+  if (options.device != "cpu" && options.device != "auto")
+    throw InvalidInput("the component_parallel backend threads components on the CPU; device \"" +
+                       options.device + "\" is not supported with it (use the local backend for CUDA)");
+  return std::make_unique<ComponentParallelEncodedData>(data, resolve_workers(options.num_workers, 1 << 20));
+}
+
+}  // namespace mixle::engine

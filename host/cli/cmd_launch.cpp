@@ -1,0 +1,210 @@
+// `mixle launch --nproc N [--master-port P] -- CMD…`: a torchrun stand-in for hosts without it.
+// Starts N local processes with torchrun's worker variables, forwards SIGINT/SIGTERM/SIGHUP to
+// them, and fails the group when one fails: the others get SIGTERM, then SIGKILL after a grace
+// period, and the launcher exits non-zero naming the failed rank (docs/distributed.md).
+#include "host/cli/command.hpp"
+
+#include "comms/socket.hpp"
+
+#include <mixle/error.hpp>
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace mixle::host {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct LaunchOptions {
+  int nproc = 1;
+  int master_port = 0;          // 0: pick a free port
+  double grace_seconds = 10.0;  // SIGTERM → SIGKILL
+  std::vector<std::string> command;
+};
+
+struct Child {
+  pid_t pid = -1;
+  int rank = 0;
+  bool running = false;
+  int status = 0;  // waitpid status once reaped
+};
+
+std::string random_run_id() {
+  std::random_device rd;
+  std::string id = "mixle-";
+  const char* hex = "0123456789abcdef";
+  for (int i = 0; i < 24; ++i) id += hex[rd() % 16];
+  return id;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* name = sigabbrev_np(sig);
+    return "was killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
+  }
+  return "ended with wait status " + std::to_string(status);
+}
+
+// The exit code the launcher reports for a failed child: its own code, or 128 + signal like a shell.
+int exit_code_for(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1;
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+[[noreturn]] void exec_child(const LaunchOptions& o, int rank, int port, const std::string& run_id,
+                             pid_t launcher, const sigset_t& old_mask) {
+  // Own process group: a signal for the group reaches the child's own children too, and the
+  // terminal's Ctrl-C reaches only the launcher, which forwards it once.
+  ::setpgid(0, 0);
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);  // a launcher killed by SIGKILL must not leave workers behind
+  if (::getppid() != launcher) ::_exit(128 + SIGTERM);
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  auto set = [](const char* k, const std::string& v) { ::setenv(k, v.c_str(), 1); };
+  set("RANK", std::to_string(rank));
+  set("LOCAL_RANK", std::to_string(rank));
+  set("WORLD_SIZE", std::to_string(o.nproc));
+  set("LOCAL_WORLD_SIZE", std::to_string(o.nproc));
+  set("GROUP_RANK", "0");
+  set("GROUP_WORLD_SIZE", "1");
+  set("ROLE_RANK", std::to_string(rank));
+  set("ROLE_WORLD_SIZE", std::to_string(o.nproc));
+  set("MASTER_ADDR", "127.0.0.1");
+  set("MASTER_PORT", std::to_string(port));
+  set("TORCHELASTIC_RUN_ID", run_id);
+  set("TORCHELASTIC_USE_AGENT_STORE", "False");  // no agent store: rank 0 binds MASTER_PORT
+  set("TORCHELASTIC_RESTART_COUNT", "0");
+  set("TORCHELASTIC_MAX_RESTARTS", "0");
+  if (o.nproc > 1) ::setenv("OMP_NUM_THREADS", "1", 0);  // as torchrun: only when not already set
+  std::vector<char*> argv;
+  for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  std::fprintf(stderr, "mixle launch: rank %d: cannot run '%s': %s\n", rank, argv[0], std::strerror(errno));
+  ::_exit(127);
+}
+
+void signal_all(std::vector<Child>& children, int sig) {
+  for (auto& c : children)
+    if (c.running) ::kill(-c.pid, sig);
+}
+
+int run_launch(const LaunchOptions& o) {
+  if (o.command.empty()) throw UsageError("launch: no command given after --");
+  const int port = o.master_port > 0 ? o.master_port : comms::find_free_port("127.0.0.1");
+  const std::string run_id = random_run_id();
+
+  // Block the signals we handle before forking, so none is lost between fork and the wait loop.
+  sigset_t handled, old_mask;
+  sigemptyset(&handled);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&handled, s);
+  ::sigprocmask(SIG_BLOCK, &handled, &old_mask);
+
+  std::vector<Child> children(static_cast<std::size_t>(o.nproc));
+  const pid_t self = ::getpid();
+  for (int r = 0; r < o.nproc; ++r) {
+    pid_t pid = ::fork();
+    if (pid == 0) exec_child(o, r, port, run_id, self, old_mask);
+    if (pid < 0) {
+      std::cerr << "mixle launch: fork failed for rank " << r << ": " << std::strerror(errno) << "\n";
+      signal_all(children, SIGKILL);
+      for (auto& c : children)
+        if (c.running) ::waitpid(c.pid, nullptr, 0);
+      ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+      return 1;
+    }
+    ::setpgid(pid, pid);  // also here, so a signal sent right after fork reaches the group
+    children[static_cast<std::size_t>(r)] = Child{pid, r, true, 0};
+  }
+
+  const Child* first_failure = nullptr;
+  int interrupted_by = 0;
+  constexpr auto kNever = Clock::time_point::max();
+  Clock::time_point kill_at = kNever;  // when the SIGTERMed ranks get SIGKILL
+  const auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.grace_seconds));
+  int running = o.nproc;
+  while (running > 0) {
+    timespec tick{0, 100'000'000};  // re-check the SIGKILL deadline ten times a second
+    siginfo_t info;
+    int sig = ::sigtimedwait(&handled, &info, &tick);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      if (!interrupted_by) interrupted_by = sig;
+      signal_all(children, sig);
+      if (kill_at == kNever) kill_at = Clock::now() + grace;
+    }
+    for (;;) {
+      int status = 0;
+      pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) break;
+      for (auto& c : children) {
+        if (c.pid != pid || !c.running) continue;
+        c.running = false;
+        c.status = status;
+        --running;
+        bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        if (failed && !first_failure && !interrupted_by) {
+          first_failure = &c;
+          std::cerr << "mixle launch: rank " << c.rank << " (pid " << c.pid << ") "
+                    << describe_status(status) << "; stopping the other ranks\n";
+          signal_all(children, SIGTERM);
+          kill_at = Clock::now() + grace;
+        }
+      }
+    }
+    if (running > 0 && Clock::now() >= kill_at) {
+      for (auto& c : children)
+        if (c.running)
+          std::cerr << "mixle launch: rank " << c.rank << " did not stop within "
+                    << o.grace_seconds << " s of SIGTERM; sending SIGKILL\n";
+      signal_all(children, SIGKILL);
+      kill_at = kNever;
+    }
+  }
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+
+  if (interrupted_by) {
+    std::cerr << "mixle launch: interrupted by signal " << interrupted_by << "; forwarded to all ranks\n";
+    return 128 + interrupted_by;
+  }
+  if (first_failure) {
+    std::cerr << "mixle launch: failed: rank " << first_failure->rank << " "
+              << describe_status(first_failure->status) << "\n";
+    return exit_code_for(first_failure->status);
+  }
+  return 0;
+}
+
+std::function<int()> setup_launch(CLI::App& app) {
+  auto o = std::make_shared<LaunchOptions>();
+  app.add_option("--nproc", o->nproc, "Number of local processes (ranks) to start")
+      ->required()
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--master-port", o->master_port,
+                 "MASTER_PORT for the ranks (rank 0 hosts the rendezvous store there); default: a "
+                 "free port")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--grace-period", o->grace_seconds,
+                 "Seconds between SIGTERM and SIGKILL when stopping the ranks")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("command", o->command, "The command each rank runs (after --)")->required();
+  app.footer("Every rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK=0,\n"
+             "MASTER_ADDR=127.0.0.1, MASTER_PORT, TORCHELASTIC_RUN_ID and\n"
+             "TORCHELASTIC_USE_AGENT_STORE=False, as torchrun would set them.");
+  return [o] { return run_launch(*o); };
+}
+
+}  // namespace
+MIXLE_REGISTER_COMMAND("launch", "Start N local ranks with torchrun-compatible variables", setup_launch, 80);
+}  // namespace mixle::host

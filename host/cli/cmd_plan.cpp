@@ -1,0 +1,239 @@
+// `mixle plan`: show how rows (and, with --shard-components, components) map onto devices.
+#include "host/cli/command.hpp"
+#include "host/cli/data_args.hpp"
+
+#include "plan/json_fields.hpp"
+
+#include <mixle/error.hpp>
+#include <mixle/plan/placement.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace mixle::host {
+namespace {
+
+using Json = nlohmann::json;
+
+struct PlanArgs {
+  std::optional<std::uint64_t> rows;
+  DataArgs data;
+  std::string model_file;
+  std::string family;
+  std::optional<std::size_t> components;
+  std::size_t dims = 1;
+  std::size_t categories = 0;
+  std::string resources_file;
+  std::optional<std::uint64_t> num_chunks;
+  double safety_factor = 1.25;
+  std::uint64_t rows_per_chunk = 65536;
+  std::uint64_t sub_chunks = 1;
+  std::string dtype = "f32";
+  std::string precision = "float32";
+  bool shard_components = false;
+  std::uint64_t min_components_per_shard = 1;
+  bool json = false;
+};
+
+/// K and each part's family, columns and categories from a mixle model file (DESIGN.md §4);
+/// only the fields planning needs are read.
+plan::ModelSummary read_model_summary(const std::string& path) {
+  const std::string text = plan::detail::read_text(path);
+  Json doc;
+  try {
+    doc = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw InvalidInput("model file '" + path + "' is not valid JSON: " + e.what());
+  }
+  const std::string where = "model file '" + path + "': ";
+  if (!doc.is_object() || doc.value("format", std::string()) != "mixle-model") {
+    throw InvalidInput(where + "format is not \"mixle-model\"; accepted: a model written by mixle");
+  }
+  const Json& weights = doc.contains("weights") ? doc["weights"] : Json();
+  if (!weights.is_array() || weights.empty()) {
+    throw InvalidInput(where + "weights must be a non-empty list (one weight per component)");
+  }
+  const Json& parts = doc.contains("parts") ? doc["parts"] : Json();
+  if (!parts.is_array() || parts.empty()) {
+    throw InvalidInput(where + "parts must be a non-empty list");
+  }
+  plan::ModelSummary model;
+  model.components = weights.size();
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const Json& p = parts[i];
+    const std::string ctx = "parts[" + std::to_string(i) + "]";
+    try {
+      if (!p.is_object()) throw InvalidInput(ctx + " is not an object");
+      plan::PartSummary part;
+      part.family = plan::detail::get_string(p, ctx, "family");
+      const Json& cols = plan::detail::require(p, ctx, "columns");
+      if (!cols.is_array() || cols.size() != 2) {
+        throw InvalidInput(ctx + ".columns=" + plan::detail::describe(cols) +
+                           " is not [start, stop]; accepted: two integers with start < stop");
+      }
+      const std::uint64_t start = plan::detail::as_uint(cols[0], ctx + ".columns[0]");
+      const std::uint64_t stop = plan::detail::as_uint(cols[1], ctx + ".columns[1]");
+      if (stop <= start) {
+        throw InvalidInput(ctx + ".columns=[" + std::to_string(start) + ", " + std::to_string(stop) +
+                           "] is empty; accepted: start < stop");
+      }
+      part.dims = stop - start;
+      if (part.family == "categorical") {
+        if (p.contains("categories")) {
+          part.categories = plan::detail::as_uint(p["categories"], ctx + ".categories");
+        } else if (p.contains("prob") && p["prob"].is_array() && !p["prob"].empty() &&
+                   p["prob"][0].is_array() && !p["prob"][0].empty()) {
+          // prob is K×V, or K×D×V when the part spans several columns.
+          const Json& row = p["prob"][0];
+          part.categories = row[0].is_array() ? row[0].size() : row.size();
+        } else {
+          throw InvalidInput(ctx + " (categorical) has neither categories nor a prob table");
+        }
+      }
+      model.parts.push_back(std::move(part));
+    } catch (const InvalidInput& e) {
+      throw InvalidInput(where + e.what());
+    }
+  }
+  model.validate();
+  return model;
+}
+
+plan::ModelSummary model_from_args(const PlanArgs& a) {
+  if (!a.model_file.empty() && !a.family.empty()) {
+    throw UsageError("give either --model FILE or --family F --components K, not both");
+  }
+  if (!a.model_file.empty()) return read_model_summary(a.model_file);
+  if (a.family.empty() || !a.components) {
+    throw UsageError("the model is needed: --model FILE, or --family F --components K [--dims D]");
+  }
+  plan::ModelSummary model{*a.components, {{a.family, a.dims, a.categories}}};
+  model.validate();
+  return model;
+}
+
+std::string bytes_text(std::uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 5) v /= 1024, ++u;
+  std::ostringstream out;
+  if (u == 0) out << bytes << " B";
+  else out << std::fixed << std::setprecision(1) << v << " " << units[u];
+  return out.str();
+}
+
+std::string range_text(std::uint64_t start, std::uint64_t stop) {
+  return "[" + std::to_string(start) + ", " + std::to_string(stop) + ")";
+}
+
+void print_table(const plan::Placement& p, const std::vector<plan::ModelShard>* shards) {
+  std::ostringstream out;
+  const std::size_t devices = p.resources ? p.resources->size() : 0;
+  out << "Placement: " << p.total_rows << " rows in " << p.shards.size() << " shard(s) over "
+      << devices << " device(s)\n"
+      << "  per row: " << p.encoded_row_bytes << " B data, " << p.transient_row_bytes
+      << " B working set (chunks of " << (p.rows_per_chunk ? std::to_string(p.rows_per_chunk) : "all")
+      << " rows); fixed: model " << bytes_text(p.model_bytes) << " + statistics "
+      << bytes_text(p.statistic_bytes) << "; safety factor " << p.safety_factor << "\n\n";
+  out << std::left << std::setw(28) << "device" << std::setw(28) << "rows" << std::right
+      << std::setw(14) << "count" << std::setw(8) << "chunks" << std::setw(14) << "data"
+      << std::setw(14) << "transient" << std::setw(14) << "total" << std::setw(14) << "memory"
+      << "\n";
+  for (const plan::PlacementShard& s : p.shards) {
+    out << std::left << std::setw(28) << s.device.name << std::setw(28) << range_text(s.start, s.stop)
+        << std::right << std::setw(14) << s.size() << std::setw(8) << s.sub_chunks << std::setw(14)
+        << bytes_text(s.encoded_bytes) << std::setw(14) << bytes_text(s.transient_bytes)
+        << std::setw(14) << bytes_text(s.total_bytes()) << std::setw(14)
+        << (s.device.memory_bytes ? bytes_text(*s.device.memory_bytes) : "unknown") << "\n";
+  }
+  if (shards) {
+    out << "\nModel shards (component axis):\n"
+        << std::left << std::setw(28) << "device" << std::setw(20) << "components" << std::right
+        << std::setw(10) << "count" << std::setw(16) << "parameters" << std::setw(16)
+        << "statistics" << "\n";
+    for (const plan::ModelShard& s : *shards) {
+      out << std::left << std::setw(28) << s.device.name << std::setw(20)
+          << range_text(s.component_start, s.component_stop) << std::right << std::setw(10)
+          << s.num_components() << std::setw(16) << bytes_text(s.parameter_bytes) << std::setw(16)
+          << bytes_text(s.statistic_bytes) << "\n";
+    }
+  }
+  std::cout << out.str();
+}
+
+std::function<int()> setup_plan(CLI::App& app) {
+  auto a = std::make_shared<PlanArgs>();
+  app.add_option("--rows", a->rows, "Rows of the data (N)");
+  a->data.add_to(app, /*required=*/false);
+  app.add_option("--model", a->model_file, "A mixle model JSON file (K and the parts)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--family", a->family,
+                 "Family of a one-part model: gaussian_diag, gaussian_full, categorical, poisson, "
+                 "exponential, bernoulli");
+  app.add_option("--components", a->components, "K, with --family");
+  app.add_option("--dims", a->dims, "Columns of the one-part model (default 1)");
+  app.add_option("--categories", a->categories, "Categories per column, for --family categorical");
+  app.add_option("--resources", a->resources_file, "A Resources JSON file (mixle resources --out)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--num-chunks", a->num_chunks, "Exact number of row ranges (default: one per device)");
+  app.add_option("--safety-factor", a->safety_factor, "Multiplier on every byte estimate (default 1.25)");
+  app.add_option("--rows-per-chunk", a->rows_per_chunk,
+                 "Rows of one N×K working-set block (default 65536; 0 = a whole shard)");
+  app.add_option("--sub-chunks", a->sub_chunks, "Pieces each shard is streamed in (default 1)");
+  app.add_option("--dtype", a->dtype, "Data element type: f32 (default) or f64")
+      ->check(CLI::IsMember({"f32", "f64"}));
+  app.add_option("--precision", a->precision, "Compute precision of the working set (default float32)");
+  app.add_flag("--shard-components", a->shard_components, "Also plan the component axis (ModelShards)");
+  app.add_option("--min-components-per-shard", a->min_components_per_shard,
+                 "With --shard-components (default 1)");
+  app.add_flag("--json", a->json, "Print JSON instead of a table");
+  return [a] {
+    if (!a->data.path.empty()) {
+      if (a->rows) throw UsageError("give either --rows N or --data FILE, not both");
+      // Only the header (npy), size (raw) or a line count (CSV) is read, never the values.
+      const DataInfo info = probe_data(a->data.path, a->data.read_options());
+      a->rows = info.rows;
+      a->dtype = info.dtype == DType::f64 ? "f64" : "f32";
+      if (a->model_file.empty() && a->dims == 1) a->dims = info.cols;
+    }
+    if (!a->rows) throw UsageError("--rows N or --data FILE is required (the number of data rows)");
+    const plan::ModelSummary model = model_from_args(*a);
+    const plan::Resources resources = plan::Resources::load(a->resources_file);
+    plan::PlanOptions options;
+    options.rows = *a->rows;
+    options.model = model;
+    options.data_dtype_bytes = a->dtype == "f64" ? 8 : 4;
+    options.precision = a->precision;
+    options.num_chunks = a->num_chunks;
+    options.sub_chunks = a->sub_chunks;
+    options.rows_per_chunk = a->rows_per_chunk;
+    options.safety_factor = a->safety_factor;
+    const plan::Placement placement = plan::plan(resources, options);
+    std::vector<plan::ModelShard> shards;
+    if (a->shard_components) {
+      shards = plan::model_sharding_plan(model, resources,
+                                         {.min_components_per_shard = a->min_components_per_shard});
+    }
+    if (a->json) {
+      Json out = {{"placement", Json::parse(placement.to_json())}};
+      if (a->shard_components) {
+        out["model_shards"] = Json::array();
+        for (const plan::ModelShard& s : shards) out["model_shards"].push_back(Json::parse(s.to_json()));
+      }
+      std::cout << out.dump(2) << "\n";
+    } else {
+      print_table(placement, a->shard_components ? &shards : nullptr);
+    }
+    return 0;
+  };
+}
+
+}  // namespace
+MIXLE_REGISTER_COMMAND("plan", "Show how rows and components map onto devices", setup_plan, 45);
+}  // namespace mixle::host

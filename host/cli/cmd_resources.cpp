@@ -1,0 +1,89 @@
+// `mixle resources`: describe the devices a run can use, as Resources JSON (docs/planning.md).
+#include "host/cli/command.hpp"
+
+#include "host/resources_discovery.hpp"
+#include "plan/json_fields.hpp"
+
+#include <mixle/error.hpp>
+#include <mixle/plan/resources.hpp>
+
+#include <iostream>
+
+namespace mixle::host {
+namespace {
+
+struct ResourcesArgs {
+  bool discover = false;
+  bool from_torchrun = false;
+  bool from_mpi = false;
+  bool from_slurm = false;
+  std::string from_dask;
+  std::string from_spark;
+  std::string out;
+  std::size_t cpu_workers = 1;
+  bool no_cuda = false;
+  std::string precision;
+};
+
+plan::Resources build(const ResourcesArgs& a) {
+  std::optional<std::string> precision;
+  if (!a.precision.empty()) precision = a.precision;
+  if (a.from_torchrun) {
+    return plan::Resources::from_torchrun(process_environment(), launch_options_for_this_node(precision));
+  }
+  if (a.from_slurm) {
+    return plan::Resources::from_slurm(process_environment(), launch_options_for_this_node(precision));
+  }
+  if (a.from_mpi) {
+    // Every rank shares the node's memory; the total is split over the ranks.
+    return plan::Resources::from_mpi(process_environment(),
+                                     {.memory_bytes = usable_memory_bytes(), .precision = precision});
+  }
+  if (!a.from_dask.empty()) {
+    return plan::Resources::from_dask(plan::detail::read_text(a.from_dask), precision);
+  }
+  if (!a.from_spark.empty()) {
+    return plan::Resources::from_spark(plan::detail::read_text(a.from_spark), precision);
+  }
+  return plan::Resources::discover(
+      {.cpu_workers = a.cpu_workers, .include_cuda = !a.no_cuda, .precision = precision});
+}
+
+std::function<int()> setup_resources(CLI::App& app) {
+  auto args = std::make_shared<ResourcesArgs>();
+  auto* source = app.add_option_group("source", "Where the devices come from (default: --discover)");
+  source->add_flag("--discover", args->discover,
+                   "This machine: CPU slots from the affinity mask and cgroup memory, plus GPUs");
+  source->add_flag("--from-torchrun", args->from_torchrun,
+                   "The whole torchrun world (WORLD_SIZE, LOCAL_WORLD_SIZE, RANK, …)");
+  source->add_flag("--from-mpi", args->from_mpi,
+                   "MPI ranks (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE, MPI_LOCALNRANKS)");
+  source->add_flag("--from-slurm", args->from_slurm,
+                   "The whole srun world (SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID)");
+  source->add_option("--from-dask", args->from_dask,
+                     "A Dask client.scheduler_info() JSON file")->check(CLI::ExistingFile);
+  source->add_option("--from-spark", args->from_spark,
+                     "A JSON file {\"defaultParallelism\": P, \"executorMemory\": \"4g\"}")
+      ->check(CLI::ExistingFile);
+  source->require_option(0, 1);
+  app.add_option("--out", args->out, "Write the JSON here (atomically) instead of stdout");
+  app.add_option("--cpu-workers", args->cpu_workers, "CPU slots for --discover (default 1)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-cuda", args->no_cuda, "--discover: leave GPUs out");
+  app.add_option("--precision", args->precision, "Pin a compute precision (float32, float64, …)");
+  return [args] {
+    const plan::Resources resources = build(*args);
+    if (args->out.empty()) {
+      std::cout << resources.to_json(2) << "\n";
+    } else {
+      resources.save(args->out);
+      std::cerr << "mixle: wrote " << resources.size() << " device(s) to " << args->out << "\n";
+    }
+    return 0;
+  };
+}
+
+}  // namespace
+MIXLE_REGISTER_COMMAND("resources", "Describe the devices a run can use (Resources JSON)",
+                       setup_resources, 40);
+}  // namespace mixle::host

@@ -1,0 +1,200 @@
+// Launch-environment detection and communicator creation (host/launch_env.hpp).
+#include "host/launch_env.hpp"
+
+#include "comms/store.hpp"
+
+#include <mixle/error.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+
+namespace mixle::host {
+namespace {
+
+std::optional<int> get_int(const EnvLookup& env, const std::string& name) {
+  auto v = env(name);
+  if (!v || v->empty()) return std::nullopt;
+  // SLURM_TASKS_PER_NODE looks like "2(x3),1": the leading count is this layout's first node.
+  std::size_t used = 0;
+  try {
+    long long x = std::stoll(*v, &used);
+    if (x < INT32_MIN || x > INT32_MAX) throw std::out_of_range(name);
+    if (used != v->size() && name != "SLURM_TASKS_PER_NODE") throw std::invalid_argument(name);
+    return static_cast<int>(x);
+  } catch (const std::exception&) {
+    throw InvalidInput("environment variable " + name + "='" + *v + "' is not an integer");
+  }
+}
+
+int require_int(const EnvLookup& env, const std::string& name, int fallback) {
+  return get_int(env, name).value_or(fallback);
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+void validate(const LaunchEnv& e) {
+  auto bad = [&](const std::string& what) {
+    throw InvalidInput("launch environment (" + std::string(to_string(e.launcher)) + "): " + what);
+  };
+  if (e.world_size < 1) bad("world size " + std::to_string(e.world_size) + " must be ≥ 1");
+  if (e.rank < 0 || e.rank >= e.world_size)
+    bad("rank " + std::to_string(e.rank) + " is not in [0, " + std::to_string(e.world_size) + ")");
+  if (e.local_world_size < 1 || e.local_rank < 0 || e.local_rank >= e.local_world_size)
+    bad("local rank " + std::to_string(e.local_rank) + " is not in [0, " +
+        std::to_string(e.local_world_size) + ")");
+  if (e.master_port < 0 || e.master_port > 65535 || e.store_port < 0 || e.store_port > 65535)
+    bad("port " + std::to_string(e.master_port) + "/" + std::to_string(e.store_port) +
+        " is not in [0, 65535]");
+}
+
+}  // namespace
+
+std::string_view to_string(Launcher launcher) noexcept {
+  switch (launcher) {
+    case Launcher::torchrun: return "torchrun";
+    case Launcher::mpi: return "mpi";
+    case Launcher::slurm: return "slurm";
+    case Launcher::single: return "single";
+  }
+  return "?";
+}
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+LaunchEnv detect_launch_env(const EnvLookup& env) {
+  LaunchEnv e;
+  if (env("RANK") && env("WORLD_SIZE")) {
+    e.launcher = Launcher::torchrun;  // also `mixle launch`, which sets the same variables
+    e.rank = require_int(env, "RANK", 0);
+    e.world_size = require_int(env, "WORLD_SIZE", 1);
+    e.local_rank = require_int(env, "LOCAL_RANK", 0);
+    e.local_world_size = require_int(env, "LOCAL_WORLD_SIZE", 1);
+    e.node_rank = require_int(env, "GROUP_RANK", 0);
+  } else if (env("OMPI_COMM_WORLD_RANK") && env("OMPI_COMM_WORLD_SIZE")) {
+    e.launcher = Launcher::mpi;
+    e.rank = require_int(env, "OMPI_COMM_WORLD_RANK", 0);
+    e.world_size = require_int(env, "OMPI_COMM_WORLD_SIZE", 1);
+    e.local_rank = require_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0);
+    e.local_world_size = require_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1);
+  } else if (env("PMIX_RANK") && (env("SLURM_NTASKS") || env("OMPI_UNIVERSE_SIZE"))) {
+    e.launcher = Launcher::mpi;  // srun --mpi=pmix, or another PMIx launcher
+    e.rank = require_int(env, "PMIX_RANK", 0);
+    e.world_size = get_int(env, "SLURM_NTASKS").value_or(require_int(env, "OMPI_UNIVERSE_SIZE", 1));
+    e.local_rank = require_int(env, "SLURM_LOCALID", 0);
+    e.local_world_size = require_int(env, "SLURM_TASKS_PER_NODE", 1);
+    e.node_rank = require_int(env, "SLURM_NODEID", 0);
+  } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
+    e.launcher = Launcher::slurm;
+    e.rank = require_int(env, "SLURM_PROCID", 0);
+    e.world_size = require_int(env, "SLURM_NTASKS", 1);
+    e.local_rank = require_int(env, "SLURM_LOCALID", 0);
+    e.local_world_size = require_int(env, "SLURM_TASKS_PER_NODE", 1);
+    e.node_rank = require_int(env, "SLURM_NODEID", 0);
+  }
+  e.master_addr = env("MASTER_ADDR").value_or("");
+  e.master_port = require_int(env, "MASTER_PORT", 0);
+  e.agent_store = env("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
+  // The torchrun agent owns MASTER_PORT when it hosts its own store; ours moves one port up.
+  e.store_port = get_int(env, "MIXLE_STORE_PORT")
+                     .value_or(e.master_port > 0 ? e.master_port + (e.agent_store ? 1 : 0) : 0);
+  e.restart_count = require_int(env, "TORCHELASTIC_RESTART_COUNT", 0);
+  if (auto t = env("MIXLE_RUN_TOKEN"); t && !t->empty()) e.run_token = *t;
+  else if (auto r = env("TORCHELASTIC_RUN_ID"); r && !r->empty()) e.run_token = *r;
+  else if (auto j = env("SLURM_JOB_ID")) e.run_token = "slurm-" + *j + "." + env("SLURM_STEP_ID").value_or("0");
+  else e.run_token = "none";
+  e.error_file = env("TORCHELASTIC_ERROR_FILE").value_or("");
+  validate(e);
+  return e;
+}
+
+comms::CommKind resolve_comm(std::string_view requested, const LaunchEnv& env, bool want_device) {
+  using comms::CommKind;
+  if (requested == "auto") {
+    if (env.world_size == 1) return CommKind::single;
+    if (env.launcher == Launcher::mpi) {
+      if (comms::is_compiled(CommKind::mpi)) return CommKind::mpi;
+      if (!env.master_addr.empty() && comms::is_compiled(CommKind::gloo)) return CommKind::gloo;
+      throw NotCompiled("mpi");
+    }
+    if (want_device && comms::is_compiled(CommKind::nccl)) return CommKind::nccl;
+    if (comms::is_compiled(CommKind::gloo)) return CommKind::gloo;
+    throw NotCompiled("gloo");
+  }
+  CommKind kind = comms::parse_comm_kind(requested);
+  if (!comms::is_compiled(kind)) throw NotCompiled(std::string(requested));
+  if (kind == CommKind::single && env.world_size != 1)
+    throw UsageError("--comm single needs world size 1, but the " + std::string(to_string(env.launcher)) +
+                     " launch has " + std::to_string(env.world_size) + " ranks");
+  if (kind == CommKind::mpi && (env.launcher == Launcher::torchrun || env.launcher == Launcher::slurm) &&
+      env.world_size > 1)
+    throw UsageError("--comm mpi needs a job started by mpirun or srun --mpi=pmix; under " +
+                     std::string(to_string(env.launcher)) +
+                     " every worker would be its own MPI world (use gloo or nccl)");
+  return kind;
+}
+
+std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, comms::CommKind kind,
+                                                           std::chrono::milliseconds timeout) {
+  comms::CommOptions o;
+  o.rank = env.rank;
+  o.size = env.world_size;
+  o.timeout = timeout;
+  o.cuda_device = env.local_rank;
+  if (kind == comms::CommKind::gloo || kind == comms::CommKind::nccl) {
+    if (env.master_addr.empty() || env.store_port <= 0)
+      throw InvalidInput("the " + std::string(comms::to_string(kind)) +
+                         " communicator needs MASTER_ADDR and MASTER_PORT (rank 0's host and the "
+                         "rendezvous port); set them, or launch with torchrun or `mixle launch`");
+    if (env.is_rank0())
+      o.store_server = std::make_shared<comms::StoreServer>(is_loopback(env.master_addr) ? env.master_addr : "*",
+                                                            env.store_port, env.run_token);
+    o.store = std::make_shared<comms::StoreClient>(env.master_addr, env.store_port, env.run_token,
+                                                   env.rank, timeout, timeout);
+    // Restarts of the same run get fresh keys, so nothing from the failed attempt is read back.
+    o.store_prefix = "mixle/" + env.run_token + "/" + std::to_string(env.restart_count) + "/";
+    // NCCL's bootstrap otherwise picks the first non-loopback interface (eth0), which a
+    // loopback-only rendezvous cannot reach; an explicit NCCL_SOCKET_IFNAME is kept.
+    if (kind == comms::CommKind::nccl && is_loopback(env.master_addr)) ::setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+    if (auto h = process_env()("MIXLE_GLOO_HOSTNAME"); h && !h->empty()) {
+      o.gloo_hostname = *h;
+    } else if (!is_loopback(env.master_addr)) {
+      char name[256] = {};
+      ::gethostname(name, sizeof name - 1);
+      o.gloo_hostname = name;
+    }
+  }
+  return comms::make_communicator(kind, std::move(o));
+}
+
+bool write_error_file(const LaunchEnv& env, std::string_view message) {
+  if (env.error_file.empty()) return false;
+  try {
+    // The shape torch.distributed.elastic's error handler writes; torchrun prints message and
+    // py_callstack in its failure summary.
+    nlohmann::json j = {{"message",
+                         {{"message", std::string("MixleError: ") + std::string(message)},
+                          {"extraInfo",
+                           {{"py_callstack", "(C++ engine, no Python stack)"},
+                            {"timestamp", std::to_string(static_cast<long long>(std::time(nullptr)))}}}}}};
+    std::ofstream out(env.error_file, std::ios::trunc);
+    out << j.dump() << "\n";
+    return static_cast<bool>(out);
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace mixle::host

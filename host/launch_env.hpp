@@ -1,0 +1,70 @@
+// The launch environment: which launcher started this process (torchrun, mpirun/srun with PMIx,
+// SLURM, or none), this process's place in the job, and creating the Communicator from it.
+//
+// Detection order: torchrun variables (RANK + WORLD_SIZE + MASTER_ADDR/MASTER_PORT, also set by
+// `mixle launch`) → OpenMPI/PMIx (OMPI_COMM_WORLD_*, PMIX_RANK) → SLURM (SLURM_PROCID, SLURM_NTASKS)
+// → single process. See docs/distributed.md.
+#pragma once
+
+#include "comms/communicator.hpp"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace mixle::host {
+
+enum class Launcher { torchrun, mpi, slurm, single };
+std::string_view to_string(Launcher launcher) noexcept;
+
+/// Reads one environment variable; nullopt when unset. Tests pass their own.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+/// The process environment (getenv).
+EnvLookup process_env();
+
+/// This process's place in the job, as the launcher described it.
+struct LaunchEnv {
+  Launcher launcher = Launcher::single;
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;        ///< index on this node; picks the CUDA device
+  int local_world_size = 1;  ///< processes on this node
+  int node_rank = 0;         ///< GROUP_RANK / SLURM_NODEID / OMPI node rank
+  std::string master_addr;   ///< rank 0's host (empty under mpirun without MASTER_ADDR)
+  int master_port = 0;
+  /// Port of the rendezvous store: MASTER_PORT, or MASTER_PORT+1 when the torchrun agent owns
+  /// MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE=True); MIXLE_STORE_PORT overrides both.
+  int store_port = 0;
+  bool agent_store = false;  ///< TORCHELASTIC_USE_AGENT_STORE=True
+  int restart_count = 0;     ///< TORCHELASTIC_RESTART_COUNT
+  std::string run_token;     ///< MIXLE_RUN_TOKEN, else TORCHELASTIC_RUN_ID, else SLURM job.step
+  std::string error_file;    ///< TORCHELASTIC_ERROR_FILE (empty when unset)
+
+  bool is_rank0() const noexcept { return rank == 0; }
+};
+
+/// Detects the launcher and reads its variables. Throws InvalidInput naming the variable when one
+/// is malformed (not an integer, rank ≥ world size, …).
+LaunchEnv detect_launch_env(const EnvLookup& env = process_env());
+
+/// Resolves `--comm auto|single|gloo|mpi|nccl`. auto: world size 1 → single; torchrun/SLURM →
+/// nccl when `want_device` and NCCL is built, else gloo; mpirun → mpi (gloo when MPI is not built
+/// and MASTER_ADDR is set). An explicit choice must be compiled (NotCompiled) and fit the launcher
+/// (mpi under torchrun is refused: each worker would be its own MPI world).
+comms::CommKind resolve_comm(std::string_view requested, const LaunchEnv& env, bool want_device);
+
+/// Creates the communicator for this process: rank 0 hosts the rendezvous store when the backend
+/// needs one (gloo, nccl), every rank connects to it with the run token, and the group forms within
+/// `timeout` — which also becomes the deadline of every later collective.
+std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, comms::CommKind kind,
+                                                           std::chrono::milliseconds timeout);
+
+/// Writes TORCHELASTIC_ERROR_FILE (when env.error_file is set) in the JSON shape torchelastic's
+/// error handler writes, so torchrun's failure summary shows `message`. Never throws; returns
+/// whether a file was written.
+bool write_error_file(const LaunchEnv& env, std::string_view message);
+
+}  // namespace mixle::host

@@ -1,0 +1,50 @@
+// Reading the machine for Resources::discover: CPUs in the affinity mask, memory from the cgroup
+// limit or /proc/meminfo, CUDA devices through the runtime (CUDA builds only), and the process
+// environment for the launcher constructors. The parsers are separate so tests can feed text.
+#pragma once
+
+#include <mixle/plan/resources.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mixle::host {
+
+/// CPUs this process may run on (sched_getaffinity), at least 1.
+std::size_t affinity_cpu_count();
+
+/// MemTotal of a /proc/meminfo text, in bytes; nullopt when absent.
+std::optional<std::uint64_t> parse_meminfo_total(std::string_view meminfo);
+/// A cgroup memory limit file's content (v2 memory.max: "max" or bytes; v1
+/// memory.limit_in_bytes: bytes, where values ≥ 2^60 mean unlimited); nullopt when unlimited or
+/// unreadable.
+std::optional<std::uint64_t> parse_cgroup_memory_limit(std::string_view text);
+/// The cgroup v2 path of this process from a /proc/self/cgroup text ("0::/path"), if any.
+std::optional<std::string> parse_cgroup_v2_path(std::string_view proc_self_cgroup);
+
+/// min(cgroup limit, MemTotal) for this process, or nullopt when neither can be read.
+std::optional<std::uint64_t> usable_memory_bytes();
+
+/// One visible CUDA device.
+struct CudaDeviceInfo {
+  std::string product;        ///< e.g. "NVIDIA H200"
+  std::uint64_t memory_bytes = 0;
+  std::int64_t multiprocessors = 0;
+};
+/// The visible CUDA devices; empty without a driver/device (cudaErrorNoDevice,
+/// cudaErrorInsufficientDriver) or in a build without CUDA. Other CUDA errors → DeviceError.
+std::vector<CudaDeviceInfo> cuda_devices();
+
+/// Default throughput weight of a GPU relative to one CPU slot (reference: 10).
+inline constexpr double kDefaultGpuThroughput = 10.0;
+
+/// The process environment as a plan::Environment.
+plan::Environment process_environment();
+
+/// LaunchOptions for from_torchrun/from_slurm with this node's visible GPUs filled in.
+plan::LaunchOptions launch_options_for_this_node(std::optional<std::string> precision = {});
+
+}  // namespace mixle::host

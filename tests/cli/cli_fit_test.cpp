@@ -1,0 +1,212 @@
+// The CLI's fit/score/generate contract: bad input exits 1 with a message naming the problem
+// and writes no output; usage errors exit 2; same seed ⇒ byte-identical model files; and a
+// generate → fit → score round trip.
+#include "common/bad_files.hpp"
+
+#include <mixle/data.hpp>
+#include <mixle/model.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace mixle {
+namespace {
+
+using test::TempDir;
+
+struct CliRun {
+  int code = -1;
+  std::string err;
+};
+
+CliRun run_cli(const TempDir& dir, const std::string& args) {
+  const std::string err = dir.file("stderr.txt");
+  const std::string cmd = std::string(MIXLE_CLI_PATH) + " " + args + " >/dev/null 2>" + err;
+  const int status = std::system(cmd.c_str());
+  CliRun r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = test::read_text(err);
+  std::transform(r.err.begin(), r.err.end(), r.err.begin(), [](unsigned char c) { return std::tolower(c); });
+  return r;
+}
+
+/// Runs `mixle fit <args> --out OUT` and expects exit 1, every word in the message and no OUT.
+void expect_fit_error(const TempDir& dir, const std::string& args, const std::vector<std::string>& words) {
+  const std::string out = dir.file("out.json");
+  std::filesystem::remove(out);
+  const CliRun r = run_cli(dir, "fit " + args + " --out " + out);
+  EXPECT_EQ(r.code, 1) << args << "\n" << r.err;
+  for (const auto& w : words) EXPECT_NE(r.err.find(w), std::string::npos) << args << ": \"" << r.err << "\" lacks " << w;
+  EXPECT_FALSE(std::filesystem::exists(out)) << args << ": wrote " << out;
+  // No stray temporary files either.
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename().string().find("out.json"), std::string::npos) << e.path();
+}
+
+TEST(CliBadInput, NpyFiles) {
+  TempDir dir("cli-npy");
+  const auto good = test::gaussian_values(10);
+  test::write_bytes(dir.file("trunc.npy"), test::npy_bytes(good, 10, 2, "<f8", false, 12));
+  test::write_bytes(dir.file("be.npy"), test::npy_bytes(good, 10, 2, ">f8"));
+  test::write_bytes(dir.file("fortran.npy"), test::npy_bytes(good, 10, 2, "<f8", true));
+  test::write_bytes(dir.file("header.npy"), test::npy_bytes(good, 10, 2).substr(0, 40));
+  expect_fit_error(dir, "--data " + dir.file("trunc.npy") + " -k 2", {"trunc.npy"});
+  expect_fit_error(dir, "--data " + dir.file("header.npy") + " -k 2", {"header.npy"});
+  expect_fit_error(dir, "--data " + dir.file("be.npy") + " -k 2", {"be.npy", "endian"});
+  expect_fit_error(dir, "--data " + dir.file("fortran.npy") + " -k 2", {"fortran"});
+}
+
+TEST(CliBadInput, CsvNonNumber) {
+  TempDir dir("cli-csv");
+  test::write_bytes(dir.file("bad.csv"), "x,y\n1,2\n3,4\n5,abc\n");
+  expect_fit_error(dir, "--data " + dir.file("bad.csv") + " -k 2", {"bad.csv:4", "column 2", "abc"});
+}
+
+TEST(CliBadInput, ValuesBreakingFamilyRules) {
+  TempDir dir("cli-values");
+  test::write_bytes(dir.file("nan.csv"), "1,2\n3,nan\n5,6\n7,8\n");
+  expect_fit_error(dir, "--data " + dir.file("nan.csv") + " -k 2", {"nan.csv", "column 1", "nan"});
+  expect_fit_error(dir, "--data " + dir.file("nan.csv") + " -k 2 --family gaussian_full", {"column 1"});
+  test::write_bytes(dir.file("code.csv"), "0\n1\n2.5\n1\n");
+  expect_fit_error(dir, "--data " + dir.file("code.csv") + " -k 2 --family categorical", {"2.5", "categorical"});
+  test::write_bytes(dir.file("big.csv"), "0\n1\n3\n1\n");
+  expect_fit_error(dir, "--data " + dir.file("big.csv") + " -k 2 --layout categorical:0-1:3", {"row 2", "categorical"});
+  test::write_bytes(dir.file("neg.csv"), "0\n1\n-2\n1\n");
+  expect_fit_error(dir, "--data " + dir.file("neg.csv") + " -k 2 --family poisson", {"-2", "poisson"});
+}
+
+TEST(CliBadInput, InitModelFiles) {
+  TempDir dir("cli-model");
+  const auto good = test::gaussian_values(20);
+  test::write_bytes(dir.file("data.npy"), test::npy_bytes(good, 20, 2));
+  test::write_bytes(dir.file("weights.json"), test::diag_model_json("[0.5, 0.6]"));
+  test::write_bytes(dir.file("cov.json"), test::full_model_json("[[1, 2], [2, 1]]"));
+  expect_fit_error(dir, "--data " + dir.file("data.npy") + " --init " + dir.file("weights.json"),
+                   {"weights.json", "weights", "sum"});
+  expect_fit_error(dir, "--data " + dir.file("data.npy") + " --init " + dir.file("cov.json"),
+                   {"cov.json", "positive definite"});
+  // A good model file fits (so the failures above are the files' fault).
+  test::write_bytes(dir.file("good.json"), test::diag_model_json());
+  const CliRun ok = run_cli(dir, "fit --data " + dir.file("data.npy") + " --init " + dir.file("good.json") +
+                                     " --out " + dir.file("fitted.json"));
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("fitted.json")));
+}
+
+TEST(CliBadInput, ComponentCounts) {
+  TempDir dir("cli-k");
+  test::write_bytes(dir.file("data.npy"), test::npy_bytes(test::gaussian_values(5), 5, 2));
+  expect_fit_error(dir, "--data " + dir.file("data.npy") + " -k 6", {"6", "rows"});
+  expect_fit_error(dir, "--data " + dir.file("data.npy") + " --components 0", {"components"});
+  // A negative K is named as such, not reported as a missing --components.
+  expect_fit_error(dir, "--data " + dir.file("data.npy") + " --components -3", {"-3", "k ≥ 1"});
+}
+
+TEST(CliBadInput, UsageErrorsExit2) {
+  TempDir dir("cli-usage");
+  test::write_bytes(dir.file("data.npy"), test::npy_bytes(test::gaussian_values(5), 5, 2));
+  EXPECT_EQ(run_cli(dir, "fit -k 2 --out " + dir.file("o.json")).code, 2);          // missing --data
+  EXPECT_EQ(run_cli(dir, "fit --data " + dir.file("data.npy") + " --out " + dir.file("o.json")).code, 2);  // no K
+  EXPECT_EQ(run_cli(dir, "fit --data " + dir.file("data.npy") + " -k two").code, 2);
+  EXPECT_EQ(run_cli(dir, "score --data " + dir.file("data.npy")).code, 2);          // missing --model/--out
+  EXPECT_FALSE(std::filesystem::exists(dir.file("o.json")));
+}
+
+const char* kTruthJson = R"({"format": "mixle-model", "version": 1, "weights": [0.3, 0.3, 0.4],
+  "parts": [{"family": "gaussian_diag", "columns": [0, 2],
+             "mean": [[0, 0], [8, 0], [0, 8]], "var": [[1, 1], [1, 2], [2, 1]]},
+            {"family": "poisson", "columns": [2, 3], "rate": [[1], [5], [12]]}]})";
+
+TEST(CliDeterminism, FitOutFilesByteIdentical) {
+  TempDir dir("cli-det");
+  test::write_bytes(dir.file("truth.json"), kTruthJson);
+  ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 21000 --seed 3 -o " + dir.file("data.npy")).code, 0);
+  const std::string fit = "fit --data " + dir.file("data.npy") +
+                          " --layout gaussian_diag:0-2,poisson:2-3 -k 3 --seed 9 --max-iter 10 --tol 0 -q";
+  ASSERT_EQ(run_cli(dir, fit + " --threads 2 --out " + dir.file("a.json")).code, 0);
+  ASSERT_EQ(run_cli(dir, fit + " --threads 2 --out " + dir.file("b.json")).code, 0);
+  ASSERT_EQ(run_cli(dir, fit + " --threads 1 --out " + dir.file("c.json")).code, 0);
+  const std::string a = test::read_text(dir.file("a.json"));
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, test::read_text(dir.file("b.json")));
+  EXPECT_EQ(a, test::read_text(dir.file("c.json")));
+}
+
+TEST(CliRoundTrip, GenerateFitScore) {
+  TempDir dir("cli-roundtrip");
+  test::write_bytes(dir.file("truth.json"), kTruthJson);
+  const std::size_t N = 3000, K = 3;
+  ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 3000 --seed 1 -o " + dir.file("data.npy") +
+                             " --labels " + dir.file("labels.csv")).code, 0);
+  const Dataset data = read_data(dir.file("data.npy"));
+  ASSERT_EQ(data.rows(), N);
+  ASSERT_EQ(data.cols(), 3u);
+  const CliRun f = run_cli(dir, "fit --data " + dir.file("data.npy") + " --layout gaussian_diag:0-2,poisson:2-3 -k 3 --seed 2 --out " +
+                                    dir.file("model.json"));
+  ASSERT_EQ(f.code, 0) << f.err;
+  const Model model = load_model(dir.file("model.json"));
+  EXPECT_EQ(model.components(), K);
+
+  ASSERT_EQ(run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") + " -o " + dir.file("ll.npy")).code, 0);
+  const Dataset ll = read_data(dir.file("ll.npy"));
+  EXPECT_EQ(ll.rows(), N);
+  EXPECT_EQ(ll.cols(), 1u);
+  for (std::size_t r = 0; r < N; ++r) EXPECT_TRUE(std::isfinite(ll.at(r, 0)) && ll.at(r, 0) < 0.0);
+
+  ASSERT_EQ(run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") +
+                             " --what resp -o " + dir.file("resp.npy")).code, 0);
+  const Dataset resp = read_data(dir.file("resp.npy"));
+  EXPECT_EQ(resp.rows(), N);
+  EXPECT_EQ(resp.cols(), K);
+  constexpr double kSumTol = 1e-12;  // fp64 normalisation of 3 terms
+  for (std::size_t r = 0; r < N; ++r) EXPECT_NEAR(resp.at(r, 0) + resp.at(r, 1) + resp.at(r, 2), 1.0, kSumTol);
+
+  ASSERT_EQ(run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") +
+                             " --what labels -o " + dir.file("pred.csv")).code, 0);
+  const std::string text = test::read_text(dir.file("pred.csv"));
+  const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+  EXPECT_TRUE(lines == N || lines == N + 1) << lines;  // with or without a header line
+  // Well separated: predicted labels agree with the generating labels up to a permutation.
+  const Dataset pred = read_data(dir.file("pred.csv"));
+  const Dataset truth = read_data(dir.file("labels.csv"));
+  ASSERT_EQ(pred.rows(), N);
+  ASSERT_EQ(truth.rows(), N);
+  std::vector<std::size_t> confusion(K * K, 0);
+  for (std::size_t r = 0; r < N; ++r) {
+    const double t = truth.at(r, 0), p = pred.at(r, 0);
+    ASSERT_TRUE(t >= 0 && t < K && p >= 0 && p < K) << "row " << r;
+    ++confusion[static_cast<std::size_t>(t) * K + static_cast<std::size_t>(p)];
+  }
+  std::vector<std::size_t> perm = {0, 1, 2};
+  std::size_t best = 0;
+  do {
+    std::size_t agree = 0;
+    for (std::size_t k = 0; k < K; ++k) agree += confusion[k * K + perm[k]];
+    best = std::max(best, agree);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  // Means 8 apart with standard deviations ≤ √2, plus distinct Poisson rates: the Bayes error
+  // is well under 0.5%; allow 2% of rows.
+  constexpr double kMinAgreement = 0.98;
+  EXPECT_GE(static_cast<double>(best) / static_cast<double>(N), kMinAgreement);
+}
+
+TEST(CliBadInput, ScoreAndGenerateWriteNothingOnError) {
+  TempDir dir("cli-score-bad");
+  test::write_bytes(dir.file("weights.json"), test::diag_model_json("[0.5, 0.6]"));
+  test::write_bytes(dir.file("data.npy"), test::npy_bytes(test::gaussian_values(5), 5, 2));
+  const CliRun s = run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("weights.json") + " -o " + dir.file("s.npy"));
+  EXPECT_EQ(s.code, 1);
+  EXPECT_NE(s.err.find("weights"), std::string::npos) << s.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("s.npy")));
+  const CliRun g = run_cli(dir, "generate -m " + dir.file("weights.json") + " -n 5 -o " + dir.file("g.npy"));
+  EXPECT_EQ(g.code, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("g.npy")));
+}
+
+}  // namespace
+}  // namespace mixle

@@ -1,0 +1,166 @@
+// In-process tests of the Communicator: argument checks at the door, the factory, the single
+// backend, and Gloo with several ranks as threads of one process (fast; the real-process tests
+// are in comm_process_test.cpp).
+#include "comms/communicator.hpp"
+#include "comms/store.hpp"
+
+#include <mixle/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <thread>
+
+namespace mixle::comms {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::unique_ptr<Communicator> make_single() {
+  CommOptions o;
+  o.timeout = 1s;
+  return make_communicator(CommKind::single, o);
+}
+
+TEST(CommFactory, ParsesKindsAndRejectsOthers) {
+  EXPECT_EQ(parse_comm_kind("gloo"), CommKind::gloo);
+  EXPECT_EQ(parse_comm_kind("nccl"), CommKind::nccl);
+  EXPECT_EQ(to_string(CommKind::mpi), "mpi");
+  EXPECT_THROW(parse_comm_kind("tcp"), UsageError);
+  EXPECT_TRUE(is_compiled(CommKind::single));
+}
+
+TEST(CommFactory, ValidatesRankSizeAndTimeout) {
+  CommOptions o;
+  o.rank = 2;
+  o.size = 2;
+  EXPECT_THROW(make_communicator(CommKind::single, o), InvalidInput);
+  o.rank = 0;
+  EXPECT_THROW(make_communicator(CommKind::single, o), InvalidInput);  // single needs size 1
+  o.size = 1;
+  o.timeout = 0ms;
+  EXPECT_THROW(make_communicator(CommKind::single, o), InvalidInput);
+}
+
+TEST(CommFactory, UnbuiltBackendsSayNotCompiled) {
+  CommOptions o;
+  if (!is_compiled(CommKind::nccl)) {
+    try {
+      make_communicator(CommKind::nccl, o);
+      FAIL() << "nccl communicator created in a build without NCCL";
+    } catch (const NotCompiled& e) {
+      EXPECT_EQ(e.feature(), "nccl");
+    }
+  }
+  if (!is_compiled(CommKind::gloo)) EXPECT_THROW(make_communicator(CommKind::gloo, o), NotCompiled);
+  if (is_compiled(CommKind::gloo)) EXPECT_THROW(make_communicator(CommKind::gloo, o), InvalidInput);  // no store
+}
+
+TEST(CommSingle, CollectivesLeaveDataAndCopyGathers) {
+  auto c = make_single();
+  EXPECT_EQ(c->rank(), 0);
+  EXPECT_EQ(c->size(), 1);
+  EXPECT_EQ(c->backend(), "single");
+  std::vector<double> x{1.5, -2.0, 3.25};
+  c->all_reduce_sum(std::span<double>(x));
+  c->all_reduce_max(std::span<double>(x));
+  EXPECT_EQ(x, (std::vector<double>{1.5, -2.0, 3.25}));
+  std::vector<float> f{7.0f};
+  c->all_reduce_sum(std::span<float>(f));
+  EXPECT_EQ(f[0], 7.0f);
+  c->broadcast(std::span<double>(x), 0);
+  std::vector<int> send{4, 5}, recv(2, 0);
+  c->all_gather(std::span<const int>(send), std::span<int>(recv));
+  EXPECT_EQ(recv, send);
+  c->barrier();
+  EXPECT_EQ(c->collective_bytes(), 3 * 8 * 3 + 4 + 8u);
+}
+
+TEST(CommSingle, BadArgumentsAreRejectedAtTheDoor) {
+  auto c = make_single();
+  std::vector<double> x(3);
+  EXPECT_THROW(c->broadcast(std::span<double>(x), 1), InvalidInput);
+  EXPECT_THROW(c->broadcast(std::span<double>(x), -1), InvalidInput);
+  std::vector<int> send(2), recv(3);
+  EXPECT_THROW(c->all_gather(std::span<const int>(send), std::span<int>(recv)), InvalidInput);
+  EXPECT_THROW(c->all_reduce_sum(std::span<double>(static_cast<double*>(nullptr), 4)), InvalidInput);
+}
+
+#if MIXLE_HAVE_GLOO
+// Runs `body(comm)` on `n` Gloo ranks, each a thread with its own store connection.
+template <class Body>
+void on_gloo_ranks(int n, Body body, std::chrono::milliseconds timeout = 10s) {
+  auto server = std::make_shared<StoreServer>("127.0.0.1", 0, "tok");
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        CommOptions o;
+        o.rank = r;
+        o.size = n;
+        o.timeout = timeout;
+        o.store = std::make_shared<StoreClient>("127.0.0.1", server->port(), "tok", r, 5s, timeout);
+        o.store_prefix = "inproc/";
+        auto comm = make_communicator(CommKind::gloo, std::move(o));
+        body(*comm);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
+TEST(GlooInProcess, SumMaxBroadcastGatherAcrossThreeRanks) {
+  on_gloo_ranks(3, [](Communicator& c) {
+    const int r = c.rank();
+    EXPECT_EQ(c.backend(), "gloo");
+    std::vector<double> x(100);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = double((r + 1) * int(i));
+    c.all_reduce_sum(std::span<double>(x));
+    for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(x[i], 6.0 * double(i));
+    std::vector<float> m{float(r), float(-r), 0.5f};
+    c.all_reduce_max(std::span<float>(m));
+    EXPECT_EQ(m, (std::vector<float>{2.0f, 0.0f, 0.5f}));
+    std::vector<std::int64_t> b(4, r == 2 ? 42 : 0);
+    c.broadcast(std::span<std::int64_t>(b), 2);
+    EXPECT_EQ(b, std::vector<std::int64_t>(4, 42));
+    std::vector<int> mine{r, 10 * r}, all(6);
+    c.all_gather(std::span<const int>(mine), std::span<int>(all));
+    EXPECT_EQ(all, (std::vector<int>{0, 0, 1, 10, 2, 20}));
+    c.barrier();
+  });
+}
+
+TEST(GlooInProcess, WorldSizeOneWorks) {
+  on_gloo_ranks(1, [](Communicator& c) {
+    std::vector<double> x{3.0};
+    c.all_reduce_sum(std::span<double>(x));
+    EXPECT_EQ(x[0], 3.0);
+  });
+}
+
+TEST(GlooInProcess, DeviceBuffersAreRefused) {
+  on_gloo_ranks(2, [](Communicator& c) {
+    std::vector<double> x(2);
+    EXPECT_THROW(c.all_reduce_sum(std::span<double>(x), MemorySpace::device), InvalidInput);
+    c.barrier();
+  });
+}
+
+TEST(GlooInProcess, MissingPeerTimesOutAtRendezvous) {
+  StoreServer server("127.0.0.1", 0, "tok");
+  CommOptions o;
+  o.rank = 0;
+  o.size = 2;  // rank 1 never comes
+  o.timeout = 500ms;
+  o.store = std::make_shared<StoreClient>("127.0.0.1", server.port(), "tok", 0, 2s, 500ms);
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(make_communicator(CommKind::gloo, std::move(o)), CommunicationError);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+#endif
+
+}  // namespace
+}  // namespace mixle::comms

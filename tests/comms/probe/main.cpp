@@ -1,0 +1,174 @@
+// mixle_comms_probe: a test-only program run as every rank of a real group (under `mixle launch`,
+// mpirun, or processes a test starts with torchrun variables). It forms the communicator from the
+// launch environment and checks collectives with exact-by-construction values (integers whose sums
+// and maxima are exact in float32/float64), so a wrong reduction cannot hide in a tolerance.
+//
+//   mixle_comms_probe [--comm auto|gloo|mpi|single] [--timeout-ms N]
+//                     [--scenario collectives|die|hang|raise] [--victim R]
+// Exit codes: 0 all checks passed; 1 a check failed; 3 a mixle error (e.g. CommunicationError).
+#include "comms/communicator.hpp"
+#include "host/launch_env.hpp"
+
+#include <mixle/error.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using mixle::comms::Communicator;
+
+int g_rank = -1;
+int g_failures = 0;
+
+void check(bool ok, const std::string& what) {
+  if (ok) return;
+  ++g_failures;
+  std::fprintf(stderr, "probe: rank %d: FAIL %s\n", g_rank, what.c_str());
+}
+
+std::uint64_t fnv1a(const void* data, std::size_t bytes) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * 1099511628211ull;
+  return h;
+}
+
+// Every rank must hold identical bytes: gather each rank's hash of `data` and compare.
+template <class T>
+void check_identical_everywhere(Communicator& comm, const std::vector<T>& data, const std::string& what) {
+  std::uint64_t mine = fnv1a(data.data(), data.size() * sizeof(T));
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(comm.size()));
+  comm.all_gather(std::span<const std::uint64_t>(&mine, 1), std::span<std::uint64_t>(all));
+  for (int r = 0; r < comm.size(); ++r)
+    check(all[static_cast<std::size_t>(r)] == mine, what + ": rank " + std::to_string(r) +
+                                                        " holds different bytes than rank " + std::to_string(comm.rank()));
+}
+
+void run_collectives(Communicator& comm) {
+  const int n = comm.size(), r = comm.rank();
+  const double ranks_sum = n * (n + 1) / 2.0;  // Σ (rank+1)
+
+  // float64 sum: (rank+1)·(i+1) sums to (i+1)·Σ(rank+1) exactly.
+  for (std::size_t count : {std::size_t{1}, std::size_t{1000}, std::size_t{1} << 20}) {
+    std::vector<double> x(count);
+    for (std::size_t i = 0; i < count; ++i) x[i] = (r + 1) * double(i % 100'000 + 1);
+    comm.all_reduce_sum(std::span<double>(x));
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < count; ++i) wrong += x[i] != double(i % 100'000 + 1) * ranks_sum;
+    check(wrong == 0, "all_reduce_sum<double> of " + std::to_string(count) + ": " + std::to_string(wrong) + " wrong");
+  }
+  // float32 sum: values below 2^24/n stay exact.
+  {
+    std::vector<float> x(4099);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = float((r + 1) * (i % 1000));
+    comm.all_reduce_sum(std::span<float>(x));
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) wrong += x[i] != float((i % 1000) * ranks_sum);
+    check(wrong == 0, "all_reduce_sum<float>: " + std::to_string(wrong) + " wrong");
+  }
+  // max: a per-rank pattern whose maximum each rank can compute itself.
+  auto pattern = [](int rank, std::size_t i) { return double((i * 7 + std::size_t(rank) * 13) % 101) - 50.0; };
+  {
+    std::vector<double> x(777);
+    std::vector<float> y(777);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = pattern(r, i), y[i] = float(-pattern(r, i));
+    comm.all_reduce_max(std::span<double>(x));
+    comm.all_reduce_max(std::span<float>(y));
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      double mx = -1e300, my = -1e300;
+      for (int q = 0; q < n; ++q) mx = std::max(mx, pattern(q, i)), my = std::max(my, -pattern(q, i));
+      wrong += (x[i] != mx) + (y[i] != float(my));
+    }
+    check(wrong == 0, "all_reduce_max: " + std::to_string(wrong) + " wrong");
+  }
+  // Order-sensitive sums (random doubles): the result must be the same bytes on every rank.
+  {
+    std::mt19937_64 gen(1234 + std::uint64_t(r));
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    std::vector<double> x(10'007);
+    for (auto& v : x) v = u(gen) * std::ldexp(1.0, int(gen() % 60) - 30);
+    comm.all_reduce_sum(std::span<double>(x));
+    check_identical_everywhere(comm, x, "all_reduce_sum of random doubles");
+  }
+  // broadcast from every root, bytes and typed.
+  for (int root = 0; root < n; ++root) {
+    std::vector<unsigned char> b(1001, 0);
+    if (r == root) for (std::size_t i = 0; i < b.size(); ++i) b[i] = (unsigned char)((root * 31 + i) % 251);
+    comm.broadcast_bytes(b.data(), b.size(), root);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < b.size(); ++i) wrong += b[i] != (unsigned char)((root * 31 + i) % 251);
+    check(wrong == 0, "broadcast_bytes from " + std::to_string(root));
+    std::vector<double> d(5, r == root ? root + 0.5 : -1.0);
+    comm.broadcast(std::span<double>(d), root);
+    check(d[4] == root + 0.5, "broadcast<double> from " + std::to_string(root));
+  }
+  // all_gather of 17 bytes per rank.
+  {
+    std::vector<unsigned char> mine(17), all(17 * std::size_t(n));
+    for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = (unsigned char)(r * 17 + i);
+    comm.all_gather_bytes(mine.data(), mine.size(), all.data());
+    std::size_t wrong = 0;
+    for (int q = 0; q < n; ++q)
+      for (std::size_t i = 0; i < 17; ++i) wrong += all[std::size_t(q) * 17 + i] != (unsigned char)(q * 17 + i);
+    check(wrong == 0, "all_gather: " + std::to_string(wrong) + " wrong bytes");
+  }
+  comm.barrier();
+  check(comm.collective_bytes() > (std::uint64_t{8} << 20), "collective_bytes counts the payload");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  std::setvbuf(stderr, nullptr, _IOLBF, 0);
+  std::string comm_name = "auto", scenario = "collectives";
+  long timeout_ms = 20'000;
+  int victim = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--comm") comm_name = argv[i + 1];
+    else if (a == "--timeout-ms") timeout_ms = std::stol(argv[i + 1]);
+    else if (a == "--scenario") scenario = argv[i + 1];
+    else if (a == "--victim") victim = std::stoi(argv[i + 1]);
+    else { std::fprintf(stderr, "probe: unknown argument %s\n", a.c_str()); return 2; }
+  }
+  mixle::host::LaunchEnv env;
+  try {
+    env = mixle::host::detect_launch_env();
+    g_rank = env.rank;
+    auto kind = mixle::host::resolve_comm(comm_name, env, false);
+    auto comm = mixle::host::communicator_from_env(env, kind, std::chrono::milliseconds(timeout_ms));
+    if (scenario == "collectives") {
+      run_collectives(*comm);
+      if (g_failures) return 1;
+      std::printf("probe: rank %d/%d %s ok\n", comm->rank(), comm->size(), std::string(comm->backend()).c_str());
+      return 0;
+    }
+    comm->barrier();  // everyone is in the group before the victim misbehaves
+    if (comm->rank() == victim) {
+      if (scenario == "die") ::raise(SIGKILL);
+      if (scenario == "hang") for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (scenario == "raise") throw mixle::InvalidInput("probe victim raises on purpose");
+    }
+    for (int round = 0; round < 1'000'000; ++round) {  // until the lost peer is noticed
+      std::vector<double> x(64, 1.0);
+      comm->all_reduce_sum(std::span<double>(x));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return 0;
+  } catch (const mixle::Error& e) {
+    std::fprintf(stderr, "probe: rank %d: error: %s\n", g_rank, e.what());
+    mixle::host::write_error_file(env, e.what());
+    return 3;
+  }
+}

@@ -1,0 +1,291 @@
+// Protocol tests of the rendezvous store: normal operation across clients, deadlines, and that
+// refused, oversized, truncated or garbage connections are dropped without disturbing others.
+#include "comms/store.hpp"
+#include "comms/store_protocol.hpp"
+
+#include <mixle/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+namespace mixle::comms {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr const char* kToken = "test-run-token";
+
+std::unique_ptr<StoreClient> connect(const StoreServer& server, int rank = -1,
+                                     const std::string& token = kToken) {
+  return std::make_unique<StoreClient>("127.0.0.1", server.port(), token, rank, 2s, 5s);
+}
+
+// A raw connection for speaking broken protocol at the server.
+struct RawConnection {
+  FileDescriptor fd;
+  explicit RawConnection(int port) {
+    std::string error;
+    fd = try_connect("127.0.0.1", port, error);
+    EXPECT_TRUE(fd.valid()) << error;
+  }
+  void send(const std::vector<char>& bytes) {
+    ASSERT_EQ(send_all(fd.get(), bytes.data(), bytes.size(), Clock::now() + 2s), IoStatus::ok);
+  }
+  // True when the server closes the connection within the deadline (after any pending bytes).
+  bool closed_by_server(std::chrono::milliseconds within = 3s) {
+    char buf[256];
+    Deadline d = Clock::now() + within;
+    for (;;) {
+      IoStatus s = recv_all(fd.get(), buf, 1, d);
+      if (s == IoStatus::closed) return true;
+      if (s != IoStatus::ok) return false;
+    }
+  }
+};
+
+std::vector<char> handshake(const std::string& token, int rank) {
+  std::vector<char> out;
+  wire::put_u32(out, wire::kHandshakeMagic);
+  wire::put_u32(out, wire::kVersion);
+  wire::put_u32(out, static_cast<std::uint32_t>(token.size()));
+  out.insert(out.end(), token.begin(), token.end());
+  wire::put_u32(out, static_cast<std::uint32_t>(rank));
+  return out;
+}
+
+std::vector<char> request_header(wire::Op op, std::uint32_t key_len, std::uint32_t value_len) {
+  std::vector<char> out{static_cast<char>(op)};
+  wire::put_i64(out, 0);
+  wire::put_u32(out, key_len);
+  wire::put_u32(out, value_len);
+  return out;
+}
+
+// The server still serves a well-behaved client.
+void expect_still_serving(const StoreServer& server) {
+  auto c = connect(server);
+  c->set("alive", "yes");
+  auto v = c->get("alive", 1s);
+  EXPECT_EQ(std::string(v.begin(), v.end()), "yes");
+}
+
+std::string text(const std::vector<char>& v) { return {v.begin(), v.end()}; }
+
+TEST(Store, SetGetCheckAcrossClients) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto a = connect(server, 0), b = connect(server, 1);
+  EXPECT_FALSE(a->try_get("k").has_value());
+  EXPECT_FALSE(b->check({"k"}));
+  a->set("k", "value-from-a");
+  EXPECT_EQ(text(b->get("k", 1s)), "value-from-a");
+  EXPECT_TRUE(b->check({"k"}));
+  b->set("k", std::string("\0binary\xff", 8));
+  EXPECT_EQ(a->get("k", 1s).size(), 8u);
+}
+
+TEST(Store, LargeValueRoundTrips) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto a = connect(server), b = connect(server);
+  std::string big(8 << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 131 % 251);
+  a->set("big", big);
+  EXPECT_EQ(text(b->get("big", 5s)), big);
+}
+
+TEST(Store, AddIsAtomicAcrossClients) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  constexpr int kClients = 4, kAdds = 50;
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c)
+    threads.emplace_back([&, c] {
+      auto client = connect(server, c);
+      for (int i = 0; i < kAdds; ++i) client->add("counter", c + 1);
+    });
+  for (auto& t : threads) t.join();
+  auto client = connect(server);
+  EXPECT_EQ(client->add("counter", 0), kAdds * (1 + 2 + 3 + 4));
+  EXPECT_EQ(text(client->get("counter", 1s)), std::to_string(kAdds * 10));
+}
+
+TEST(Store, WaitReturnsWhenAnotherClientSets) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto waiter = connect(server, 0), setter = connect(server, 1);
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    waiter->wait({"x", "y"}, 10s);
+    done = true;
+  });
+  setter->set("x", "1");
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(done.load());  // "y" is still missing
+  setter->set("y", "2");
+  t.join();
+  EXPECT_TRUE(done.load());
+}
+
+TEST(Store, WaitTimesOutNamingTheKey) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto c = connect(server);
+  auto start = Clock::now();
+  try {
+    c->wait({"never-set"}, 300ms);
+    FAIL() << "wait returned";
+  } catch (const CommunicationError& e) {
+    EXPECT_NE(std::string(e.what()).find("never-set"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(Clock::now() - start, 3s);
+  EXPECT_GE(Clock::now() - start, 250ms);
+  c->set("after", "timeout");  // the connection is still usable
+  EXPECT_TRUE(c->check({"after"}));
+}
+
+TEST(Store, WrongTokenIsRefusedAndOthersUnaffected) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto good = connect(server, 0);
+  good->set("before", "1");
+  EXPECT_THROW(connect(server, 1, "another-job"), CommunicationError);
+  EXPECT_GE(server.rejected_connections(), 1u);
+  EXPECT_EQ(text(good->get("before", 1s)), "1");
+  expect_still_serving(server);
+}
+
+TEST(Store, HugeLengthFieldsCloseTheConnection) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto good = connect(server, 0);
+  {  // a value length far above the 64 MiB bound
+    RawConnection raw(server.port());
+    raw.send(handshake(kToken, -1));
+    raw.send(request_header(wire::Op::set, 1, 0xFFFFFFF0u));
+    EXPECT_TRUE(raw.closed_by_server());
+  }
+  {  // a key length above the 4 KiB bound
+    RawConnection raw(server.port());
+    raw.send(handshake(kToken, -1));
+    raw.send(request_header(wire::Op::get, wire::kMaxKeyBytes + 1, 0));
+    EXPECT_TRUE(raw.closed_by_server());
+  }
+  {  // a token length above its bound, before authentication
+    RawConnection raw(server.port());
+    std::vector<char> hello;
+    wire::put_u32(hello, wire::kHandshakeMagic);
+    wire::put_u32(hello, wire::kVersion);
+    wire::put_u32(hello, 0x7FFFFFFF);
+    raw.send(hello);
+    EXPECT_TRUE(raw.closed_by_server());
+  }
+  EXPECT_GE(server.rejected_connections(), 3u);
+  good->set("k", "v");
+  EXPECT_EQ(text(good->get("k", 1s)), "v");
+  expect_still_serving(server);
+}
+
+TEST(Store, TruncatedMessagesOnlyDropTheirConnection) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto good = connect(server, 0);
+  {  // half a header, then hang up
+    RawConnection raw(server.port());
+    raw.send(handshake(kToken, -1));
+    auto head = request_header(wire::Op::set, 3, 10);
+    head.resize(7);
+    raw.send(head);
+  }
+  {  // a full header and a partial body, then hang up
+    RawConnection raw(server.port());
+    raw.send(handshake(kToken, -1));
+    auto msg = request_header(wire::Op::set, 3, 10);
+    for (char ch : std::string("keyval")) msg.push_back(ch);
+    raw.send(msg);
+  }
+  {  // a partial handshake left idle: the server must keep answering others meanwhile
+    RawConnection raw(server.port());
+    auto hello = handshake(kToken, -1);
+    hello.resize(5);
+    raw.send(hello);
+    expect_still_serving(server);
+  }
+  EXPECT_FALSE(good->check({"key"}));  // the truncated set never happened
+  expect_still_serving(server);
+}
+
+TEST(Store, GarbageBytesAreRefused) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto good = connect(server, 0);
+  {  // garbage instead of a handshake
+    RawConnection raw(server.port());
+    std::vector<char> junk;
+    for (int i = 0; i < 64; ++i) junk.push_back(static_cast<char>(i * 37 + 11));
+    raw.send(junk);
+    EXPECT_TRUE(raw.closed_by_server());
+  }
+  {  // an unknown op after a valid handshake
+    RawConnection raw(server.port());
+    raw.send(handshake(kToken, -1));
+    raw.send(request_header(static_cast<wire::Op>(99), 0, 0));
+    EXPECT_TRUE(raw.closed_by_server());
+  }
+  {  // a wait whose key list is malformed
+    RawConnection raw(server.port());
+    raw.send(handshake(kToken, -1));
+    auto msg = request_header(wire::Op::wait, 0, 4);
+    wire::put_u32(msg, 5);  // claims 5 keys, carries none
+    raw.send(msg);
+    EXPECT_TRUE(raw.closed_by_server());
+  }
+  good->set("k", "v");
+  EXPECT_TRUE(good->check({"k"}));
+  expect_still_serving(server);
+}
+
+TEST(Store, RankThatDisconnectsWithoutGoodbyeIsLost) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto observer = connect(server, 0);
+  {
+    auto polite = connect(server, 2);
+    polite->set("k", "v");
+  }  // says goodbye
+  {
+    RawConnection raw(server.port());
+    raw.send(handshake(kToken, 3));
+    char accepted = 0;
+    ASSERT_EQ(recv_all(raw.fd.get(), &accepted, 1, Clock::now() + 2s), IoStatus::ok);
+  }  // vanishes like a killed process
+  auto deadline = Clock::now() + 3s;
+  while (observer->lost_ranks().empty() && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(observer->lost_ranks(), std::vector<int>{3});
+  EXPECT_EQ(server.lost_ranks(), std::vector<int>{3});
+}
+
+TEST(Store, ClientRetriesUntilTheServerStarts) {
+  int port = find_free_port();
+  std::unique_ptr<StoreServer> server;
+  std::thread starter([&] {
+    std::this_thread::sleep_for(300ms);
+    server = std::make_unique<StoreServer>("127.0.0.1", port, kToken);
+  });
+  StoreClient client("127.0.0.1", port, kToken, 1, 5s, 5s);
+  starter.join();
+  client.set("k", "v");
+  EXPECT_TRUE(client.check({"k"}));
+}
+
+TEST(Store, ConnectGivesUpAtItsDeadline) {
+  int port = find_free_port();
+  auto start = Clock::now();
+  EXPECT_THROW(StoreClient("127.0.0.1", port, kToken, 1, 300ms, 1s), CommunicationError);
+  EXPECT_GE(Clock::now() - start, 300ms);
+  EXPECT_LT(Clock::now() - start, 3s);
+}
+
+TEST(Store, ServerGoneIsAnErrorNotAHang) {
+  auto server = std::make_unique<StoreServer>("127.0.0.1", 0, kToken);
+  auto c = connect(*server, 1);
+  std::thread t([&] { std::this_thread::sleep_for(200ms); server.reset(); });
+  auto start = Clock::now();
+  EXPECT_THROW(c->wait({"never"}, 20s), CommunicationError);
+  t.join();
+  EXPECT_LT(Clock::now() - start, 5s);
+}
+
+}  // namespace
+}  // namespace mixle::comms

@@ -1,0 +1,103 @@
+// The EM driver's contract: a fit from a model first evaluates that model; stopping on
+// |Δ mean log-likelihood| < tol or max_iter; progress once per iteration; restarts keep the best.
+#include "engine_test_util.hpp"
+
+#include <mixle/fit.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+namespace mixle {
+namespace {
+
+using test::make_part;
+
+Model two_blobs() {
+  Model m;
+  m.weights = {0.4, 0.6};
+  Part g = make_part(Family::gaussian_diag, 0, 2);
+  g.mean = {0, 0, 4, 1};
+  g.var = {1, 1, 2, 0.5};
+  m.parts = {g};
+  return m;
+}
+
+TEST(EngineEm, FirstIterationEvaluatesTheInitialModel) {
+  const Model truth = two_blobs();
+  const Dataset data = sample(truth, 3000, 4);
+  Model init = truth;
+  init.parts[0].mean[0] = 1.0;
+  FitOptions o;
+  o.init = InitMethod::model;
+  o.init_model = init;
+  o.precision = "fp64";
+  o.max_iter = 3;
+  o.tol = 0.0;
+  const FitResult r = fit(data, o);
+  const auto ll = score_samples(init, data, "cpu", 1, "fp64");
+  const double mean = std::accumulate(ll.begin(), ll.end(), 0.0) / static_cast<double>(ll.size());
+  constexpr double kRelTol = 1e-12;  // the same fp64 sum in another order
+  ASSERT_EQ(r.mean_loglik.size(), 3u);
+  EXPECT_NEAR(r.mean_loglik[0], mean, kRelTol * std::abs(mean));
+  // final_mean_loglik is that of the returned model.
+  const auto llf = score_samples(r.model, data, "cpu", 1, "fp64");
+  const double meanf = std::accumulate(llf.begin(), llf.end(), 0.0) / static_cast<double>(llf.size());
+  EXPECT_NEAR(r.final_mean_loglik, meanf, kRelTol * std::abs(meanf));
+  EXPECT_GE(r.final_mean_loglik, r.mean_loglik.back());
+  EXPECT_EQ(r.rows, 3000u);
+}
+
+TEST(EngineEm, StopsOnToleranceOrMaxIter) {
+  const Dataset data = sample(two_blobs(), 2000, 5);
+  FitOptions o;
+  o.components = 2;
+  o.seed = 3;
+  o.tol = 1e9;  // any change is below it: stop at the first comparison, iteration 2
+  int calls = 0;
+  double first_delta = 0.0;
+  o.progress = [&](const FitProgress& p) {
+    if (++calls == 1) first_delta = p.delta;
+    EXPECT_EQ(p.iteration, calls);
+  };
+  FitResult r = fit(data, o);
+  EXPECT_TRUE(r.converged);
+  EXPECT_EQ(r.iterations, 2);
+  EXPECT_EQ(calls, 2);
+  EXPECT_TRUE(std::isnan(first_delta));
+  o.tol = 0.0;  // never converges: runs max_iter and warns
+  o.max_iter = 4;
+  calls = 0;
+  r = fit(data, o);
+  EXPECT_FALSE(r.converged);
+  EXPECT_EQ(r.iterations, 4);
+  EXPECT_EQ(r.mean_loglik.size(), 4u);
+  EXPECT_FALSE(r.warnings.empty());
+}
+
+TEST(EngineEm, RestartsKeepTheBest) {
+  const Dataset data = sample(two_blobs(), 2000, 6);
+  FitOptions o;
+  o.components = 4;
+  o.init = InitMethod::select;
+  o.init_p = 0.3;
+  o.seed = 20;
+  o.max_iter = 5;
+  o.n_init = 3;
+  const FitResult best = fit(data, o);
+  double top = -INFINITY;
+  int arg = -1;
+  for (int s = 0; s < 3; ++s) {
+    FitOptions q = o;
+    q.n_init = 1;
+    q.seed = o.seed + static_cast<std::uint64_t>(s);
+    const FitResult r = fit(data, q);
+    if (r.final_mean_loglik > top) top = r.final_mean_loglik, arg = s;
+  }
+  EXPECT_EQ(best.best_restart, arg);
+  EXPECT_EQ(best.final_mean_loglik, top);  // the same fit, bit for bit
+}
+
+}  // namespace
+}  // namespace mixle

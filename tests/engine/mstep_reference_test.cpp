@@ -1,0 +1,136 @@
+// The E-step + M-step of every family together, K = 3, against a naive float64 reference
+// built from predict_proba: the kernels' accumulate pass (tiles, blocks, active components,
+// shifts) must give the responsibility-weighted moments of the scoring pass.
+#include "engine_test_util.hpp"
+
+#include <mixle/fit.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mixle {
+namespace {
+
+using test::make_part;
+
+Model mixed_truth() {
+  Model m;
+  m.weights = {0.2, 0.3, 0.5};
+  Part g = make_part(Family::gaussian_diag, 0, 2);
+  g.mean = {0, 0, 2, 1, -1, 3};
+  g.var = {1, 2, 0.5, 1, 2, 1};
+  Part f = make_part(Family::gaussian_full, 2, 4);
+  f.mean = {5, 5, 6, 4, 4, 6};
+  f.cov = {2, 1, 1, 2, 1, -0.5, -0.5, 1, 3, 0, 0, 0.5};
+  Part c = make_part(Family::categorical, 4, 6, 3);
+  c.prob = {0.6, 0.3, 0.1, 0.2, 0.2, 0.6,  0.1, 0.8, 0.1, 0.3, 0.4, 0.3,  0.3, 0.3, 0.4, 0.7, 0.2, 0.1};
+  Part po = make_part(Family::poisson, 6, 7);
+  po.rate = {1.0, 4.0, 9.0};
+  Part e = make_part(Family::exponential, 7, 8);
+  e.rate = {0.5, 1.0, 3.0};
+  Part b = make_part(Family::bernoulli, 8, 10);
+  b.prob = {0.1, 0.9, 0.5, 0.5, 0.8, 0.3};
+  m.parts = {g, f, c, po, e, b};
+  return m;
+}
+
+void check_against_reference(const std::string& precision, int threads, double rel_tol) {
+  SCOPED_TRACE(precision + " threads " + std::to_string(threads));
+  const Model truth = mixed_truth();
+  const std::size_t N = 5003, K = 3, C = 10;  // not a multiple of the 128-row block or 2048-row tile
+  const Dataset data = sample(truth, N, 17);
+  // Start from a perturbed model so the shifts (previous means) differ from the new means.
+  Model init = truth;
+  for (double& v : init.parts[0].mean) v += 0.5;
+  for (double& v : init.parts[1].mean) v -= 0.25;
+  constexpr double kReg = 1e-3, kPseudo = 0.25, kFloor = 1e-6;
+  FitOptions o;
+  o.init = InitMethod::model;
+  o.init_model = init;
+  o.max_iter = 1;
+  o.precision = precision;
+  o.threads = threads;
+  o.reg_covar = kReg;
+  o.pseudo_count = kPseudo;
+  o.rate_floor = kFloor;
+  const Model got = fit(data, o).model;
+
+  const auto resp = predict_proba(init, data, "cpu", 1, "fp64");
+  std::vector<double> mass(K, 0.0);
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t k = 0; k < K; ++k) mass[k] += resp[i * K + k];
+  auto near = [&](double got_v, double want, const char* what, std::size_t k, std::size_t j) {
+    EXPECT_NEAR(got_v, want, rel_tol * std::max(1.0, std::abs(want))) << what << " k=" << k << " j=" << j;
+  };
+  auto weighted_mean = [&](std::size_t k, auto f) {
+    double s = 0.0;
+    for (std::size_t i = 0; i < N; ++i) s += resp[i * K + k] * f(i);
+    return s / mass[k];
+  };
+  for (std::size_t k = 0; k < K; ++k) {
+    near(got.weights[k], mass[k] / static_cast<double>(N), "weight", k, 0);
+    // gaussian_diag
+    for (std::size_t d = 0; d < 2; ++d) {
+      const double m = weighted_mean(k, [&](std::size_t i) { return data.at(i, d); });
+      const double v = weighted_mean(k, [&](std::size_t i) { return (data.at(i, d) - m) * (data.at(i, d) - m); });
+      near(got.parts[0].mean[k * 2 + d], m, "diag mean", k, d);
+      near(got.parts[0].var[k * 2 + d], v + kReg, "diag var", k, d);
+    }
+    // gaussian_full
+    double m[2];
+    for (std::size_t d = 0; d < 2; ++d) {
+      m[d] = weighted_mean(k, [&](std::size_t i) { return data.at(i, 2 + d); });
+      near(got.parts[1].mean[k * 2 + d], m[d], "full mean", k, d);
+    }
+    for (std::size_t a = 0; a < 2; ++a)
+      for (std::size_t b = 0; b < 2; ++b) {
+        const double cv = weighted_mean(k, [&](std::size_t i) { return (data.at(i, 2 + a) - m[a]) * (data.at(i, 2 + b) - m[b]); });
+        near(got.parts[1].cov[k * 4 + a * 2 + b], cv + (a == b ? kReg : 0.0), "full cov", k, a * 2 + b);
+      }
+    // categorical
+    for (std::size_t d = 0; d < 2; ++d)
+      for (std::size_t v = 0; v < 3; ++v) {
+        const double count = mass[k] * weighted_mean(k, [&](std::size_t i) { return data.at(i, 4 + d) == static_cast<double>(v) ? 1.0 : 0.0; });
+        near(got.parts[2].prob[(k * 2 + d) * 3 + v], (count + kPseudo) / (mass[k] + 3 * kPseudo), "categorical", k, d * 3 + v);
+      }
+    // poisson, exponential, bernoulli
+    near(got.parts[3].rate[k], std::max(weighted_mean(k, [&](std::size_t i) { return data.at(i, 6); }), kFloor), "poisson", k, 0);
+    near(got.parts[4].rate[k], 1.0 / std::max(weighted_mean(k, [&](std::size_t i) { return data.at(i, 7); }), kFloor), "exponential", k, 0);
+    for (std::size_t d = 0; d < 2; ++d) {
+      const double ones = mass[k] * weighted_mean(k, [&](std::size_t i) { return data.at(i, 8 + d); });
+      near(got.parts[5].prob[k * 2 + d], (ones + kPseudo) / (mass[k] + 2 * kPseudo), "bernoulli", k, d);
+    }
+  }
+}
+
+// fp64: the same sums in another order (blocks, tiles) over 5003 rows: ~1e-13 relative.
+constexpr double kFp64RelTol = 1e-10;
+// fp32: log-densities and responsibilities in float32 (relative error ~1e-6 per row,
+// exp of log-densities of magnitude ~20 amplifies it to ~1e-5) and float32 block sums.
+constexpr double kFp32RelTol = 2e-4;
+
+TEST(EngineHand, MixedMStepMatchesNaiveReferenceFp64) {
+  check_against_reference("fp64", 1, kFp64RelTol);
+  check_against_reference("fp64", 2, kFp64RelTol);
+}
+
+TEST(EngineHand, MixedMStepMatchesNaiveReferenceFp32) { check_against_reference("fp32", 2, kFp32RelTol); }
+
+TEST(EngineHand, InformationCriteria) {
+  // BIC = −2 Σ log p + p ln N, AIC = −2 Σ log p + 2p with p = K−1 + K·(params per component).
+  const Model m = mixed_truth();
+  const Dataset data = sample(m, 1000, 5);
+  double ll = 0.0;
+  for (double v : score_samples(m, data)) ll += v;
+  // Per component: diag 2·2, full 2 + 3, categorical 2·(3−1), poisson 1, exponential 1, bernoulli 2.
+  const std::size_t p = 2 + 3 * (4 + 5 + 4 + 1 + 1 + 2);
+  EXPECT_EQ(m.free_parameters(), p);
+  constexpr double kTol = 1e-9;  // the same fp64 sum, recomputed
+  EXPECT_NEAR(bic(m, data), -2.0 * ll + static_cast<double>(p) * std::log(1000.0), kTol * std::abs(ll));
+  EXPECT_NEAR(aic(m, data), -2.0 * ll + 2.0 * static_cast<double>(p), kTol * std::abs(ll));
+}
+
+}  // namespace
+}  // namespace mixle

@@ -1,0 +1,100 @@
+// Valid float64 parameters that float32 cannot represent (a variance of 1e-300 whose −1/(2 var)
+// overflows, an exponential rate of 1e300): scoring or fitting in fp32 must not turn them into
+// NaN log-densities and then report the rows as "zero probability under every component".
+#include "engine_test_util.hpp"
+
+#include "kernels/cpu/cpu_backend.hpp"
+
+#include <mixle/error.hpp>
+#include <mixle/fit.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace mixle {
+namespace {
+
+using test::make_part;
+
+/// fp32 either gives the right answer or refuses the model with InvalidInput; it must never
+/// blame the data with ImpossibleEvidence (the rows are possible, and likely).
+void expect_fp32_honest(const Model& m, const Dataset& data, double expected_first) {
+  // fp64 is the reference: the row is possible.
+  const auto ll64 = score_samples(m, data, "cpu", 1, "fp64");
+  EXPECT_NEAR(ll64[0], expected_first, 1e-9 * std::abs(expected_first));
+  try {
+    const auto ll32 = score_samples(m, data, "cpu", 1, "fp32");
+    EXPECT_TRUE(std::isfinite(ll32[0]));
+  } catch (const ImpossibleEvidence& e) {
+    ADD_FAILURE() << "fp32 blamed the data: " << e.what();
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("fp32"), std::string::npos) << e.what();
+  }
+}
+
+TEST(EnginePrecisionRange, TinyVarianceInFp32) {
+  Model m;
+  m.weights = {1.0};
+  Part g = make_part(Family::gaussian_diag, 0, 1);
+  g.mean = {0.0};
+  g.var = {1e-300};
+  m.parts = {g};
+  // x at the mean: log p = −½ log(2π·1e-300).
+  expect_fp32_honest(m, Dataset::from_vector(std::vector<double>{0.0}, 1, 1),
+                     -0.5 * std::log(2.0 * std::numbers::pi * 1e-300));
+}
+
+TEST(EnginePrecisionRange, HugeExponentialRateInFp32) {
+  Model m;
+  m.weights = {1.0};
+  Part e = make_part(Family::exponential, 0, 1);
+  e.rate = {1e300};
+  m.parts = {e};
+  // x = 0: log p = log rate.
+  expect_fp32_honest(m, Dataset::from_vector(std::vector<double>{0.0}, 1, 1), std::log(1e300));
+}
+
+TEST(EnginePrecisionRange, HugeMeanInFp32) {
+  Model m;
+  m.weights = {1.0};
+  Part g = make_part(Family::gaussian_full, 0, 1);
+  g.mean = {1e300};
+  g.cov = {1.0};
+  m.parts = {g};
+  expect_fp32_honest(m, Dataset::from_vector(std::vector<double>{1e300}, 1, 1), -0.5 * std::log(2.0 * std::numbers::pi));
+}
+
+// The row maximum `l > mx ? l : mx` skips NaN; a row NaN in every component must still be
+// counted as a NaN row (InvalidInput), not as impossible (ImpossibleEvidence). The engine
+// refuses parameters that would produce NaN, so this reaches the kernel directly.
+TEST(EngineKernelRules, AllNaNRowIsReportedAsNaNNotImpossible) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  float log_const[1] = {nan};
+  float coef[2] = {0.0f, -0.5f};  // gaussian_diag: mean 0, −1/(2 var) with var 1
+  kernels::PartView<float> part;
+  part.kind = kernels::PartKind::gaussian_diag;
+  part.col_begin = 0;
+  part.dims = 1;
+  part.coef = coef;
+  part.coef_stride = 2;
+  part.shift = coef;  // shift = mean
+  part.stat_offset = 3;
+  part.stat_stride = 2;
+  kernels::ModelView<float> view;
+  view.components = 1;
+  view.columns = 1;
+  view.log_const = log_const;
+  view.parts = &part;
+  view.num_parts = 1;
+  view.stat_size = 5;
+  const float x[3] = {0.0f, 1.0f, 2.0f};
+  double loglik[3];
+  const kernels::PassReport r = kernels::cpu::score(view, x, 3, 1, loglik, nullptr, kernels::cpu::Options{});
+  EXPECT_EQ(r.nan_rows, 3);
+  EXPECT_EQ(r.impossible_rows, 0);
+}
+
+}  // namespace
+}  // namespace mixle

@@ -1,0 +1,120 @@
+// `mixle launch`: torchrun-compatible variables, exit-status propagation, a failing rank failing
+// the group (SIGTERM, then SIGKILL after the grace period) and signal forwarding. Real processes.
+#include "comms/process_util.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace mixle::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
+
+Process launch(const std::vector<std::string>& args, const TempDir& dir, std::chrono::seconds timeout = 30s) {
+  std::vector<std::string> argv{MIXLE_CLI_PATH, "launch"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, {}, dir.path / "launch.log", timeout);
+}
+
+TEST(LaunchCli, SetsTorchrunVariablesForEveryRank) {
+  TempDir dir;
+  std::string script = "env > " + dir.path.string() + "/env.$RANK";
+  Process p = launch({"--nproc", "3", "--master-port", "29877", "--", "sh", "-c", script}, dir);
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  std::set<std::string> run_ids;
+  for (int r = 0; r < 3; ++r) {
+    std::string env = read_file(dir.path / ("env." + std::to_string(r)));
+    auto has = [&](const std::string& kv) { EXPECT_TRUE(contains(env, "\n" + kv + "\n") || env.rfind(kv + "\n", 0) == 0) << kv; };
+    has("RANK=" + std::to_string(r));
+    has("LOCAL_RANK=" + std::to_string(r));
+    has("WORLD_SIZE=3");
+    has("LOCAL_WORLD_SIZE=3");
+    has("GROUP_RANK=0");
+    has("MASTER_ADDR=127.0.0.1");
+    has("MASTER_PORT=29877");
+    has("TORCHELASTIC_USE_AGENT_STORE=False");
+    auto pos = env.find("TORCHELASTIC_RUN_ID=");
+    ASSERT_NE(pos, std::string::npos);
+    run_ids.insert(env.substr(pos, env.find('\n', pos) - pos));
+  }
+  EXPECT_EQ(run_ids.size(), 1u);  // one run id shared by the group
+}
+
+TEST(LaunchCli, PicksAFreeMasterPortWhenNotGiven) {
+  TempDir dir;
+  Process p = launch({"--nproc", "2", "--", "sh", "-c", "test \"$MASTER_PORT\" -gt 0"}, dir);
+  EXPECT_EQ(p.exit_code(), 0) << p.output();
+}
+
+TEST(LaunchCli, ExitsZeroWhenAllRanksSucceed) {
+  TempDir dir;
+  EXPECT_EQ(launch({"--nproc", "4", "--", "true"}, dir).exit_code(), 0);
+}
+
+TEST(LaunchCli, FailingRankFailsTheGroupAndIsNamed) {
+  TempDir dir;
+  // Rank 2 exits 7; the others would sleep for a minute unless stopped.
+  Process p = launch({"--nproc", "3", "--", "sh", "-c", "if [ $RANK = 2 ]; then exit 7; fi; sleep 60"}, dir);
+  std::string out = p.output();
+  EXPECT_EQ(p.exit_code(), 7) << out;
+  EXPECT_TRUE(contains(out, "rank 2")) << out;
+  EXPECT_TRUE(contains(out, "exited with status 7")) << out;
+  EXPECT_LT(p.seconds(), 10.0);
+}
+
+TEST(LaunchCli, KilledRankIsReportedWithItsSignal) {
+  TempDir dir;
+  Process p = launch({"--nproc", "2", "--", "sh", "-c", "if [ $RANK = 1 ]; then kill -9 $$; fi; sleep 60"}, dir);
+  std::string out = p.output();
+  EXPECT_EQ(p.exit_code(), 128 + 9) << out;
+  EXPECT_TRUE(contains(out, "rank 1")) << out;
+  EXPECT_TRUE(contains(out, "signal 9")) << out;
+}
+
+TEST(LaunchCli, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
+  TempDir dir;
+  Process p = launch({"--nproc", "2", "--grace-period", "1", "--", "sh", "-c",
+                      "if [ $RANK = 0 ]; then sleep 0.3; exit 1; fi; trap '' TERM; sleep 60"},
+                     dir);
+  std::string out = p.output();
+  EXPECT_EQ(p.exit_code(), 1) << out;
+  EXPECT_TRUE(contains(out, "sending SIGKILL")) << out;
+  EXPECT_LT(p.seconds(), 10.0);
+}
+
+TEST(LaunchCli, ForwardsSigtermToTheRanks) {
+  TempDir dir;
+  std::string d = dir.path.string();
+  std::string script = "trap 'echo term > " + d + "/term.$RANK; exit 0' TERM; touch " + d +
+                       "/ready.$RANK; while true; do sleep 0.05; done";
+  Process p = Process::start({MIXLE_CLI_PATH, "launch", "--nproc", "2", "--", "sh", "-c", script}, {},
+                             dir.path / "launch.log");
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!(std::filesystem::exists(dir.path / "ready.0") && std::filesystem::exists(dir.path / "ready.1")) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  p.signal(SIGTERM);
+  ASSERT_TRUE(p.wait_until(std::chrono::steady_clock::now() + 15s)) << p.output();
+  EXPECT_EQ(p.exit_code(), 128 + SIGTERM) << p.output();
+  EXPECT_TRUE(std::filesystem::exists(dir.path / "term.0"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path / "term.1"));
+}
+
+TEST(LaunchCli, MissingCommandIsAUsageError) {
+  TempDir dir;
+  EXPECT_EQ(launch({"--nproc", "2"}, dir).exit_code(), 2);
+  EXPECT_EQ(launch({"--nproc", "0", "--", "true"}, dir).exit_code(), 2);
+}
+
+TEST(LaunchCli, UnrunnableCommandFails) {
+  TempDir dir;
+  Process p = launch({"--nproc", "2", "--", "/nonexistent/program"}, dir);
+  EXPECT_EQ(p.exit_code(), 127) << p.output();
+  EXPECT_TRUE(contains(p.output(), "cannot run")) << p.output();
+}
+
+}  // namespace
+}  // namespace mixle::test

@@ -1,0 +1,181 @@
+// Launch-environment detection (torchrun → OpenMPI/PMIx → SLURM → single), the store-port rule,
+// --comm resolution and the torchelastic error file.
+#include "host/launch_env.hpp"
+
+#include <mixle/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace mixle::host {
+namespace {
+
+EnvLookup fake(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const std::string& k) -> std::optional<std::string> {
+    auto it = vars.find(k);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+// What torchrun 1.13 sets for worker 1 of 2 with the static rendezvous (ecosystem-notes §1).
+std::map<std::string, std::string> torchrun_vars() {
+  return {{"RANK", "1"},          {"LOCAL_RANK", "1"},      {"WORLD_SIZE", "2"},
+          {"LOCAL_WORLD_SIZE", "2"}, {"GROUP_RANK", "0"},   {"MASTER_ADDR", "127.0.0.1"},
+          {"MASTER_PORT", "29500"}, {"TORCHELASTIC_RESTART_COUNT", "0"},
+          {"TORCHELASTIC_RUN_ID", "none"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+          {"TORCHELASTIC_ERROR_FILE", "/tmp/x/error.json"}};
+}
+
+TEST(LaunchEnv, NoLauncherIsSingle) {
+  LaunchEnv e = detect_launch_env(fake({}));
+  EXPECT_EQ(e.launcher, Launcher::single);
+  EXPECT_EQ(e.rank, 0);
+  EXPECT_EQ(e.world_size, 1);
+  EXPECT_EQ(resolve_comm("auto", e, false), comms::CommKind::single);
+}
+
+TEST(LaunchEnv, TorchrunWithAgentStoreMovesOurStoreOnePortUp) {
+  LaunchEnv e = detect_launch_env(fake(torchrun_vars()));
+  EXPECT_EQ(e.launcher, Launcher::torchrun);
+  EXPECT_EQ(e.rank, 1);
+  EXPECT_EQ(e.world_size, 2);
+  EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 2);
+  EXPECT_EQ(e.master_addr, "127.0.0.1");
+  EXPECT_EQ(e.master_port, 29500);
+  EXPECT_TRUE(e.agent_store);
+  EXPECT_EQ(e.store_port, 29501);  // the agent owns 29500
+  EXPECT_EQ(e.run_token, "none");
+  EXPECT_EQ(e.error_file, "/tmp/x/error.json");
+}
+
+TEST(LaunchEnv, StorePortRules) {
+  auto vars = torchrun_vars();
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "False";  // c10d/standalone on torch ≤ 2.3: rank 0 binds it
+  EXPECT_EQ(detect_launch_env(fake(vars)).store_port, 29500);
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "true";  // only Python's exact "True" counts
+  EXPECT_EQ(detect_launch_env(fake(vars)).store_port, 29500);
+  vars["MIXLE_STORE_PORT"] = "31000";
+  EXPECT_EQ(detect_launch_env(fake(vars)).store_port, 31000);
+}
+
+TEST(LaunchEnv, RunTokenPrefersMixleRunToken) {
+  auto vars = torchrun_vars();
+  vars["TORCHELASTIC_RUN_ID"] = "abc";
+  EXPECT_EQ(detect_launch_env(fake(vars)).run_token, "abc");
+  vars["MIXLE_RUN_TOKEN"] = "secret";
+  EXPECT_EQ(detect_launch_env(fake(vars)).run_token, "secret");
+}
+
+TEST(LaunchEnv, OpenMpiVariables) {
+  LaunchEnv e = detect_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "3"},
+                                        {"OMPI_COMM_WORLD_SIZE", "4"},
+                                        {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                                        {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                                        {"PMIX_RANK", "3"}}));
+  EXPECT_EQ(e.launcher, Launcher::mpi);
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.local_rank, 1);
+  if (comms::is_compiled(comms::CommKind::mpi)) EXPECT_EQ(resolve_comm("auto", e, false), comms::CommKind::mpi);
+}
+
+TEST(LaunchEnv, TorchrunVariablesWinOverMpiAndSlurm) {
+  auto vars = torchrun_vars();
+  vars["OMPI_COMM_WORLD_RANK"] = "0";
+  vars["OMPI_COMM_WORLD_SIZE"] = "1";
+  vars["SLURM_PROCID"] = "0";
+  vars["SLURM_NTASKS"] = "1";
+  EXPECT_EQ(detect_launch_env(fake(vars)).launcher, Launcher::torchrun);
+}
+
+TEST(LaunchEnv, SlurmVariables) {
+  LaunchEnv e = detect_launch_env(fake({{"SLURM_PROCID", "5"},
+                                        {"SLURM_NTASKS", "8"},
+                                        {"SLURM_LOCALID", "1"},
+                                        {"SLURM_TASKS_PER_NODE", "4(x2)"},
+                                        {"SLURM_NODEID", "1"},
+                                        {"SLURM_JOB_ID", "777"},
+                                        {"SLURM_STEP_ID", "2"},
+                                        {"MASTER_ADDR", "node001"},
+                                        {"MASTER_PORT", "29600"}}));
+  EXPECT_EQ(e.launcher, Launcher::slurm);
+  EXPECT_EQ(e.rank, 5);
+  EXPECT_EQ(e.world_size, 8);
+  EXPECT_EQ(e.local_world_size, 4);
+  EXPECT_EQ(e.node_rank, 1);
+  EXPECT_EQ(e.run_token, "slurm-777.2");
+  EXPECT_EQ(e.store_port, 29600);
+  if (comms::is_compiled(comms::CommKind::gloo)) EXPECT_EQ(resolve_comm("auto", e, false), comms::CommKind::gloo);
+}
+
+TEST(LaunchEnv, MalformedValuesNameTheVariable) {
+  auto vars = torchrun_vars();
+  vars["RANK"] = "one";
+  try {
+    detect_launch_env(fake(vars));
+    FAIL();
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("RANK='one'"), std::string::npos) << e.what();
+  }
+  vars["RANK"] = "2";  // ≥ WORLD_SIZE
+  EXPECT_THROW(detect_launch_env(fake(vars)), InvalidInput);
+  vars["RANK"] = "0";
+  vars["MASTER_PORT"] = "70000";
+  EXPECT_THROW(detect_launch_env(fake(vars)), InvalidInput);
+}
+
+TEST(LaunchEnv, ExplicitCommChoices) {
+  LaunchEnv e = detect_launch_env(fake(torchrun_vars()));
+  EXPECT_THROW(resolve_comm("single", e, false), UsageError);  // 2 ranks
+  EXPECT_THROW(resolve_comm("carrier-pigeon", e, false), UsageError);
+  if (comms::is_compiled(comms::CommKind::mpi)) EXPECT_THROW(resolve_comm("mpi", e, false), UsageError);
+  if (!comms::is_compiled(comms::CommKind::nccl)) {
+    EXPECT_THROW(resolve_comm("nccl", e, true), NotCompiled);
+    if (comms::is_compiled(comms::CommKind::gloo)) EXPECT_EQ(resolve_comm("auto", e, true), comms::CommKind::gloo);
+  } else {
+    EXPECT_EQ(resolve_comm("auto", e, true), comms::CommKind::nccl);
+  }
+}
+
+TEST(LaunchEnv, GlooWithoutMasterAddressIsExplained) {
+  LaunchEnv e = detect_launch_env(fake({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}}));
+  if (!comms::is_compiled(comms::CommKind::gloo)) GTEST_SKIP() << "built without gloo";
+  try {
+    communicator_from_env(e, comms::CommKind::gloo, std::chrono::seconds(1));
+    FAIL();
+  } catch (const InvalidInput& err) {
+    EXPECT_NE(std::string(err.what()).find("MASTER_ADDR"), std::string::npos) << err.what();
+  }
+}
+
+TEST(LaunchEnv, SingleCommunicatorFromEnvironment) {
+  LaunchEnv e = detect_launch_env(fake({}));
+  auto comm = communicator_from_env(e, resolve_comm("auto", e, false), std::chrono::seconds(1));
+  EXPECT_EQ(comm->backend(), "single");
+  EXPECT_EQ(comm->size(), 1);
+}
+
+TEST(LaunchEnv, ErrorFileHasTorchelasticShape) {
+  auto dir = std::filesystem::temp_directory_path() / ("mixle-launch-env-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  LaunchEnv e;
+  EXPECT_FALSE(write_error_file(e, "nothing to write to"));
+  e.error_file = (dir / "error.json").string();
+  ASSERT_TRUE(write_error_file(e, "lost rank 3"));
+  std::ifstream in(e.error_file);
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["message"]["message"], "MixleError: lost rank 3");
+  EXPECT_EQ(j["message"]["extraInfo"]["py_callstack"], "(C++ engine, no Python stack)");
+  EXPECT_GT(std::stoll(j["message"]["extraInfo"]["timestamp"].get<std::string>()), 1'600'000'000);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mixle::host

@@ -1,0 +1,137 @@
+// Calibration records and catalog (parallel-behaviour.md §2.3) and the discovery parsers.
+#include <mixle/error.hpp>
+#include <mixle/plan.hpp>
+
+#include "host/resources_discovery.hpp"
+#include "plan/test_util.hpp"
+
+#include <cmath>
+#include <filesystem>
+
+#include <unistd.h>
+
+using namespace mixle::plan;
+using mixle::InvalidInput;
+using mixle::plan::testing::expect_mentions;
+using mixle::plan::testing::message_of;
+
+namespace {
+
+DeviceCalibration ok(std::string name, double throughput) {
+  return {std::move(name), true, {0.5, 0.25, 0.75}, throughput, std::nullopt};
+}
+
+CalibrationRecord record(double timestamp, const Resources& res, std::vector<DeviceCalibration> results,
+                         std::string workload = "estep") {
+  CalibrationRecord r;
+  r.model_type = "gmm";
+  r.workload = std::move(workload);
+  r.resources = res;
+  r.sample_size = 512;
+  r.repeats = 3;
+  r.precision = "float32";
+  r.estimator_type = "em";
+  r.timestamp = timestamp;
+  r.device_results = std::move(results);
+  return r;
+}
+
+}  // namespace
+
+TEST(PlanCalibration, DeviceResultRules) {
+  EXPECT_NO_THROW(ok("cpu:0", 10).validate());
+  DeviceCalibration no_timing = ok("cpu:0", 10);
+  no_timing.elapsed_seconds.clear();
+  expect_mentions(message_of<InvalidInput>([&] { no_timing.validate(); }), {"no timings"});
+  DeviceCalibration bad_time = ok("cpu:0", 10);
+  bad_time.elapsed_seconds[1] = -1;
+  expect_mentions(message_of<InvalidInput>([&] { bad_time.validate(); }), {"cpu:0", "-1", "> 0"});
+  DeviceCalibration failed{"cpu:0", false, {}, std::nullopt, std::nullopt};
+  expect_mentions(message_of<InvalidInput>([&] { failed.validate(); }), {"without an error"});
+  failed.error = "out of memory";
+  EXPECT_NO_THROW(failed.validate());
+  DeviceCalibration inf = ok("cpu:0", INFINITY);
+  expect_mentions(message_of<InvalidInput>([&] { inf.validate(); }), {"throughput=inf"});
+}
+
+TEST(PlanCalibration, ThroughputIsRowsOverMedian) {
+  EXPECT_DOUBLE_EQ(throughput_from_timings(512, {0.5, 0.25, 0.75}), 1024.0);
+  EXPECT_DOUBLE_EQ(throughput_from_timings(100, {1.0, 3.0}), 50.0);
+  EXPECT_DOUBLE_EQ(throughput_from_timings(1, {0.0 + 1e-300}), 1e12);  // floored at 1e-12 s
+  EXPECT_EQ(workload_name("Accumulate"), "estep");
+  expect_mentions(message_of<InvalidInput>([] { workload_name("train"); }), {"'train'", "score"});
+}
+
+TEST(PlanCalibration, ApplyCalibrationReplacesThroughput) {
+  Resources res = Resources::local(2);
+  DeviceCalibration failed{"cpu:1", false, {}, std::nullopt, "boom"};
+  Resources out = apply_calibration(res, {ok("cpu:0", 1234.5), failed}, "fp64");
+  EXPECT_EQ(out.devices()[0].throughput, 1234.5);
+  EXPECT_EQ(out.devices()[0].precision, "float64");
+  EXPECT_EQ(out.devices()[1].throughput, 1.0);  // failure keeps the original spec
+  expect_mentions(message_of<InvalidInput>([&] { apply_calibration(res, {ok("cuda:9", 1)}); }),
+                  {"cuda:9", "matches no device"});
+}
+
+TEST(PlanCalibration, CatalogLatestAndResourcesForAndRoundTrip) {
+  Resources two = Resources::local(2);
+  CalibrationCatalog catalog;
+  Resources calibrated = apply_calibration(two, {ok("cpu:0", 100.0 / 3.0), ok("cpu:1", 77)});
+  catalog.append(record(10, calibrated, {ok("cpu:0", 100.0 / 3.0), ok("cpu:1", 77)}));
+  catalog.append(record(20, two, {ok("cpu:0", 5)}));  // newer, but cpu:1 missing
+  catalog.append(record(30, two, {ok("cpu:0", 5), ok("cpu:1", 5)}, "score"));
+  const CalibrationRecord* latest = catalog.latest("gmm", "accumulate", "fp32");
+  ASSERT_NE(latest, nullptr);
+  EXPECT_EQ(latest->timestamp, 20);
+  EXPECT_FALSE(latest->fully_successful());
+  EXPECT_FALSE(catalog.resources_for("gmm", "estep", "float32").has_value());
+  EXPECT_EQ(catalog.latest("gmm", "estep"), nullptr);  // no precision ≠ float32
+  EXPECT_EQ(catalog.resources_for("gmm", "score", "float32"), two);
+  namespace fs = std::filesystem;
+  const std::string path =
+      (fs::temp_directory_path() / ("mixle_calib_" + std::to_string(::getpid()) + ".json")).string();
+  catalog.save(path);
+  CalibrationCatalog back = CalibrationCatalog::load(path);
+  fs::remove(path);
+  EXPECT_EQ(back, catalog);
+  EXPECT_EQ(back.records()[0].resources.devices()[0].throughput, 100.0 / 3.0);  // bit-exact
+  expect_mentions(message_of<InvalidInput>([] { CalibrationCatalog::from_json(R"({"format": "x"})"); }),
+                  {"format='x'", "mixle-calibration"});
+}
+
+TEST(PlanDiscovery, ParsesMeminfoAndCgroupLimits) {
+  using namespace mixle::host;
+  EXPECT_EQ(parse_meminfo_total("MemFree:  10 kB\nMemTotal:       16384 kB\n"), 16384u * 1024);
+  EXPECT_EQ(parse_meminfo_total("MemFree: 1 kB\n"), std::nullopt);
+  EXPECT_EQ(parse_cgroup_memory_limit("max\n"), std::nullopt);
+  EXPECT_EQ(parse_cgroup_memory_limit("8589934592\n"), 8589934592u);
+  EXPECT_EQ(parse_cgroup_memory_limit("9223372036854771712\n"), std::nullopt);  // v1 unlimited
+  EXPECT_EQ(parse_cgroup_v2_path("12:cpu:/x\n0::/user.slice/job-1\n"), "/user.slice/job-1");
+  EXPECT_EQ(parse_cgroup_v2_path("4:memory:/x\n"), std::nullopt);
+}
+
+TEST(PlanDiscovery, DiscoverFindsThisMachine) {
+  Resources r = Resources::discover({.cpu_workers = 2, .include_cuda = false});
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r.devices()[0].name, "cpu:0");
+  EXPECT_GE(mixle::host::affinity_cpu_count(), 1u);
+  if (auto mem = mixle::host::usable_memory_bytes()) {
+    EXPECT_EQ(r.devices()[0].memory_bytes, *mem / 2);
+  }
+  // With CUDA asked for, a machine without a GPU still discovers its CPUs.
+  Resources with_gpus = Resources::discover();
+  EXPECT_EQ(with_gpus.devices()[0].name, "cpu:0");
+  for (const DeviceSpec& d : with_gpus.devices()) {
+    if (d.is_gpu()) {
+      EXPECT_TRUE(d.memory_bytes.has_value());
+      EXPECT_EQ(d.throughput, mixle::host::kDefaultGpuThroughput);
+    }
+  }
+}
+
+TEST(PlanDiscovery, ProcessEnvironmentSeesVariables) {
+  ::setenv("MIXLE_PLAN_TEST_VAR", "42", 1);
+  Environment env = mixle::host::process_environment();
+  EXPECT_EQ(env.at("MIXLE_PLAN_TEST_VAR"), "42");
+  ::unsetenv("MIXLE_PLAN_TEST_VAR");
+}

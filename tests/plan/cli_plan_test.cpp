@@ -1,0 +1,157 @@
+// `mixle resources` and `mixle plan` end to end: real processes, output parsed back.
+#include <mixle/plan.hpp>
+
+#include "plan/test_util.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace mixle::plan;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct CliRun {
+  int code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+class PlanCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("mixle_plan_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  void write(const std::string& name, const std::string& text) const { std::ofstream(path(name)) << text; }
+
+  /// Runs `env mixle args`, capturing stdout and stderr.
+  CliRun run(const std::string& args, const std::string& env = "") const {
+    const std::string err_file = path("stderr.txt");
+    const std::string cmd = "env -u WORLD_SIZE -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE -u PMIX_SIZE "
+                            "-u MPI_LOCALNRANKS " + env + " " + MIXLE_CLI_PATH + " " + args +
+                            " 2>" + err_file;
+    CliRun r;
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    if (!pipe) return r;
+    char buf[4096];
+    std::size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) r.out.append(buf, n);
+    const int status = ::pclose(pipe);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err_file);
+    r.err.assign(std::istreambuf_iterator<char>(in), {});
+    return r;
+  }
+
+  fs::path dir_;
+};
+
+}  // namespace
+
+TEST_F(PlanCli, ResourcesFromMpiPrintsRoundTrippableJson) {
+  CliRun r = run("resources --from-mpi", "OMPI_COMM_WORLD_SIZE=3");
+  ASSERT_EQ(r.code, 0) << r.err;
+  Resources res = Resources::from_json(r.out);
+  ASSERT_EQ(res.size(), 3u);
+  EXPECT_EQ(res.devices()[2].name, "mpi:2");
+}
+
+TEST_F(PlanCli, ResourcesDiscoverWritesAtomicallyToOut) {
+  CliRun r = run("resources --discover --cpu-workers 2 --no-cuda --out " + path("res.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(r.out.empty());
+  Resources res = Resources::load(path("res.json"));
+  ASSERT_EQ(res.size(), 2u);
+  EXPECT_EQ(res.devices()[1].name, "cpu:1");
+  EXPECT_GE(res.devices()[0].compute_units.value_or(0), 1);
+}
+
+TEST_F(PlanCli, ResourcesFromDaskAndSparkFiles) {
+  write("dask.json", R"({"workers": {"tcp://b:1": {"nthreads": 4}, "tcp://a:1": {"nthreads": 2}}})");
+  CliRun d = run("resources --from-dask " + path("dask.json"));
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(Resources::from_json(d.out).devices()[0].name, "dask:tcp://a:1");
+  write("spark.json", R"({"defaultParallelism": 5, "executorMemory": 5000})");
+  CliRun s = run("resources --from-spark " + path("spark.json"));
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_EQ(Resources::from_json(s.out).devices()[4].memory_bytes, 1000u);
+}
+
+TEST_F(PlanCli, ResourcesUsageAndTopologyErrors) {
+  EXPECT_EQ(run("resources --discover --from-mpi").code, 2);  // one source at most
+  CliRun t = run("resources --from-torchrun", "WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 GROUP_RANK=0");
+  EXPECT_EQ(t.code, 1);
+  EXPECT_NE(t.err.find("LOCAL_WORLD_SIZE"), std::string::npos) << t.err;
+}
+
+TEST_F(PlanCli, PlanJsonMatchesTheLibrary) {
+  Resources res({DeviceSpec{.name = "slow", .throughput = 1}, DeviceSpec{.name = "fast", .throughput = 3}});
+  res.save(path("res.json"));
+  CliRun r = run("plan --rows 100 --family gaussian_diag --components 5 --dims 2 --resources " +
+              path("res.json") + " --shard-components --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  Placement p = Placement::from_json(doc.at("placement").dump());
+  PlanOptions o{.rows = 100, .model = ModelSummary{5, {{"gaussian_diag", 2, 0}}}};
+  EXPECT_EQ(p, plan(res, o));
+  ASSERT_EQ(p.shards.size(), 2u);
+  EXPECT_EQ(p.shards[0].size(), 25u);
+  ASSERT_EQ(doc.at("model_shards").size(), 2u);
+  EXPECT_EQ(doc["model_shards"][0]["component_stop"], 1);
+  EXPECT_EQ(doc["model_shards"][1]["component_stop"], 5);
+}
+
+TEST_F(PlanCli, PlanReadsTheModelFile) {
+  Resources::single_cpu().save(path("res.json"));
+  write("model.json", R"({"format": "mixle-model", "version": 1, "weights": [0.5, 0.25, 0.25],
+      "parts": [{"family": "gaussian_diag", "columns": [0, 2]},
+                {"family": "categorical", "columns": [2, 3], "prob": [[0.5, 0.5, 0], [0.2, 0.3, 0.5], [1, 0, 0]]}]})");
+  CliRun r = run("plan --rows 10 --model " + path("model.json") + " --resources " + path("res.json") +
+              " --json --safety-factor 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  Placement p = Placement::from_json(nlohmann::json::parse(r.out).at("placement").dump());
+  ModelSummary expected{3, {{"gaussian_diag", 2, 0}, {"categorical", 1, 3}}};
+  EXPECT_EQ(p.model_bytes, expected.parameter_bytes());
+  EXPECT_EQ(p.encoded_row_bytes, 3 * 4);
+  EXPECT_EQ(p.transient_row_bytes, 3 * 4);
+  // The table names every shard and its rows.
+  CliRun table = run("plan --rows 10 --model " + path("model.json") + " --resources " + path("res.json"));
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_NE(table.out.find("cpu:0"), std::string::npos);
+  EXPECT_NE(table.out.find("[0, 10)"), std::string::npos);
+}
+
+TEST_F(PlanCli, PlanErrorsExitWithTheRightCodes) {
+  Resources::single_cpu({.memory_bytes = 1}).save(path("tiny.json"));
+  Resources::single_cpu().save(path("res.json"));
+  // Usage: no model, both models, no rows → 2.
+  EXPECT_EQ(run("plan --rows 5 --resources " + path("res.json")).code, 2);
+  EXPECT_EQ(run("plan --family poisson --components 2 --resources " + path("res.json")).code, 2);
+  write("m.json", R"({"format": "mixle-model", "weights": [1], "parts": [{"family": "poisson", "columns": [0, 1]}]})");
+  EXPECT_EQ(run("plan --rows 5 --model " + path("m.json") + " --family poisson --components 2 --resources " +
+                path("res.json")).code, 2);
+  // Bad values and impossible plans → 1 with a message.
+  CliRun mem = run("plan --rows 5 --family poisson --components 2 --resources " + path("tiny.json"));
+  EXPECT_EQ(mem.code, 1);
+  EXPECT_NE(mem.err.find("fixed model/statistic state"), std::string::npos) << mem.err;
+  CliRun sf = run("plan --rows 5 --family poisson --components 2 --safety-factor -1 --resources " + path("res.json"));
+  EXPECT_EQ(sf.code, 1);
+  EXPECT_NE(sf.err.find("safety_factor=-1"), std::string::npos) << sf.err;
+  write("bad.json", R"({"format": "mixle-model", "weights": [1], "parts": [{"family": "poisson", "columns": [3, 1]}]})");
+  CliRun bad = run("plan --rows 5 --model " + path("bad.json") + " --resources " + path("res.json"));
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("parts[0].columns=[3, 1]"), std::string::npos) << bad.err;
+}

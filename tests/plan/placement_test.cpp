@@ -1,0 +1,286 @@
+// plan() → Placement: byte model, proportional split, num_chunks, memory caps, validate() and
+// JSON (parallel-behaviour.md §2.4–2.5, §10 placement_test).
+#include <mixle/error.hpp>
+#include <mixle/plan.hpp>
+
+#include "plan/test_util.hpp"
+
+using namespace mixle::plan;
+using mixle::InvalidInput;
+using mixle::MemoryError;
+using mixle::plan::testing::expect_mentions;
+using mixle::plan::testing::message_of;
+
+namespace {
+
+DeviceSpec device(std::string name, double throughput, std::optional<std::uint64_t> memory = {}) {
+  DeviceSpec d;
+  d.name = std::move(name);
+  d.throughput = throughput;
+  d.memory_bytes = memory;
+  return d;
+}
+
+ModelSummary gmm(std::size_t k, std::size_t d) {
+  return ModelSummary{k, {PartSummary{"gaussian_diag", d, 0}}};
+}
+
+void expect_tiles(const Placement& p) {
+  std::uint64_t cursor = 0;
+  for (const PlacementShard& s : p.shards) {
+    EXPECT_EQ(s.start, cursor);
+    EXPECT_GT(s.size(), 0u);
+    cursor = s.stop;
+  }
+  EXPECT_EQ(cursor, p.total_rows);
+}
+
+}  // namespace
+
+TEST(PlacementMemoryModel, FamilyFormulas) {
+  // gaussian_diag D=3, K=4: params 4·(1 + 2·3) = 28 doubles; statistics 4·(1 + 6) + 2 = 30.
+  EXPECT_EQ(gmm(4, 3).parameter_bytes(), 28u * 8);
+  EXPECT_EQ(gmm(4, 3).statistic_bytes(), 30u * 8);
+  // gaussian_full D=2: D + D² = 6 per component, + 1 weight/count.
+  ModelSummary full{2, {{"gaussian_full", 2, 0}}};
+  EXPECT_EQ(full.parameter_bytes(), 2u * 7 * 8);
+  EXPECT_EQ(full.statistic_bytes(), (2u * 7 + 2) * 8);
+  // A record: categorical D=2 V=5 (10), poisson D=3 (3), bernoulli D=1 (1), exponential D=2 (2).
+  ModelSummary mixed{3, {{"categorical", 2, 5}, {"poisson", 3, 0}, {"bernoulli", 1, 0},
+                         {"exponential", 2, 0}}};
+  EXPECT_EQ(mixed.columns(), 8u);
+  EXPECT_EQ(mixed.statistic_values_per_component(), 1u + 10 + 3 + 1 + 2);
+  EXPECT_EQ(mixed.parameter_bytes(), 3u * 17 * 8);
+}
+
+TEST(PlacementMemoryModel, RejectsBadModelsNamingThePart) {
+  expect_mentions(message_of<InvalidInput>([] { ModelSummary{2, {{"gamma", 1, 0}}}.validate(); }),
+                  {"part 0", "family='gamma'", "gaussian_diag"});
+  expect_mentions(message_of<InvalidInput>([] { ModelSummary{2, {{"categorical", 1, 1}}}.validate(); }),
+                  {"categories=1", "categories ≥ 2"});
+  expect_mentions(message_of<InvalidInput>([] { ModelSummary{0, {{"poisson", 1, 0}}}.validate(); }),
+                  {"components=0", "K ≥ 1"});
+}
+
+TEST(Placement, EstimatesRowsAndBytesFromModel) {
+  PlanOptions o{.rows = 1000, .model = gmm(4, 3)};
+  Placement p = plan(Resources::single_cpu(), o);
+  expect_tiles(p);
+  EXPECT_EQ(p.encoded_row_bytes, 3 * 4);     // 3 float32 columns
+  EXPECT_EQ(p.transient_row_bytes, 4 * 4);   // K float32 log-densities/responsibilities
+  EXPECT_GT(p.model_bytes, 0u);
+  EXPECT_EQ(p.dtype_bytes, 4u);
+  ASSERT_EQ(p.shards.size(), 1u);
+  // encoded = ceil(1000·12·1.25); transient = ceil(1000·16·1.25) + ceil((224 + 240)·1.25).
+  EXPECT_EQ(p.shards[0].encoded_bytes, 15000u);
+  EXPECT_EQ(p.shards[0].transient_bytes, 20000u + 580u);
+  EXPECT_NE(p.to_string().find("Placement("), std::string::npos);
+  EXPECT_NE(p.to_string().find("cpu:0[0:1000] rows=1000"), std::string::npos);
+  EXPECT_NE(p.to_json().find("\"total_rows\":1000"), std::string::npos);
+}
+
+TEST(Placement, WorkingSetIsOneChunkNotTheWholeShard) {
+  PlanOptions o{.rows = 1'000'000, .model = gmm(8, 2), .rows_per_chunk = 1000, .safety_factor = 1.0};
+  Placement p = plan(Resources::single_cpu(), o);
+  const std::uint64_t fixed = gmm(8, 2).parameter_bytes() + gmm(8, 2).statistic_bytes();
+  EXPECT_EQ(p.shards[0].transient_bytes, 1000u * 8 * 4 + fixed);
+  EXPECT_EQ(p.shards[0].encoded_bytes, 1'000'000u * 2 * 4);
+  PlanOptions f64 = o;
+  f64.precision = "float64";
+  f64.data_dtype_bytes = 8;
+  Placement q = plan(Resources::single_cpu(), f64);
+  EXPECT_EQ(q.shards[0].transient_bytes, 1000u * 8 * 8 + fixed);
+  EXPECT_EQ(q.shards[0].encoded_bytes, 1'000'000u * 2 * 8);
+}
+
+TEST(Placement, WeightedResourcesGetProportionalChunks) {
+  Resources r({device("slow", 1), device("fast", 3)});
+  Placement p = plan(r, {.rows = 100, .model = gmm(2, 1)});
+  ASSERT_EQ(p.shards.size(), 2u);
+  EXPECT_EQ(p.shards[0].device.name, "slow");
+  EXPECT_EQ(p.shards[0].size(), 25u);
+  EXPECT_EQ(p.shards[1].device.name, "fast");
+  EXPECT_EQ(p.shards[1].size(), 75u);
+  // Uneven: 3 equal devices over 10 rows → 4/3/3 (the first deficit wins ties).
+  Resources three({device("a", 1), device("b", 1), device("c", 1)});
+  Placement q = plan(three, {.rows = 10, .model = gmm(2, 1)});
+  ASSERT_EQ(q.shards.size(), 3u);
+  EXPECT_EQ(q.shards[0].size(), 4u);
+  EXPECT_EQ(q.shards[1].size(), 3u);
+  expect_tiles(q);
+}
+
+TEST(Placement, ManualNumChunksAssignsBlocksOverWeightedDevices) {
+  Resources r({device("slow", 1), device("fast", 3)});
+  Placement p = plan(r, {.rows = 40, .model = gmm(2, 1), .num_chunks = 4});
+  ASSERT_EQ(p.shards.size(), 4u);
+  EXPECT_EQ(p.for_device("fast").size(), 3u);
+  EXPECT_EQ(p.for_device("slow").size(), 1u);
+  EXPECT_EQ(p.shards[0].device.name, "slow");  // block assignment, not round-robin
+  for (const PlacementShard& s : p.shards) EXPECT_EQ(s.size(), 10u);
+  // More chunks than rows: empty ranges dropped.
+  Placement q = plan(r, {.rows = 3, .model = gmm(2, 1), .num_chunks = 8});
+  expect_tiles(q);
+  EXPECT_EQ(q.shards.size(), 3u);
+}
+
+TEST(Placement, MemoryCapSplitsLargeShard) {
+  // One component over 4 columns: 16 data + 4 working-set bytes a row, 160 fixed bytes; 200 rows
+  // need 4160 bytes, over the 4000 available.
+  Resources r({device("cpu:0", 1, 4000)});
+  Placement p = plan(r, {.rows = 200, .model = gmm(1, 4), .rows_per_chunk = 0, .safety_factor = 1.0});
+  EXPECT_GT(p.shards.size(), 1u);
+  expect_tiles(p);
+  for (const PlacementShard& s : p.shards) EXPECT_LE(s.total_bytes(), 4000u);
+  // Cutting the limit a little more never loses rows.
+  Resources tight({device("cpu:0", 1, 700)});
+  Placement q = plan(tight, {.rows = 200, .model = gmm(1, 4), .rows_per_chunk = 16, .safety_factor = 1.0});
+  expect_tiles(q);
+  for (const PlacementShard& s : q.shards) EXPECT_LE(s.total_bytes(), 700u);
+}
+
+TEST(Placement, FixedStateThatCannotFitFails) {
+  Resources r({device("cpu:0", 1, 1)});
+  auto msg = message_of<MemoryError>([&] { plan(r, {.rows = 10, .model = gmm(4, 3)}); });
+  expect_mentions(msg, {"fixed model/statistic state", "cpu:0", "memory_bytes=1", "accepted"});
+}
+
+TEST(Placement, RejectsBadOptions) {
+  Resources r = Resources::single_cpu();
+  expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 5, .model = gmm(1, 1), .safety_factor = 0}); }),
+                  {"safety_factor=0", "> 0"});
+  expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 5, .model = gmm(1, 1), .sub_chunks = 0}); }),
+                  {"sub_chunks=0"});
+  expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 5, .model = gmm(1, 1), .num_chunks = 0}); }),
+                  {"num_chunks=0"});
+  expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 5}); }), {"columns=0", "rows=5"});
+  expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 5, .model = gmm(1, 1), .precision = "int8"}); }),
+                  {"precision='int8'", "accepted"});
+}
+
+TEST(Placement, ZeroRowsIsOneEmptyShardOnTheFastest) {
+  Resources r({device("a", 1), device("b", 2)});
+  Placement p = plan(r, {.rows = 0, .model = gmm(2, 1)});
+  ASSERT_EQ(p.shards.size(), 1u);
+  EXPECT_EQ(p.shards[0].device.name, "b");
+  EXPECT_EQ(p.shards[0].size(), 0u);
+}
+
+TEST(Placement, ValidateRequiresExactCoverageAndKnownDevices) {
+  Resources r({device("a", 1), device("b", 1)});
+  Placement p = plan(r, {.rows = 10, .model = gmm(2, 1)});
+  Placement overlap = p;
+  overlap.shards[1].start = 4;
+  expect_mentions(message_of<InvalidInput>([&] { overlap.validate(); }), {"overlap", "row 4"});
+  Placement gap = p;
+  gap.shards[1].start = 6;
+  expect_mentions(message_of<InvalidInput>([&] { gap.validate(); }), {"gap", "row 5"});
+  Placement short_end = p;
+  short_end.shards[1].stop = 9;
+  expect_mentions(message_of<InvalidInput>([&] { short_end.validate(); }), {"gap", "total_rows=10"});
+  Placement foreign = p;
+  foreign.shards[0].device = device("stranger", 1);
+  expect_mentions(message_of<InvalidInput>([&] { foreign.validate(); }),
+                  {"stranger", "declared resources"});
+  Placement empty = p;
+  empty.shards.push_back({p.shards[1].device, 10, 10});
+  expect_mentions(message_of<InvalidInput>([&] { empty.validate(); }), {"empty"});
+  expect_mentions(message_of<InvalidInput>([&] { p.validate(11); }),
+                  {"total_rows=10", "data length=11"});
+  Resources other({device("a", 1), device("c", 1)});
+  expect_mentions(message_of<InvalidInput>([&] { p.validate(10, &other); }), {"different resources"});
+  Placement small = p;
+  small.shards[0].device.memory_bytes = 10;
+  small.resources.reset();
+  expect_mentions(message_of<MemoryError>([&] { small.validate(); }),
+                  {"a[0:5]", "memory_bytes=10", "needs"});
+  EXPECT_NO_THROW(p.validate(10, &r));
+}
+
+TEST(Placement, JsonRoundTripsExactly) {
+  Resources r({device("slow", 1.0 / 3.0, 1'000'000), device("fast", 2.0 / 3.0)});
+  Placement p = plan(r, {.rows = 12345, .model = gmm(3, 5), .num_chunks = 5, .sub_chunks = 2,
+                         .safety_factor = 1.1});
+  const std::string text = p.to_json();
+  Placement back = Placement::from_json(text);
+  EXPECT_EQ(back, p);
+  EXPECT_EQ(back.to_json(), text);
+  // Negative byte counts and fractional rows are refused with the field named.
+  std::string bad = text;
+  bad.replace(bad.find("\"encoded_bytes\":"), 16, "\"encoded_bytes\":-");
+  expect_mentions(message_of<InvalidInput>([&] { Placement::from_json(bad); }),
+                  {"shards[0].encoded_bytes", "non-negative"});
+  std::string frac = text;
+  frac.replace(frac.find("\"total_rows\":12345"), 18, "\"total_rows\":12345.5");
+  expect_mentions(message_of<InvalidInput>([&] { Placement::from_json(frac); }),
+                  {"total_rows=12345.5", "exact integer"});
+}
+
+TEST(ShardPlan, ThroughputWeightedComponentRanges) {
+  Resources r({device("slow", 1), device("fast", 3)});
+  std::vector<ModelShard> shards = model_sharding_plan(gmm(5, 2), r);
+  ASSERT_EQ(shards.size(), 2u);
+  EXPECT_EQ(shards[0].component_start, 0u);
+  EXPECT_EQ(shards[0].component_stop, 1u);
+  EXPECT_EQ(shards[1].component_start, 1u);
+  EXPECT_EQ(shards[1].component_stop, 5u);
+  EXPECT_GT(shards[1].parameter_bytes + shards[1].statistic_bytes,
+            shards[0].parameter_bytes + shards[0].statistic_bytes);
+  // Per-component bytes add up to the whole model's parameters.
+  EXPECT_EQ(shards[0].parameter_bytes + shards[1].parameter_bytes, gmm(5, 2).parameter_bytes());
+}
+
+TEST(ShardPlan, MinComponentsPerShardHonoured) {
+  Resources four = Resources::local(4);
+  std::vector<ModelShard> shards =
+      model_sharding_plan(gmm(5, 1), four, {.min_components_per_shard = 2});
+  ASSERT_EQ(shards.size(), 2u);
+  EXPECT_EQ(shards[0].num_components(), 3u);
+  EXPECT_EQ(shards[1].num_components(), 2u);
+  for (const ModelShard& s : shards) EXPECT_GE(s.num_components(), 2u);
+}
+
+TEST(ShardPlan, RejectsImpossibleRequests) {
+  Resources four = Resources::local(4);
+  expect_mentions(message_of<InvalidInput>(
+                      [&] { model_sharding_plan(gmm(5, 1), four, {.min_components_per_shard = 6}); }),
+                  {"min_components_per_shard=6", "cannot exceed", "K=5", "accepted"});
+  expect_mentions(message_of<InvalidInput>(
+                      [&] { model_sharding_plan(gmm(5, 1), four, {.axis = "features"}); }),
+                  {"axis='features'", "components"});
+  Resources tiny({device("cpu:0", 1, 1)});
+  expect_mentions(message_of<MemoryError>([&] { model_sharding_plan(gmm(5, 1), tiny); }),
+                  {"capacity", "memory_bytes=1"});
+}
+
+TEST(ShardPlan, JsonRoundTrip) {
+  Resources r({device("a", 1, 1 << 20), device("b", 2)});
+  for (const ModelShard& s : model_sharding_plan(gmm(7, 3), r)) {
+    EXPECT_EQ(ModelShard::from_json(s.to_json()), s);
+  }
+}
+
+TEST(ShardPlan, RejectsAModelWithoutComponents) {
+  expect_mentions(message_of<InvalidInput>(
+                      [] { model_sharding_plan(ModelSummary{0, {{"poisson", 1, 0}}}, Resources::local(2)); }),
+                  {"components=0", "K ≥ 1"});
+}
+
+TEST(Placement, ReadsAReferenceShapedDocument) {
+  // What the Python layer's Placement.to_dict() writes: no mixle fields, resources null, the
+  // reference's engine names.
+  const char* doc = R"({"total_rows": 10, "encoded_row_bytes": 8.0, "transient_row_bytes": 24.0,
+    "model_bytes": 100, "statistic_bytes": 100, "dtype_bytes": 8, "resources": null,
+    "shards": [{"device": "cpu:0", "kind": "cpu", "engine": "numpy", "start": 0, "stop": 6,
+                "sub_chunks": 1, "encoded_bytes": 60, "transient_bytes": 300},
+               {"device": "cpu:1", "kind": "cpu", "engine": "numpy", "start": 6, "stop": 10,
+                "sub_chunks": 2, "encoded_bytes": 40, "transient_bytes": 200}]})";
+  Placement p = Placement::from_json(doc);
+  EXPECT_EQ(p.total_rows, 10u);
+  EXPECT_FALSE(p.resources.has_value());
+  ASSERT_EQ(p.shards.size(), 2u);
+  EXPECT_EQ(p.shards[1].device.engine, "numpy");
+  EXPECT_EQ(p.shards[1].sub_chunks, 2u);
+  EXPECT_EQ(p.rows_per_chunk, 0u);  // absent: the reference's whole-shard working set
+  EXPECT_EQ(Placement::from_json(p.to_json()), p);
+}
