@@ -126,7 +126,7 @@ Peak measure_cpu_peak(engine::Precision precision, int threads, double seconds =
 /// Datasheet peak of a CUDA device by name (SIMT fp32/fp64, dense TF32 tensor); "unknown" when
 /// the name is not in the table.
 Peak datasheet_peak(const std::string& gpu_name, engine::Precision precision);
-/// Name of CUDA device `index` from the driver (dlopen'd libcuda), or "unknown".
+/// Product name of CUDA device `index` (host::cuda_devices()), or "unknown".
 std::string cuda_device_name(int index);
 /// "model name" from /proc/cpuinfo, or "unknown".
 std::string cpu_model_name();

@@ -3,7 +3,7 @@
 // the vendor datasheet by device name. Either way the result says which.
 #include "host/bench/bench.hpp"
 
-#include <dlfcn.h>
+#include "host/resources_discovery.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -168,23 +168,10 @@ Peak datasheet_peak(const std::string& gpu_name, engine::Precision precision) {
 }
 
 std::string cuda_device_name(int index) {
-  // The driver API's name query, loaded at run time so that the host layer needs no CUDA
-  // headers or link dependency; device ordinals match the runtime API's.
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) return "unknown";
-  using Init = int (*)(unsigned);
-  using Get = int (*)(int*, int);
-  using Name = int (*)(char*, int, int);
-  auto init = reinterpret_cast<Init>(dlsym(lib, "cuInit"));
-  auto get = reinterpret_cast<Get>(dlsym(lib, "cuDeviceGet"));
-  auto name = reinterpret_cast<Name>(dlsym(lib, "cuDeviceGetName"));
-  std::string out = "unknown";
-  int dev = 0;
-  char buf[256] = {};
-  if (init && get && name && init(0) == 0 && get(&dev, index) == 0 && name(buf, sizeof buf, dev) == 0)
-    out = buf;
-  // libcuda stays loaded: the CUDA runtime holds it anyway, and unloading it is not safe.
-  return out;
+  // Resource discovery's runtime query (empty in a CPU-only build or without a device).
+  const std::vector<CudaDeviceInfo> devices = cuda_devices();
+  if (index < 0 || static_cast<std::size_t>(index) >= devices.size()) return "unknown";
+  return devices[static_cast<std::size_t>(index)].product;
 }
 
 std::string cpu_model_name() {
