@@ -1,0 +1,115 @@
+// `mixle bench`: times the E-step, the M-step and a whole EM iteration on each selected device,
+// checks each run against the CPU oracle, prints a table and optionally writes versioned JSON.
+// The work is done by host/bench (a library, so `mixle resources --calibrate` can reuse it);
+// this file only parses options. Metrics and JSON fields: bench/README.md.
+#include "host/bench/bench.hpp"
+#include "host/bench/report.hpp"
+#include "host/cli/command.hpp"
+
+#include "engine/compute.hpp"
+
+#include <mixle/error.hpp>
+
+#include <cstdio>
+#include <memory>
+
+namespace mixle::host {
+namespace {
+
+struct BenchArgs {
+  std::string family = "gaussian_diag", device = "cpu", precision = "fp32", json;
+  long long rows = 200000, dims = 32, components = 64, categories = 4;
+  int threads = 0, iters = 10, warmup = 2;
+  std::uint64_t seed = 0;
+};
+
+// Option values are usage errors (exit 2): the user typed them, nothing ran yet.
+template <class F>
+auto as_usage(F&& f) {
+  try {
+    return f();
+  } catch (const InvalidInput& e) {
+    throw UsageError(e.what());
+  }
+}
+
+std::size_t positive(long long v, const char* flag) {
+  if (v < 1) throw UsageError(std::string(flag) + " " + std::to_string(v) + ": must be ≥ 1");
+  return static_cast<std::size_t>(v);
+}
+
+void check_device_syntax(const std::string& d) {
+  if (d == "cpu" || d == "cuda" || d == "all") return;
+  if (d.rfind("cuda:", 0) == 0 && d.size() > 5 && d.find_first_not_of("0123456789", 5) == std::string::npos) return;
+  throw UsageError("--device \"" + d + "\": accepted: cpu, cuda, cuda:<index>, all");
+}
+
+bench::BenchCase to_case(const BenchArgs& a) {
+  bench::BenchCase c;
+  c.family = as_usage([&] { return family_from_name(a.family); });
+  c.precision = as_usage([&] { return engine::precision_from_name(a.precision); });
+  c.rows = positive(a.rows, "--rows");
+  c.dims = positive(a.dims, "--dims");
+  c.components = positive(a.components, "--components");
+  c.categories = static_cast<std::size_t>(a.categories < 0 ? 0 : a.categories);
+  c.threads = a.threads;
+  c.iters = a.iters;
+  c.warmup = a.warmup;
+  c.seed = a.seed;
+  as_usage([&] { bench::validate_case(c); return 0; });
+  return c;
+}
+
+std::function<int()> setup_bench(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  app.add_option("--family", a->family, "Component family (gaussian_diag, gaussian_full, categorical, poisson, "
+                                        "exponential, bernoulli)")->capture_default_str();
+  app.add_option("-n,--rows", a->rows, "Rows N of the synthetic dataset")->capture_default_str();
+  app.add_option("-d,--dims", a->dims, "Dimensions D (columns)")->capture_default_str();
+  app.add_option("-k,--components", a->components, "Components K")->capture_default_str();
+  app.add_option("--categories", a->categories, "Categories V per feature (categorical)")->capture_default_str();
+  app.add_option("--device", a->device, "cpu, cuda, cuda:i, or all (cpu and every CUDA device)")->capture_default_str();
+  app.add_option("--precision", a->precision, "Compute precision: fp32, fp64, tf32 (CUDA)")->capture_default_str();
+  app.add_option("--threads", a->threads, "CPU threads (0 = all)")->capture_default_str();
+  app.add_option("--iters", a->iters, "Timed repetitions per phase")->capture_default_str();
+  app.add_option("--warmup", a->warmup, "Untimed EM iterations first")->capture_default_str();
+  app.add_option("--seed", a->seed, "Seed of the synthetic model and data")->capture_default_str();
+  app.add_option("--json", a->json, "Also write the results as JSON here (atomically)");
+  return [a]() -> int {
+    check_device_syntax(a->device);
+    const bench::BenchCase c = to_case(*a);
+    const std::vector<std::string> devices = bench::expand_devices(a->device);
+    if (c.precision == engine::Precision::tf32 && devices.front() == "cpu")
+      throw UsageError("--precision tf32 is a CUDA tensor-core mode; the CPU computes fp32 or fp64 "
+                       "(use --device cuda or cuda:i with tf32)");
+    // Fail before spending minutes on data: NotCompiled for CUDA in a CPU-only build, and
+    // InvalidInput for a device index that does not exist.
+    for (const auto& d : devices) (void)engine::make_compute(d, c.threads);
+
+    std::fprintf(stderr, "mixle: bench: preparing %s N=%zu D=%zu K=%zu …\n", family_name(c.family), c.rows,
+                 c.dims, c.components);
+    const bench::PreparedCase prepared = bench::prepare_case(c);
+    std::vector<bench::BenchResult> results;
+    for (const auto& d : devices) {
+      std::fprintf(stderr, "mixle: bench: %s (%d warm-up, %d timed per phase) …\n", d.c_str(), c.warmup, c.iters);
+      results.push_back(bench::run_case(prepared, d));
+    }
+    std::fputs(bench::format_table(prepared, results).c_str(), stdout);
+    if (!a->json.empty()) {
+      write_file_atomic(a->json, bench::format_json(prepared, results));
+      std::fprintf(stderr, "mixle: bench: results written to %s\n", a->json.c_str());
+    }
+    int failed = 0;
+    for (const auto& r : results) failed += r.check.passed ? 0 : 1;
+    if (failed) {
+      std::fprintf(stderr, "mixle: bench: %d device check%s FAILED (see the table)\n", failed, failed == 1 ? "" : "s");
+      return 1;
+    }
+    return 0;
+  };
+}
+
+}  // namespace
+MIXLE_REGISTER_COMMAND("bench", "Time E-step, M-step and EM iteration per device, checked against the CPU oracle",
+                       setup_bench, 60);
+}  // namespace mixle::host
