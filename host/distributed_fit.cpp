@@ -42,7 +42,6 @@ std::vector<engine::RowRange> rank_row_ranges(std::size_t rows, std::size_t cols
   plan::PlanOptions options;
   options.rows = rows;
   options.columns = std::max<std::size_t>(cols, 1);
-  options.num_chunks = static_cast<std::uint64_t>(world);
   const plan::Placement placement = plan::plan(plan::Resources(devices), options);
   // Shards come one per device; order them by the device's position (= rank).
   std::vector<std::size_t> bounds(static_cast<std::size_t>(world) + 1, rows);

@@ -1,5 +1,12 @@
 // `mixle resources`: describe the devices a run can use, as Resources JSON (docs/planning.md).
 #include "host/cli/command.hpp"
+#include "host/bench/bench.hpp"
+#include "host/bench/calibration.hpp"
+
+#include <mixle/plan/calibration.hpp>
+
+#include <chrono>
+#include <filesystem>
 
 #include "host/resources_discovery.hpp"
 #include "plan/json_fields.hpp"
@@ -23,7 +30,82 @@ struct ResourcesArgs {
   std::size_t cpu_workers = 1;
   bool no_cuda = false;
   std::string precision;
+  // --calibrate
+  bool calibrate = false;
+  std::string catalog;
+  std::string family = "gaussian_diag";
+  std::size_t rows = 65536, dims = 32, components = 64;
+  int iters = 3;
 };
+
+/// The bench device string for a Resources device: CPU slots run on the CPU backend with their
+/// slot's threads; CUDA devices by their local index ("cuda:1" → "cuda:1").
+std::string bench_device(const plan::DeviceSpec& d) {
+  if (d.kind == "cpu") return "cpu";
+  if (d.name.rfind("cuda:", 0) == 0) return d.name;
+  return "cuda:" + std::to_string(d.local_rank.value_or(0));
+}
+
+/// Benchmarks every device of `resources` at the given size (one EM iteration is the workload),
+/// writes their rows/s as throughput, and appends a calibration record to the catalog.
+plan::Resources calibrate(const plan::Resources& resources, const ResourcesArgs& a) {
+  bench::BenchCase c;
+  c.family = family_from_name(a.family);
+  c.rows = a.rows;
+  c.dims = a.dims;
+  c.components = a.components;
+  c.iters = a.iters;
+  c.warmup = 1;
+  if (!a.precision.empty()) c.precision = engine::precision_from_name(a.precision == "float64" ? "fp64" : "fp32");
+  bench::validate_case(c);
+  const bench::PreparedCase prepared = bench::prepare_case(c);
+  std::vector<plan::DeviceCalibration> results;
+  std::optional<plan::DeviceCalibration> cpu_result;
+  for (const plan::DeviceSpec& d : resources.devices()) {
+    const std::string device = bench_device(d);
+    if (device == "cpu" && cpu_result) {  // identical CPU slots: measure once
+      plan::DeviceCalibration again = *cpu_result;
+      again.device_name = d.name;
+      results.push_back(again);
+      continue;
+    }
+    std::cerr << "mixle: calibrating " << d.name << " (" << device << ", " << a.family << " N=" << a.rows
+              << " D=" << a.dims << " K=" << a.components << ") …\n";
+    plan::DeviceCalibration r;
+    try {
+      r = bench::to_calibration(bench::run_case(prepared, device), a.rows, d.name, "em");
+    } catch (const Error& e) {
+      r.device_name = d.name;
+      r.success = false;
+      r.error = e.what();
+    }
+    if (device == "cpu") cpu_result = r;
+    results.push_back(r);
+    std::cerr << "mixle:   " << d.name << ": "
+              << (r.success ? std::to_string(static_cast<long long>(*r.throughput)) + " rows/s" : "failed: " + r.error.value_or("?"))
+              << "\n";
+  }
+  std::optional<std::string> precision;
+  if (!a.precision.empty()) precision = a.precision;
+  plan::Resources calibrated = plan::apply_calibration(resources, results, precision);
+  plan::CalibrationRecord record;
+  record.model_type = a.family;
+  record.workload = "em";
+  record.resources = calibrated;
+  record.sample_size = a.rows;
+  record.repeats = static_cast<std::uint64_t>(a.iters);
+  record.precision = precision;
+  record.estimator_type = "mixle-em";
+  record.row_count = a.rows;
+  record.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  record.device_results = results;
+  plan::CalibrationCatalog catalog;
+  if (std::filesystem::exists(a.catalog)) catalog = plan::CalibrationCatalog::load(a.catalog);
+  catalog.append(record);
+  catalog.save(a.catalog);
+  std::cerr << "mixle: appended a calibration record to " << a.catalog << "\n";
+  return calibrated;
+}
 
 plan::Resources build(const ResourcesArgs& a) {
   std::optional<std::string> precision;
@@ -71,8 +153,22 @@ std::function<int()> setup_resources(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--no-cuda", args->no_cuda, "--discover: leave GPUs out");
   app.add_option("--precision", args->precision, "Pin a compute precision (float32, float64, …)");
+  auto* cal = app.add_option_group("calibrate", "Measure each device's throughput with mixle bench");
+  cal->add_flag("--calibrate", args->calibrate, "Benchmark every device; throughput = measured rows/s per EM iteration");
+  cal->add_option("--catalog", args->catalog, "Calibration catalog to append to (default: beside --out, or ./mixle-calibration.json)");
+  cal->add_option("--family", args->family, "Calibration workload family")->capture_default_str();
+  cal->add_option("--rows", args->rows, "Calibration rows")->capture_default_str();
+  cal->add_option("--dims", args->dims, "Calibration columns")->capture_default_str();
+  cal->add_option("--components", args->components, "Calibration components")->capture_default_str();
+  cal->add_option("--iters", args->iters, "Timed repetitions per device")->capture_default_str();
   return [args] {
-    const plan::Resources resources = build(*args);
+    plan::Resources resources = build(*args);
+    if (args->calibrate) {
+      if (args->catalog.empty())
+        args->catalog = args->out.empty() ? "mixle-calibration.json"
+                                          : (std::filesystem::path(args->out).parent_path() / "mixle-calibration.json").string();
+      resources = calibrate(resources, *args);
+    }
     if (args->out.empty()) {
       std::cout << resources.to_json(2) << "\n";
     } else {

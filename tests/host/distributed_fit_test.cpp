@@ -103,6 +103,25 @@ TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
   }
 }
 
+TEST(DistributedFit, CalibratedThroughputSplitsRows) {
+#if !MIXLE_HAVE_GLOO
+  GTEST_SKIP() << "built without gloo";
+#endif
+  TempDir dir;
+  const fs::path data = make_data(dir, 12800);
+  // Two ranks whose devices were calibrated at 1000 and 3000 rows/s: rank 0 gets a quarter of
+  // the rows (rounded to the 128-row blocks: 3200 is a multiple already).
+  std::ofstream(dir.path / "resources.json") << R"({"devices":[
+    {"name":"rank:0","kind":"cpu","throughput":1000.0},{"name":"rank:1","kind":"cpu","throughput":3000.0}]})";
+  std::vector<std::string> argv{kCli, "launch", "--nproc", "2", "--"};
+  for (const auto& a : fit_args(data, dir.path / "out.json", 5, "0")) argv.push_back(a);
+  argv.push_back("--resources");
+  argv.push_back((dir.path / "resources.json").string());
+  Process p = run_process(argv, {}, dir.path / "fit.log", 120s);
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  EXPECT_NE(p.output().find("this rank's rows [0, 3200)"), std::string::npos) << p.output();
+}
+
 TEST(DistributedFit, MpirunMatchesOneProcess) {
 #if !MIXLE_HAVE_MPI
   GTEST_SKIP() << "built without MPI";
