@@ -5,6 +5,10 @@
 #include "host/bench/bench.hpp"
 #include "host/bench/report.hpp"
 #include "host/cli/command.hpp"
+#include "host/bench/comm_bench.hpp"
+#include "host/launch_env.hpp"
+
+#include <chrono>
 
 #include "engine/compute.hpp"
 
@@ -21,6 +25,9 @@ struct BenchArgs {
   long long rows = 200000, dims = 32, components = 64, categories = 4;
   int threads = 0, iters = 10, warmup = 2;
   std::uint64_t seed = 0;
+  bool comm_bench = false;
+  std::string comm_backend = "auto";
+  std::size_t min_bytes = 8, max_bytes = 16u << 20;
 };
 
 // Option values are usage errors (exit 2): the user typed them, nothing ran yet.
@@ -60,6 +67,21 @@ bench::BenchCase to_case(const BenchArgs& a) {
   return c;
 }
 
+/// `--comm`: rank 0 prints the table (and --json); every rank takes part.
+int run_comm(const BenchArgs& a) {
+  const LaunchEnv env = detect_launch_env();
+  auto comm = communicator_from_env(env, resolve_comm(a.comm_backend, env, false), std::chrono::seconds(60));
+  if (a.iters < 1 || a.min_bytes > a.max_bytes) throw UsageError("--comm needs --iters ≥ 1 and --min-bytes ≤ --max-bytes");
+  const auto rows = bench::run_comm_bench(*comm, a.min_bytes, a.max_bytes, a.iters, a.warmup);
+  if (comm->rank() == 0) {
+    std::fputs(bench::format_comm_table(*comm, rows).c_str(), stdout);
+    if (!a.json.empty()) write_file_atomic(a.json, bench::format_comm_json(*comm, rows));
+  }
+  for (const auto& r : rows)
+    if (!r.correct) return 1;
+  return 0;
+}
+
 std::function<int()> setup_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   app.add_option("--family", a->family, "Component family (gaussian_diag, gaussian_full, categorical, poisson, "
@@ -75,7 +97,13 @@ std::function<int()> setup_bench(CLI::App& app) {
   app.add_option("--warmup", a->warmup, "Untimed EM iterations first")->capture_default_str();
   app.add_option("--seed", a->seed, "Seed of the synthetic model and data")->capture_default_str();
   app.add_option("--json", a->json, "Also write the results as JSON here (atomically)");
+  auto* comm = app.add_option_group("comm", "All-reduce latency and bandwidth across the ranks of this job");
+  comm->add_flag("--comm", a->comm_bench, "Benchmark the communicator (run under torchrun, mpirun or mixle launch)");
+  comm->add_option("--backend", a->comm_backend, "auto, single, gloo, mpi")->capture_default_str();
+  comm->add_option("--min-bytes", a->min_bytes, "Smallest message per rank")->capture_default_str();
+  comm->add_option("--max-bytes", a->max_bytes, "Largest message per rank")->capture_default_str();
   return [a]() -> int {
+    if (a->comm_bench) return run_comm(*a);
     check_device_syntax(a->device);
     const bench::BenchCase c = to_case(*a);
     const std::vector<std::string> devices = bench::expand_devices(a->device);

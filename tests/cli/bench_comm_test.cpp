@@ -1,0 +1,43 @@
+// `mixle bench --comm` across real ranks: a checked all-reduce per message size, nccl-tests'
+// algbw/busbw, a versioned JSON document from rank 0.
+#include "comms/process_util.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace mixle::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(BenchComm, TwoRanksUnderMixleLaunch) {
+#if !MIXLE_HAVE_GLOO
+  GTEST_SKIP() << "built without gloo";
+#endif
+  TempDir dir;
+  const auto json = dir.path / "comm.json";
+  Process p = run_process({MIXLE_CLI_PATH, "launch", "--nproc", "2", "--", MIXLE_CLI_PATH, "bench", "--comm",
+                           "--min-bytes", "8", "--max-bytes", "32768", "--iters", "3", "--warmup", "1",
+                           "--json", json.string()},
+                          {}, dir.path / "log.txt", 120s);
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  const auto j = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(j["format"], "mixle-comm-bench");
+  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["ranks"], 2);
+  EXPECT_EQ(j["backend"], "gloo");
+  ASSERT_EQ(j["results"].size(), 7u);  // 8, 32, …, 32768 bytes (×4 steps)
+  std::size_t bytes = 8;
+  for (const auto& r : j["results"]) {
+    EXPECT_EQ(r["bytes"], bytes);
+    EXPECT_EQ(r["correct"], true);
+    EXPECT_GT(r["seconds"].get<double>(), 0.0);
+    // busbw = algbw · 2(n−1)/n = algbw for n = 2.
+    EXPECT_DOUBLE_EQ(r["busbw_gbs"].get<double>(), r["algbw_gbs"].get<double>());
+    bytes *= 4;
+  }
+  EXPECT_NE(p.output().find("busbw(GB/s)"), std::string::npos) << p.output();
+}
+
+}  // namespace
+}  // namespace mixle::test
