@@ -1,8 +1,12 @@
 // `mixle info`: version, build features and devices.
 #include "host/cli/command.hpp"
+#include "host/resources_discovery.hpp"
 
 #include <mixle/version.hpp>
 
+#include <sched.h>
+
+#include <cstdio>
 #include <iostream>
 
 namespace mixle::host {
@@ -14,6 +18,17 @@ std::function<int()> setup_info(CLI::App& app) {
               << "features: cpu"
               << (MIXLE_HAVE_CUDA ? " cuda" : "") << (MIXLE_HAVE_NCCL ? " nccl" : "")
               << (MIXLE_HAVE_GLOO ? " gloo" : "") << (MIXLE_HAVE_MPI ? " mpi" : "") << "\n";
+    cpu_set_t set;
+    const int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    const auto memory = usable_memory_bytes();
+    std::printf("cpu: %d usable core(s), %.1f GiB memory\n", cpus,
+                memory ? static_cast<double>(*memory) / (1024.0 * 1024.0 * 1024.0) : 0.0);
+    const auto gpus = cuda_devices();
+    if (gpus.empty()) std::printf("cuda: no device%s\n", MIXLE_HAVE_CUDA ? "" : " (built without CUDA)");
+    for (std::size_t i = 0; i < gpus.size(); ++i)
+      std::printf("cuda:%zu: %s, %.1f GiB, %lld SMs\n", i, gpus[i].product.c_str(),
+                  static_cast<double>(gpus[i].memory_bytes) / (1024.0 * 1024.0 * 1024.0),
+                  static_cast<long long>(gpus[i].multiprocessors));
     return 0;
   };
 }

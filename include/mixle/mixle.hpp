@@ -3,7 +3,9 @@
 #pragma once
 
 #include <mixle/data.hpp>
+#include <mixle/distributed.hpp>
 #include <mixle/error.hpp>
 #include <mixle/fit.hpp>
 #include <mixle/model.hpp>
+#include <mixle/plan.hpp>
 #include <mixle/version.hpp>
