@@ -29,6 +29,8 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
   const std::size_t rows = handle.rows();
   if (rows == 0) throw InvalidInput("no data rows");
   if (options.n_init < 1) throw InvalidInput("n_init = " + std::to_string(options.n_init) + " must be ≥ 1");
+  if (options.threads < 0)
+    throw InvalidInput("threads = " + std::to_string(options.threads) + " must be ≥ 0 (0 = all available cores)");
   if (options.init == InitMethod::model && !options.init_model)
     throw InvalidInput("init = model needs FitOptions::init_model");
   if (options.init != InitMethod::model && options.components == 0)
