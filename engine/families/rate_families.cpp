@@ -9,9 +9,9 @@
 namespace mixle::engine {
 namespace {
 
-class Poisson final : public FamilyOps {
+/// What poisson and exponential share: one positive rate per (component, column).
+class PositiveRate : public FamilyOps {
  public:
-  Family family() const override { return Family::poisson; }
   int coef_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
   int stat_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
   void resize(Part& p, std::size_t K) const override { p.rate.assign(K * p.dims(), 1.0); }
@@ -21,6 +21,12 @@ class Poisson final : public FamilyOps {
       require_value(std::isfinite(p.rate[i]) && p.rate[i] > 0.0, where, "rate", i / p.dims(),
                     i % p.dims(), p.rate[i], "must be finite and > 0");
   }
+  std::size_t free_parameters(const Part& p) const override { return p.dims(); }
+};
+
+class Poisson final : public PositiveRate {
+ public:
+  Family family() const override { return Family::poisson; }
   void check_data(const Part& p, const Dataset& data) const override {
     check_columns(p, data, "non-negative integer counts",
                   [](double v) { return is_integer(v) && v >= 0.0; });
@@ -39,7 +45,6 @@ class Poisson final : public FamilyOps {
     for (std::size_t d = 0; d < p.dims(); ++d)
       p.rate[k * p.dims() + d] = std::max(s[d] / mass, o.rate_floor);
   }
-  std::size_t free_parameters(const Part& p) const override { return p.dims(); }
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
     for (std::size_t d = 0; d < p.dims(); ++d) {
       std::poisson_distribution<long long> dist(p.rate[k * p.dims() + d]);
@@ -48,18 +53,9 @@ class Poisson final : public FamilyOps {
   }
 };
 
-class Exponential final : public FamilyOps {
+class Exponential final : public PositiveRate {
  public:
   Family family() const override { return Family::exponential; }
-  int coef_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
-  int stat_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
-  void resize(Part& p, std::size_t K) const override { p.rate.assign(K * p.dims(), 1.0); }
-  void validate(const Part& p, std::size_t K, const std::string& where) const override {
-    require_size(p.rate, K * p.dims(), where, "rate", "K×D");
-    for (std::size_t i = 0; i < p.rate.size(); ++i)
-      require_value(std::isfinite(p.rate[i]) && p.rate[i] > 0.0, where, "rate", i / p.dims(),
-                    i % p.dims(), p.rate[i], "must be finite and > 0");
-  }
   void check_data(const Part& p, const Dataset& data) const override {
     check_columns(p, data, "finite numbers ≥ 0",
                   [](double v) { return std::isfinite(v) && v >= 0.0; });
@@ -78,7 +74,6 @@ class Exponential final : public FamilyOps {
     for (std::size_t d = 0; d < p.dims(); ++d)
       p.rate[k * p.dims() + d] = 1.0 / std::max(s[d] / mass, o.rate_floor);
   }
-  std::size_t free_parameters(const Part& p) const override { return p.dims(); }
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
     for (std::size_t d = 0; d < p.dims(); ++d) {
       std::exponential_distribution<double> dist(p.rate[k * p.dims() + d]);
