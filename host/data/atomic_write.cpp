@@ -36,9 +36,14 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
   std::string temp;
   int fd = -1;
   for (int attempt = 0; fd < 0; ++attempt) {
-    temp = (folder / ("." + dest.filename().string() + ".tmp." + std::to_string(::getpid()) +
-                      "." + std::to_string(temp_counter++)))
-               .string();
+    // Appended piecewise: g++ 12 warns falsely (-Wrestrict) on the "." + string temporary.
+    std::string name = ".";
+    name += dest.filename().string();
+    name += ".tmp.";
+    name += std::to_string(::getpid());
+    name += ".";
+    name += std::to_string(temp_counter++);
+    temp = (folder / name).string();
     // 0666 lets the umask decide the final permissions, as for any newly created file.
     fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0 && (errno != EEXIST || attempt > 100)) {
