@@ -44,6 +44,16 @@ class CpuCompute final : public Compute {
       kernels::cpu::accumulate_given(packed.view, rows.as<double>(), rows.rows(), rows.cols(), resp, stats.data(), options_);
   }
 
+  void accumulate_given_shifted(const Model& model, const Dataset& rows, const double* resp,
+                                std::vector<double>& stats) override {
+    // pack_model<double> shifts by shift_table(model, fp64): the kernels fold (x − mean).
+    const auto packed = pack_model<double>(model, rows.cols(), /*zero_shift=*/false);
+    if (rows.dtype() == DType::f32)
+      kernels::cpu::accumulate_given(packed.view, rows.as<float>(), rows.rows(), rows.cols(), resp, stats.data(), options_);
+    else
+      kernels::cpu::accumulate_given(packed.view, rows.as<double>(), rows.rows(), rows.cols(), resp, stats.data(), options_);
+  }
+
  private:
   template <class T>
   kernels::PassReport run(const Model& model, const Dataset& rows, std::vector<double>& stats) {
@@ -65,6 +75,11 @@ class CpuCompute final : public Compute {
 };
 
 }  // namespace
+
+void Compute::accumulate_given_shifted(const Model&, const Dataset&, const double*, std::vector<double>&) {
+  // Not pure: the CUDA backend (a separate file) need not implement it to build.
+  throw NotCompiled("component-sharded statistics on the \"" + name() + "\" compute backend");
+}
 
 std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers) {
   return std::make_unique<CpuCompute>(threads, component_workers);
