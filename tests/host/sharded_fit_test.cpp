@@ -3,6 +3,7 @@
 // rank holds only its shard's parameters, and a Resources file whose devices cannot hold the
 // whole model makes the planner cut it and the fit run sharded. Every wait is bounded.
 #include "comms/process_util.hpp"
+#include "comms/socket.hpp"
 
 #include <mixle/plan/placement.hpp>
 
@@ -61,9 +62,10 @@ fs::path make_data(const TempDir& dir, int rows) {
   return data;
 }
 
-std::vector<std::string> fit_args(const fs::path& data, const fs::path& out) {
+std::vector<std::string> fit_args(const fs::path& data, const fs::path& out, int max_iter = 30,
+                                  const std::string& tol = "1e-7") {
   return {kCli, "fit", "--data", data.string(), "--layout", kLayout, "--components", "4", "--seed", "11",
-          "--max-iter", "30", "--tol", "1e-7", "--precision", "fp64", "--threads", "1", "--quiet",
+          "--max-iter", std::to_string(max_iter), "--tol", tol, "--precision", "fp64", "--threads", "1", "--quiet",
           "--out", out.string()};
 }
 
@@ -171,6 +173,54 @@ TEST(ShardedFit, ShardComponentsMustDivideTheWorld) {
   Process p = launch(3, {"--shard-components", "2"}, data, dir.path / "bad.json", dir.path / "bad.log");
   EXPECT_NE(p.exit_code(), 0) << p.output();
   EXPECT_NE(p.output().find("--shard-components 2 with 3 rank(s)"), std::string::npos) << p.output();
+}
+
+TEST(ShardedFit, KilledRankFailsTheOthersAndTheGlobalCheckpointResumesAtAnotherG) {
+#if !MIXLE_HAVE_GLOO
+  GTEST_SKIP() << "built without gloo";
+#endif
+  using Clock = std::chrono::steady_clock;
+  TempDir dir;
+  const fs::path data = make_data(dir, 60000);
+  constexpr int kIterations = 150;
+  Process ref = run_process(fit_args(data, dir.path / "ref.json", kIterations, "0"), {}, dir.path / "ref.log", 240s);
+  ASSERT_EQ(ref.exit_code(), 0) << ref.output();
+  // Four ranks as torchrun starts them (2 data groups × 2 shards); rank 3 is SIGKILLed once a
+  // checkpoint (the gathered global model) exists.
+  const fs::path ckpt = dir.path / "ckpt";
+  const int port = comms::find_free_port();
+  std::vector<Process> ranks;
+  for (int r = 0; r < 4; ++r) {
+    Env env{{"RANK", std::to_string(r)}, {"LOCAL_RANK", std::to_string(r)}, {"WORLD_SIZE", "4"},
+            {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)},
+            {"TORCHELASTIC_RUN_ID", "shard-fault-test"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"}};
+    auto argv = fit_args(data, dir.path / "killed.json", kIterations, "0");
+    for (const char* a : {"--shard-components", "2", "--checkpoint-dir", ckpt.c_str(), "--timeout", "10"}) argv.push_back(a);
+    ranks.push_back(Process::start(argv, env, dir.path / ("rank" + std::to_string(r) + ".log")));
+  }
+  const auto deadline = Clock::now() + 120s;
+  while (!fs::exists(ckpt / "checkpoint.json") && Clock::now() < deadline && !ranks[0].poll())
+    std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(fs::exists(ckpt / "checkpoint.json")) << ranks[0].output();
+  ranks[3].signal(SIGKILL);
+  const auto killed_at = Clock::now();
+  wait_all(ranks, killed_at + 70s);
+  for (int r : {0, 1, 2}) {
+    EXPECT_TRUE(ranks[r].done) << "rank " << r << " hung:\n" << ranks[r].output();
+    EXPECT_NE(ranks[r].exit_code(), 0) << ranks[r].output();
+  }
+  EXPECT_FALSE(fs::exists(dir.path / "killed.json")) << "no model may be written by a failed run";
+  const auto checkpoint = nlohmann::json::parse(read_file(ckpt / "checkpoint.json"));
+  ASSERT_LT(checkpoint["iteration"].get<int>(), kIterations) << "the run finished before the kill; make it longer";
+  // The checkpoint holds the global model (all 4 components), so 3 ranks re-shard it 3 ways.
+  std::vector<std::string> argv{kCli, "launch", "--nproc", "3", "--"};
+  for (const auto& a : fit_args(data, dir.path / "resumed.json", kIterations, "0")) argv.push_back(a);
+  for (const char* a : {"--shard-components", "3", "--resume"}) argv.push_back(a);
+  argv.push_back(ckpt.string());
+  Process resumed = run_process(argv, {}, dir.path / "resumed.log", 240s);
+  ASSERT_EQ(resumed.exit_code(), 0) << resumed.output();
+  EXPECT_NE(resumed.output().find("resumed after iteration"), std::string::npos) << resumed.output();
+  EXPECT_LT(max_relative_difference(dir.path / "ref.json", dir.path / "resumed.json"), 1e-7);
 }
 
 }  // namespace
