@@ -164,9 +164,10 @@ ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::ve
                                    std::unique_ptr<Compute> compute)
     : data_(std::move(local)), first_row_(first_row), group_rows_(std::move(group_rows)), mesh_(mesh), comm_(comm),
       compute_(std::move(compute)), max_shard_components_(std::max<std::size_t>(max_shard_components, 1)) {
-  // A chunk's responsibilities (rows × K_c float64) stay near 32 MiB whatever K is; a multiple
-  // of the kernels' 128-row block, at most 64Ki rows.
-  const std::size_t target = (std::size_t{4} << 20) / std::max<std::size_t>(max_shard_components, 1);
+  // A chunk's responsibilities (rows × K_c float64) stay near 8 MiB whatever K is — below the
+  // shard's parameters for large K, so the scratch does not undo the sharding; a multiple of
+  // the kernels' 128-row block, at most 64Ki rows.
+  const std::size_t target = (std::size_t{1} << 20) / std::max<std::size_t>(max_shard_components, 1);
   chunk_rows_ = std::clamp<std::size_t>(target, 128, 65536) / 128 * 128;
   for (const RowRange& g : group_rows_)
     chunks_ = std::max(chunks_, (g.end - g.begin + chunk_rows_ - 1) / chunk_rows_);
