@@ -228,7 +228,7 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
         if (counts_rows) out.loglik += L, out.rows += 1.0;
       }
       raise_for(report, data_.source(), first_row_ + begin);
-      compute_->accumulate_given_shifted(shard, rows, resp.data(), out.stats);
+      compute_->accumulate_given_shifted(shard, rows, options.precision, resp.data(), out.stats);
     } catch (...) {
       error = std::current_exception();
     }
@@ -276,8 +276,8 @@ MStepResult ShardedEstimator::m_step(const Model& shard, const ShardEStep& step,
   for (std::size_t k = 0; k < K; ++k) shard_mass += step.stats[kernels::kStatHeader + k];
   MStepResult result;
   if (shard_mass > 0.0) {
-    // Statistics were folded about the fp64 means (accumulate_given_shifted).
-    result = engine::m_step(shard, step.stats, shift_table(shard, Precision::fp64), options);
+    // Statistics were folded about the means as the compute precision sees them.
+    result = engine::m_step(shard, step.stats, shift_table(shard, options.precision), options);
   } else {  // every component of this shard is empty: all keep their parameters
     result.model = shard;
     for (std::size_t k = 0; k < K; ++k) result.empty_components.push_back(k);
