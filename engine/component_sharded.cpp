@@ -164,34 +164,48 @@ ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::ve
                                    std::unique_ptr<Compute> compute)
     : data_(std::move(local)), first_row_(first_row), group_rows_(std::move(group_rows)), mesh_(mesh), comm_(comm),
       compute_(std::move(compute)), max_shard_components_(std::max<std::size_t>(max_shard_components, 1)) {
-  // A chunk's responsibilities (rows × K_c float64) stay near 8 MiB whatever K is — below the
-  // shard's parameters for large K, so the scratch does not undo the sharding; a multiple of
-  // the kernels' 128-row block, at most 64Ki rows.
-  const std::size_t target = (std::size_t{1} << 20) / std::max<std::size_t>(max_shard_components, 1);
-  chunk_rows_ = std::clamp<std::size_t>(target, 128, 65536) / 128 * 128;
+  // Two row granularities. A collective chunk (≤ 64Ki rows) is what the per-row max / Σ exp
+  // all-reduces cover: few, large collectives, because on a loaded host each collective waits
+  // for every rank to be scheduled. A compute piece bounds the responsibilities scratch
+  // (piece × K_c float64) near 8 MiB, so the scratch never undoes the sharding. Both are
+  // multiples of the kernels' 128-row block. When a whole chunk's responsibilities fit the
+  // budget they are kept from the first pass; otherwise the pieces are scored twice (log-
+  // likelihoods only, then responsibilities) — extra compute instead of memory.
+  const std::size_t budget = std::size_t{1} << 20;  // responsibilities per piece
+  const std::size_t K = std::max<std::size_t>(max_shard_components, 1);
+  piece_rows_ = std::clamp<std::size_t>(budget / K, 128, 65536) / 128 * 128;
+  chunk_rows_ = 65536;
+  std::size_t largest = 0;
+  for (const RowRange& g : group_rows_) largest = std::max(largest, g.end - g.begin);
+  // No bigger than the largest group needs (keeps the D × chunk buffers small for small data).
+  chunk_rows_ = std::max<std::size_t>(128, std::min(chunk_rows_, (largest + 127) / 128 * 128));
+  piece_rows_ = std::min(piece_rows_, chunk_rows_);
   for (const RowRange& g : group_rows_)
     chunks_ = std::max(chunks_, (g.end - g.begin + chunk_rows_ - 1) / chunk_rows_);
 }
 
 ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& options) {
-  const std::size_t K = shard.components(), R = chunk_rows_, D = static_cast<std::size_t>(mesh_.data_groups);
-  const std::size_t d = static_cast<std::size_t>(mesh_.data_group());
+  const std::size_t K = shard.components(), R = chunk_rows_, P = piece_rows_;
+  const std::size_t D = static_cast<std::size_t>(mesh_.data_groups), d = static_cast<std::size_t>(mesh_.data_group());
   const bool counts_rows = mesh_.component_group() == 0;  // per-row log-likelihood once per data group
+  const bool one_pass = P >= R;                           // a whole chunk's responsibilities fit
   const std::size_t n = data_.rows();
   ShardEStep out;
   out.stats.assign(static_cast<std::size_t>(stat_layout(shard).size), 0.0);
   std::exception_ptr error;
-  std::vector<double> ll(R), resp(R * K), hi(D * R), sum(D * R + 1);
+  std::vector<double> ll(R), resp(P * K), hi(D * R), sum(D * R + 1);
   for (std::size_t j = 0; j < chunks_; ++j) {
     // Every rank walks the same number of chunks (empty ones past its group's rows), so every
     // rank makes the same sequence of collectives.
     const std::size_t begin = std::min(n, j * R), end = std::min(n, begin + R), m = end - begin;
-    const Dataset rows = m ? data_.slice(begin, end) : Dataset{};
     std::fill(hi.begin(), hi.end(), kNegInf);
     if (!error && m) try {
         // The shard model's weights are the global ones, so ll = log Σ_{k∈shard} w_k p(x|k)
         // and resp is the within-shard posterior.
-        compute_->score(shard, rows, options.precision, ll.data(), resp.data());
+        for (std::size_t p = 0; p < m; p += P) {
+          const Dataset rows = data_.slice(begin + p, std::min(end, begin + p + P));
+          compute_->score(shard, rows, options.precision, ll.data() + p, one_pass ? resp.data() : nullptr);
+        }
         for (std::size_t i = 0; i < m; ++i) {
           if (std::isnan(ll[i]))
             throw InvalidInput(data_.source() + ": row " + std::to_string(first_row_ + begin + i) +
@@ -214,21 +228,29 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
       kernels::PassReport report;
       for (std::size_t i = 0; i < m; ++i) {
         const double L = hi[d * R + i] + std::log(sum[d * R + i]);  // global log p(x)
-        double* r = resp.data() + i * K;
         if (!(L > kNegInf) || std::isnan(L)) {
           (std::isnan(L) ? report.nan_rows : report.impossible_rows) += 1;
           if (report.num_listed < kernels::PassReport::kMaxListed) report.listed[report.num_listed++] = static_cast<std::int64_t>(i);
-          std::fill(r, r + K, 0.0);
           continue;
         }
-        // Global responsibility = within-shard posterior × exp(ll_shard − L); exp(ll − L) ≤ 1,
-        // so an underflowed within-shard posterior is an underflowed global one too.
-        const double f = ll[i] == kNegInf ? 0.0 : std::exp(ll[i] - L);
-        for (std::size_t k = 0; k < K; ++k) r[k] = f == 0.0 ? 0.0 : r[k] * f;
         if (counts_rows) out.loglik += L, out.rows += 1.0;
+        // From here on sum[] holds exp(ll_shard − L): global responsibility = within-shard
+        // posterior × that factor, which is ≤ 1, so an underflowed within-shard posterior is
+        // an underflowed global one too.
+        sum[d * R + i] = ll[i] == kNegInf ? 0.0 : std::exp(ll[i] - L);
       }
       raise_for(report, data_.source(), first_row_ + begin);
-      compute_->accumulate_given_shifted(shard, rows, options.precision, resp.data(), out.stats);
+      for (std::size_t p = 0; p < m; p += P) {
+        const std::size_t q = std::min(m, p + P);
+        const Dataset rows = data_.slice(begin + p, begin + q);
+        if (!one_pass) compute_->score(shard, rows, options.precision, nullptr, resp.data());
+        for (std::size_t i = p; i < q; ++i) {
+          const double f = sum[d * R + i];
+          double* r = resp.data() + (i - p) * K;
+          for (std::size_t k = 0; k < K; ++k) r[k] = f == 0.0 ? 0.0 : r[k] * f;
+        }
+        compute_->accumulate_given_shifted(shard, rows, options.precision, resp.data(), out.stats);
+      }
     } catch (...) {
       error = std::current_exception();
     }

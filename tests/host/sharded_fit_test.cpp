@@ -119,6 +119,33 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
   }
 }
 
+TEST(ShardedFit, ManyComponentsScoredInPiecesMatchOneProcessFp64) {
+#if !MIXLE_HAVE_GLOO
+  GTEST_SKIP() << "built without gloo";
+#endif
+  // K_c = 160 components per shard: a piece of 1Mi / 160 rows is smaller than a collective
+  // chunk of the 10000-row group, so the E-step scores each piece twice (log-likelihoods, then
+  // responsibilities) — the path large models take.
+  TempDir dir;
+  const fs::path data = make_data(dir, 20000);
+  auto args = [&](const fs::path& out) {
+    return std::vector<std::string>{kCli, "fit", "--data", data.string(), "--family", "gaussian_diag", "--layout",
+                                    "gaussian_diag:0-3", "--components", "320", "--init", "select", "--init-p", "1",
+                                    "--seed", "3", "--max-iter", "6", "--tol", "0", "--precision", "fp64",
+                                    "--threads", "1", "--quiet", "--out", out.string()};
+  };
+  Process one = run_process(args(dir.path / "one.json"), {}, dir.path / "one.log", 120s);
+  ASSERT_EQ(one.exit_code(), 0) << one.output();
+  std::vector<std::string> argv{kCli, "launch", "--nproc", "4", "--"};
+  for (const auto& a : args(dir.path / "g2.json")) argv.push_back(a);
+  argv.push_back("--shard-components");
+  argv.push_back("2");
+  Process p = run_process(argv, {}, dir.path / "g2.log", 180s);
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  EXPECT_NE(p.output().find("component sharded: 2 data group(s) × 2 component shards"), std::string::npos) << p.output();
+  EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "g2.json"), kShardRtol);
+}
+
 TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
 #if !MIXLE_HAVE_GLOO
   GTEST_SKIP() << "built without gloo";
