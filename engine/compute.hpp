@@ -33,6 +33,14 @@ class Compute {
   /// Folds given responsibilities (host, rows × K) into `stats`, float64, about zero shift.
   virtual void accumulate_given(const Model& model, const Dataset& rows, const double* resp,
                                 std::vector<double>& stats) = 0;
+
+  /// Folds given responsibilities (host, rows × K, float64) into `stats` in `precision`, with
+  /// moments about shift_table(model, precision) — the previous means, as the E-step does — so
+  /// that m_step(model, stats, shift_table(model, precision), …) is the EM update
+  /// (component-sharded execution, engine/component_sharded.hpp). Backends without it throw
+  /// NotCompiled.
+  virtual void accumulate_given_shifted(const Model& model, const Dataset& rows, Precision precision,
+                                        const double* resp, std::vector<double>& stats);
 };
 
 /// The CPU backend; `threads` 0 = OpenMP's default. `component_workers` > 1 threads each

@@ -1,9 +1,12 @@
 // fit_distributed (include/mixle/distributed.hpp): launch environment → communicator → this
 // rank's rows → the shared fit driver, with checkpoints, resume and receipts on rank 0.
+#include "engine/auto_parallel.hpp"
+#include "engine/component_sharded.hpp"
 #include "engine/compute.hpp"
 #include "engine/distributed_handle.hpp"
 #include "engine/encoded_data.hpp"
 #include "host/checkpoint.hpp"
+#include "engine/initialise.hpp"
 #include "host/fit_driver.hpp"
 #include "host/launch_env.hpp"
 
@@ -14,23 +17,27 @@
 #include <mixle/plan/step_receipt.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <limits>
 #include <memory>
 
 namespace mixle {
 namespace {
 
-/// Split points of `rows` over the ranks: plan() over one device per rank (equal throughput, or
-/// the calibrated throughputs of a Resources file), then aligned to the kernels' row blocks.
-std::vector<engine::RowRange> rank_row_ranges(std::size_t rows, std::size_t cols, int world,
-                                              const std::string& resources_file) {
+/// Split points of `rows` over the ranks (or, sharded, over the data groups: `stride` = G ranks
+/// per group, group d on rank d·G's device): plan() over one device per group (equal
+/// throughput, or the calibrated throughputs of a Resources file), aligned to the row blocks.
+std::vector<engine::RowRange> rank_row_ranges(std::size_t rows, std::size_t cols, int ranks,
+                                              const std::string& resources_file, int stride = 1) {
+  const int world = ranks / stride;  // row groups
   std::vector<plan::DeviceSpec> devices;
   if (!resources_file.empty()) {
     const plan::Resources given = plan::Resources::load(resources_file);
-    if (given.size() != static_cast<std::size_t>(world))
+    if (given.size() != static_cast<std::size_t>(ranks))
       throw InvalidInput(resources_file + ": has " + std::to_string(given.size()) + " devices but the job has " +
-                         std::to_string(world) + " ranks; give one device per rank (in rank order)");
-    devices = given.devices();
+                         std::to_string(ranks) + " ranks; give one device per rank (in rank order)");
+    for (int g = 0; g < world; ++g) devices.push_back(given.devices()[static_cast<std::size_t>(g * stride)]);
   } else {
     for (int r = 0; r < world; ++r) {
       plan::DeviceSpec d;
@@ -68,6 +75,212 @@ std::string device_for_rank(const std::string& device, const host::LaunchEnv& en
   return device;
 }
 
+
+/// The planner's view of the model to fit (auto_parallel_estimator). A categorical part whose
+/// V comes from the data (categories 0) is counted with V = 2: the data is not read yet.
+plan::ModelSummary model_summary(const FitOptions& options, std::size_t cols) {
+  plan::ModelSummary summary;
+  if (options.init == InitMethod::model && options.init_model) {
+    summary.components = options.init_model->components();
+    for (const Part& p : options.init_model->parts) summary.parts.push_back({family_name(p.family), p.dims(), p.categories});
+  } else {
+    summary.components = std::max<std::size_t>(options.components, 1);
+    for (const PartSpec& p : parse_layout(options.layout, cols))
+      summary.parts.push_back({family_name(p.family), p.col_end - p.col_begin,
+                               p.family == Family::categorical ? std::max<std::size_t>(p.categories, 2) : 0});
+  }
+  return summary;
+}
+
+/// Every rank's resident parameter and statistic bytes, gathered on every rank (one all-gather).
+void gather_resident(comms::Communicator& comm, std::uint64_t parameter_bytes, std::uint64_t statistic_bytes,
+                     DistributedFitResult& result) {
+  const std::vector<double> mine{static_cast<double>(parameter_bytes), static_cast<double>(statistic_bytes)};
+  std::vector<double> all(2 * static_cast<std::size_t>(comm.size()));
+  comm.all_gather(std::span<const double>(mine), std::span<double>(all));
+  for (int r = 0; r < comm.size(); ++r) {
+    result.resident_parameter_bytes.push_back(static_cast<std::uint64_t>(all[2 * static_cast<std::size_t>(r)]));
+    result.resident_statistic_bytes.push_back(static_cast<std::uint64_t>(all[2 * static_cast<std::size_t>(r) + 1]));
+  }
+}
+
+/// The checkpoint to resume from: explicitly, or automatically after a torchrun restart.
+std::optional<host::Checkpoint> resume_checkpoint(const DistributedOptions& dist, const host::LaunchEnv& env,
+                                                  const DataInfo& info, const std::string& path) {
+  std::string resume_dir = dist.resume_dir;
+  if (resume_dir.empty() && env.restart_count > 0 && !dist.checkpoint_dir.empty()) resume_dir = dist.checkpoint_dir;
+  std::optional<host::Checkpoint> checkpoint;
+  if (resume_dir.empty()) return checkpoint;
+  checkpoint = host::load_checkpoint(resume_dir);
+  if (!checkpoint && !dist.resume_dir.empty()) throw InvalidInput("--resume " + resume_dir + ": no checkpoint.json there");
+  if (checkpoint && checkpoint->data_rows != info.rows)
+    throw InvalidInput(host::checkpoint_path(resume_dir) + ": written for " + std::to_string(checkpoint->data_rows) +
+                       " data rows, but " + path + " has " + std::to_string(info.rows));
+  return checkpoint;
+}
+
+/// Component-sharded fit (engine/component_sharded.hpp, docs/sharding.md) on a world of
+/// data groups × `groups` ranks. Initialisation builds the global model once through a
+/// data-parallel handle whose rows sit on component group 0 only (the same initial model as the
+/// unsharded fit); then each rank keeps only its shard. Rank 0 gathers the global model for
+/// checkpoints and the result; other ranks return an empty model.
+DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& read, const FitOptions& options,
+                                 const DistributedOptions& dist, const host::LaunchEnv& env,
+                                 const std::shared_ptr<comms::Communicator>& comm, const DataInfo& info,
+                                 const std::string& device, int groups, const std::string& reason) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  const engine::ShardMesh mesh = engine::make_shard_mesh(comm->size(), comm->rank(), groups);
+  const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, groups);
+  const engine::RowRange mine = ranges[static_cast<std::size_t>(mesh.data_group())];
+  Dataset local = Dataset::from_vector(std::vector<double>{}, 0, info.cols);
+  if (mine.end > mine.begin) {
+    ReadOptions r = read;
+    r.row_begin = mine.begin;
+    r.row_end = mine.end;
+    local = read_data(path, r);
+  }
+  const engine::EstimatorOptions est = host::estimator_options(options);
+  if (options.n_init < 1) throw InvalidInput("n_init = " + std::to_string(options.n_init) + " must be ≥ 1");
+  const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info, path);
+  const bool first_group = mesh.component_group() == 0;
+  engine::DistributedEncodedData init_handle(first_group ? local : Dataset::from_vector(std::vector<double>{}, 0, info.cols),
+                                             info.rows, mine.begin, *comm, engine::make_compute(device, options.threads));
+  Model shape;
+  if (checkpoint) {
+    validate_model(checkpoint->model);
+    shape = checkpoint->model;
+  } else if (options.init == InitMethod::model) {
+    if (!options.init_model) throw InvalidInput("init = model needs FitOptions::init_model");
+    validate_model(*options.init_model);
+    shape = *options.init_model;
+  } else {
+    if (options.components == 0) throw InvalidInput("components = 0; a mixture needs K ≥ 1 (--components)");
+    shape = engine::model_shape(init_handle, parse_layout(options.layout, info.cols), options.components);
+  }
+  init_handle.check(shape);
+  std::unique_ptr<plan::Resources> resources;
+  if (!dist.resources_file.empty()) resources = std::make_unique<plan::Resources>(plan::Resources::load(dist.resources_file));
+  const auto components = engine::component_ranges(shape.components(), groups, resources.get());
+  const engine::RowRange own = components[static_cast<std::size_t>(mesh.component_group())];
+  std::size_t largest = 0;
+  for (const auto& c : components) largest = std::max(largest, c.end - c.begin);
+  engine::ShardedEstimator sharded(local, mine.begin, ranges, mesh, largest, *comm,
+                                   engine::make_compute(device, options.threads));
+
+  std::vector<std::string> receipts;
+  std::uint64_t bytes_before = comm->collective_bytes();
+  FitResult best;
+  Model best_shard;
+  double best_ll = -std::numeric_limits<double>::infinity();
+  const int restarts = (options.init == InitMethod::model || checkpoint) ? 1 : options.n_init;
+  for (int restart = 0; restart < restarts; ++restart) {
+    const std::uint64_t seed = options.seed + static_cast<std::uint64_t>(restart);
+    Model shard;
+    {  // the global initial model lives only in this scope
+      Model initial = shape;
+      if (!checkpoint && options.init == InitMethod::select) initial = init_handle.initialize(shape, seed, options.init_p, est);
+      if (!checkpoint && options.init == InitMethod::kmeanspp) initial = engine::initialise_kmeans_pp(init_handle, shape, seed, est);
+      shard = engine::slice_components(initial, own.begin, own.end);
+    }
+    std::vector<double> history = checkpoint && restart == 0 ? checkpoint->mean_loglik : std::vector<double>{};
+    engine::EmOptions em;
+    em.max_iter = options.max_iter;
+    em.tol = options.tol;
+    em.estimator = est;
+    if (checkpoint) em.start_iteration = checkpoint->iteration, em.prior_mean_loglik = checkpoint->mean_loglik;
+    em.on_iteration = [&](const engine::IterationInfo& it) {
+      history.push_back(it.mean_loglik);
+      const std::uint64_t bytes = comm->collective_bytes();
+      // Every rank takes part in assembling the global model (a collective); rank 0 writes it.
+      if (!dist.checkpoint_dir.empty() && dist.checkpoint_every > 0 && it.iteration % dist.checkpoint_every == 0) {
+        Model global = engine::gather_global_model(*it.model, components, mesh, *comm);
+        if (env.is_rank0()) {
+          host::Checkpoint c;
+          c.iteration = it.iteration;
+          c.restart = restart;
+          c.data_rows = info.rows;
+          c.world_size = comm->size();
+          c.model = std::move(global);
+          c.mean_loglik = history;
+          host::save_checkpoint(dist.checkpoint_dir, c);
+        }
+      }
+      if (env.is_rank0() && !dist.receipts_file.empty()) {
+        plan::StepReceipt r;
+        r.step = it.iteration - 1;
+        r.loss = std::max(0.0, -it.mean_loglik);
+        r.local_examples = static_cast<std::int64_t>(sharded.local_rows());
+        r.data_parallel_size = mesh.data_groups;
+        r.optimizer = "em";
+        r.precision = options.precision;
+        r.collective_bytes = static_cast<std::int64_t>(bytes - bytes_before);
+        r.global_examples_observed = static_cast<std::int64_t>(it.rows);
+        r.extra["mean_loglik"] = it.mean_loglik;
+        r.extra["seconds"] = it.seconds;
+        r.extra["restart"] = static_cast<std::int64_t>(restart);
+        r.extra["comm"] = std::string(comm->backend());
+        r.extra["shard_components"] = static_cast<std::int64_t>(groups);
+        r.validate();
+        receipts.push_back(r.to_json_line());
+        std::string all;
+        for (const auto& line : receipts) all += line + "\n";
+        write_file_atomic(dist.receipts_file, all);
+      }
+      bytes_before = comm->collective_bytes();
+      if (options.progress) {
+        FitProgress p;
+        p.restart = restart;
+        p.iteration = it.iteration;
+        p.max_iter = options.max_iter;
+        p.mean_loglik = it.mean_loglik;
+        p.delta = it.delta;
+        p.seconds = it.seconds;
+        p.rows_per_second = it.seconds > 0 ? it.rows / it.seconds : 0.0;
+        options.progress(p);
+      }
+    };
+    engine::EmResult r = engine::run_sharded_em(sharded, std::move(shard), own.begin, em);
+    const engine::ShardEStep final_step = sharded.e_step(r.model, est);  // the final model's log-likelihood
+    const double final_ll = final_step.loglik / final_step.rows;
+    if (restart == 0 || final_ll > best_ll) {
+      best_ll = final_ll;
+      best_shard = std::move(r.model);
+      best.mean_loglik = std::move(r.mean_loglik);
+      best.iteration_seconds = std::move(r.iteration_seconds);
+      best.iterations = r.iterations;
+      best.converged = r.converged;
+      best.final_mean_loglik = final_ll;
+      best.warnings = std::move(r.warnings);
+      best.rows = static_cast<std::size_t>(final_step.rows);
+      best.best_restart = restart;
+    }
+  }
+  if (!best.converged)
+    best.warnings.push_back("EM did not converge in " + std::to_string(options.max_iter) + " iterations (tol " +
+                            std::to_string(options.tol) + "); raise --max-iter or --tol");
+  DistributedFitResult result;
+  result.model_parameter_bytes = engine::model_parameter_bytes(best_shard) / std::max<std::size_t>(best_shard.components(), 1) *
+                                 shape.components();
+  gather_resident(*comm, engine::model_parameter_bytes(best_shard),
+                  static_cast<std::uint64_t>(engine::stat_layout(best_shard).size) * sizeof(double), result);
+  best.model = engine::gather_global_model(best_shard, components, mesh, *comm);
+  best.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  result.fit = std::move(best);
+  result.rank = comm->rank();
+  result.world_size = comm->size();
+  result.comm = std::string(comm->backend());
+  result.first_row = mine.begin;
+  result.local_rows = local.rows();
+  result.collective_bytes = comm->collective_bytes();
+  result.resumed_from_iteration = checkpoint ? checkpoint->iteration : 0;
+  result.shard_components = groups;
+  result.component_begin = own.begin;
+  result.component_end = own.end;
+  result.parallel = "component sharded: " + std::to_string(mesh.data_groups) + " data group(s) × " +
+                    std::to_string(groups) + " component shards (" + reason + ")";
+  return result;
+}
 }  // namespace
 
 DistributedFitResult fit_distributed(const std::string& path, const ReadOptions& read, const FitOptions& options,
@@ -81,6 +294,26 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
 
     // Each rank reads only its rows (npy/raw: mapped; CSV: other lines skipped unparsed).
     const DataInfo info = probe_data(path, read);
+    // Plain data parallel, or component-sharded: explicitly (--shard-components G), or when the
+    // Resources file says the model does not fit one device (auto_parallel_estimator).
+    if (dist.shard_components < 0)
+      throw UsageError("--shard-components " + std::to_string(dist.shard_components) +
+                       ": accepted 0 (automatic), 1 (data parallel) or G ≥ 2 ranks per component group");
+    int groups = dist.shard_components;
+    std::string reason;
+    if (groups == 0) {
+      groups = 1;
+      if (!dist.resources_file.empty()) {
+        const engine::ParallelChoice choice = engine::auto_parallel_estimator(
+            host::estimator_options(options), model_summary(options, info.cols), plan::Resources::load(dist.resources_file),
+            info.rows, 1, comm->size());
+        groups = choice.shard_components;
+        reason = choice.reason;
+      }
+    } else {
+      reason = "--shard-components " + std::to_string(groups);
+    }
+    if (groups > 1) return fit_sharded(path, read, options, dist, env, comm, info, device, groups, reason);
     const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file);
     const engine::RowRange mine = ranges[static_cast<std::size_t>(comm->rank())];
     Dataset local;
@@ -96,17 +329,7 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
                                           engine::make_compute(device, options.threads));
 
     // Resume: explicitly, or automatically after a torchrun restart.
-    std::string resume_dir = dist.resume_dir;
-    if (resume_dir.empty() && env.restart_count > 0 && !dist.checkpoint_dir.empty()) resume_dir = dist.checkpoint_dir;
-    std::optional<host::Checkpoint> checkpoint;
-    if (!resume_dir.empty()) {
-      checkpoint = host::load_checkpoint(resume_dir);
-      if (!checkpoint && !dist.resume_dir.empty())
-        throw InvalidInput("--resume " + resume_dir + ": no checkpoint.json there");
-      if (checkpoint && checkpoint->data_rows != info.rows)
-        throw InvalidInput(host::checkpoint_path(resume_dir) + ": written for " + std::to_string(checkpoint->data_rows) +
-                           " data rows, but " + path + " has " + std::to_string(info.rows));
-    }
+    const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info, path);
     host::FitHooks hooks;
     if (checkpoint) {
       hooks.resume_model = &checkpoint->model;
@@ -173,6 +396,10 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
     result.collective_bytes = comm->collective_bytes();
     result.collective_seconds = handle.collective_seconds();
     result.resumed_from_iteration = checkpoint ? checkpoint->iteration : 0;
+    result.parallel = reason.empty() ? "data parallel" : "data parallel (" + reason + ")";
+    result.model_parameter_bytes = engine::model_parameter_bytes(result.fit.model);
+    gather_resident(*comm, result.model_parameter_bytes,
+                    static_cast<std::uint64_t>(engine::stat_layout(result.fit.model).size) * sizeof(double), result);
     return result;
   } catch (const std::exception& e) {
     host::write_error_file(env, e.what());

@@ -112,7 +112,11 @@ std::function<int()> setup_fit(CLI::App& app) {
   dist->add_option("--checkpoint-dir", args->dist.checkpoint_dir, "Rank 0 writes checkpoint.json here");
   dist->add_option("--checkpoint-every", args->dist.checkpoint_every, "Iterations between checkpoints")->capture_default_str();
   dist->add_option("--resume", args->dist.resume_dir, "Continue from DIR/checkpoint.json (any world size)");
-  dist->add_option("--resources", args->dist.resources_file, "Resources JSON, one device per rank: rows split by throughput");
+  dist->add_option("--resources", args->dist.resources_file,
+                   "Resources JSON, one device per rank: rows split by throughput; components sharded when the model does not fit one device");
+  dist->add_option("--shard-components", args->dist.shard_components,
+                   "Ranks per component group G: each holds 1/G of the components (world = data groups × G); "
+                   "1 = data parallel; 0 = automatic from --resources")->capture_default_str();
 
   return [args]() -> int {
     FitOptions& o = args->options;
@@ -147,9 +151,16 @@ std::function<int()> setup_fit(CLI::App& app) {
               std::to_string(d.first_row) + ", " + std::to_string(d.first_row + d.local_rows) + "), " +
               std::to_string(d.collective_bytes) + " collective bytes" +
               (d.resumed_from_iteration ? ", resumed after iteration " + std::to_string(d.resumed_from_iteration) : "") + ")";
+      where += "\nparallel: " + d.parallel;
+      where += "\nmodel parameter bytes: " + std::to_string(d.model_parameter_bytes);
+      where += "\nresident parameter bytes per rank:";
+      for (auto b : d.resident_parameter_bytes) where += " " + std::to_string(b);
+      where += "\nresident statistic bytes per rank:";
+      for (auto b : d.resident_statistic_bytes) where += " " + std::to_string(b);
     } else {
-      if (!args->dist.checkpoint_dir.empty() || !args->dist.resume_dir.empty() || !args->dist.receipts_file.empty())
-        throw UsageError("--checkpoint-dir, --resume and --receipts need the local or distributed backend");
+      if (!args->dist.checkpoint_dir.empty() || !args->dist.resume_dir.empty() || !args->dist.receipts_file.empty() ||
+          args->dist.shard_components > 1)
+        throw UsageError("--checkpoint-dir, --resume, --receipts and --shard-components need the local or distributed backend");
       result = fit(args->data.read(), o);
     }
     progress.finish();

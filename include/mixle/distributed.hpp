@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mixle {
 
@@ -31,6 +32,11 @@ struct DistributedOptions {
   std::string resources_file;
   /// Rank 0 writes one StepReceipt JSON line per iteration here (rewritten atomically).
   std::string receipts_file;
+  /// Ranks per component group (component-sharded execution, docs/sharding.md): G ≥ 2 splits
+  /// the components over G ranks (world = data groups × G, so G must divide the world size);
+  /// 1 = data parallel (the model on every rank); 0 = automatic: data parallel unless
+  /// `resources_file` says the model does not fit one device (auto_parallel_estimator).
+  int shard_components = 0;
 };
 
 struct DistributedFitResult {
@@ -43,6 +49,16 @@ struct DistributedFitResult {
   std::uint64_t collective_bytes = 0;  // payload bytes this rank handed to collectives
   double collective_seconds = 0.0;     // wall time in the statistics all-reduces (waits included)
   int resumed_from_iteration = 0;   // 0 = not resumed
+  /// How the run was parallelised ("data parallel", "component sharded: …") and why.
+  std::string parallel;
+  int shard_components = 1;         // G (1 = data parallel)
+  std::size_t component_begin = 0;  // this rank's components [component_begin, component_end)
+  std::size_t component_end = 0;    //   (sharded only)
+  std::uint64_t model_parameter_bytes = 0;  // the whole model's parameters (float64 bytes)
+  /// Per rank (index = rank): parameter and statistic bytes it held resident during EM —
+  /// its shard's when sharded, the whole model's otherwise (transient buffers not included).
+  std::vector<std::uint64_t> resident_parameter_bytes;
+  std::vector<std::uint64_t> resident_statistic_bytes;
   bool is_rank0() const noexcept { return rank == 0; }
 };
 

@@ -1,0 +1,92 @@
+// auto_parallel_estimator (engine/auto_parallel.hpp).
+#include "engine/auto_parallel.hpp"
+
+#include <mixle/error.hpp>
+
+#include <algorithm>
+
+namespace mixle::engine {
+namespace {
+
+plan::PlanOptions plan_options(const EstimatorOptions& estimator, const plan::ModelSummary& model, std::uint64_t rows,
+                               std::uint64_t chunks) {
+  plan::PlanOptions o;
+  o.rows = rows;
+  o.model = model;
+  o.columns = std::max<std::size_t>(model.columns(), 1);
+  o.precision = estimator.precision == Precision::fp64 ? "float64" : "float32";
+  o.num_chunks = chunks;
+  return o;
+}
+
+std::string shards_json(const std::vector<plan::ModelShard>& shards) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shards.size(); ++i) s += (i ? "," : "") + shards[i].to_json();
+  return s + "]";
+}
+
+}  // namespace
+
+ParallelChoice auto_parallel_estimator(const EstimatorOptions& estimator, const plan::ModelSummary& model,
+                                       const plan::Resources& resources, std::uint64_t n_data,
+                                       std::uint64_t min_components_per_shard, int world_size) {
+  model.validate();
+  const int world = world_size > 0 ? world_size : static_cast<int>(resources.size());
+  if (resources.size() == 0) throw InvalidInput("auto_parallel_estimator: the resources list no device");
+  ParallelChoice choice;
+  std::string plain_error;
+  try {
+    choice.placement = plan::plan(resources, plan_options(estimator, model, n_data, resources.size()));
+    choice.reason = "the model (" + std::to_string(model.parameter_bytes() + model.statistic_bytes()) +
+                    " parameter + statistic bytes) fits every device; rows split over " +
+                    std::to_string(resources.size()) + " device(s)";
+    return choice;
+  } catch (const MemoryError& e) {
+    plain_error = e.what();
+  }
+  // The fixed state does not fit: cut the components.
+  std::vector<plan::ModelShard> shards;
+  plan::ShardingOptions so;
+  so.min_components_per_shard = min_components_per_shard;
+  try {
+    shards = plan::model_sharding_plan(model, resources, so);
+  } catch (const MemoryError& e) {
+    throw UnrealizedModelPlacement("the model does not fit one device (" + plain_error +
+                                   ") and no component split over " + std::to_string(resources.size()) +
+                                   " device(s) fits either: " + e.what());
+  }
+  const int G = static_cast<int>(shards.size());
+  const std::string carried = "; plan: " + plain_error + "; shards: " + shards_json(shards);
+  if (G < 2)
+    throw UnrealizedModelPlacement("the model does not fit one device and model_sharding_plan gives " +
+                                   std::to_string(G) + " shard (K = " + std::to_string(model.components) +
+                                   ", min_components_per_shard = " + std::to_string(min_components_per_shard) +
+                                   ", " + std::to_string(resources.size()) + " device(s))" + carried);
+  if (world < G || world % G != 0)
+    throw UnrealizedModelPlacement("the model needs " + std::to_string(G) +
+                                   " component shards but the world of " + std::to_string(world) +
+                                   " rank(s) does not divide into groups of " + std::to_string(G) +
+                                   " (component-sharded execution needs world = data groups × G)" + carried);
+  // Rows beside the largest shard's state, over one device per data group (ranks d·G).
+  plan::ModelSummary largest = model;
+  largest.components = 0;
+  for (const auto& s : shards) largest.components = std::max<std::size_t>(largest.components, s.num_components());
+  std::vector<plan::DeviceSpec> groups;
+  for (int d = 0; d < world / G; ++d)
+    groups.push_back(resources.devices()[std::min<std::size_t>(static_cast<std::size_t>(d * G), resources.size() - 1)]);
+  try {
+    choice.placement = plan::plan(plan::Resources(groups), plan_options(estimator, largest, n_data, groups.size()));
+  } catch (const MemoryError& e) {
+    throw UnrealizedModelPlacement("the model is cut into " + std::to_string(G) +
+                                   " component shards, but the rows do not fit beside a shard's state: " + e.what() +
+                                   carried);
+  }
+  choice.kind = "sharded";
+  choice.shard_components = G;
+  choice.shards = std::move(shards);
+  choice.reason = "the model does not fit one device (" + plain_error + "); components cut into " +
+                  std::to_string(G) + " shards per data group, " + std::to_string(world / G) + " data group(s)";
+  return choice;
+}
+
+}  // namespace mixle::engine

@@ -1,0 +1,369 @@
+// Component-sharded EM (engine/component_sharded.hpp, docs/sharding.md).
+#include "engine/component_sharded.hpp"
+#include "engine/report.hpp"
+
+#include <mixle/error.hpp>
+#include <mixle/plan/placement.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <limits>
+
+namespace mixle::engine {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+/// The arrays of a part that hold parameters, in a fixed order (flattening, byte counts).
+std::vector<std::vector<double>*> part_arrays(Part& p) { return {&p.mean, &p.var, &p.cov, &p.prob, &p.rate}; }
+std::vector<const std::vector<double>*> part_arrays(const Part& p) { return {&p.mean, &p.var, &p.cov, &p.prob, &p.rate}; }
+
+/// This rank's error mark for a sum all-reduce: 2^rank (exact in float64 up to 52 ranks).
+double error_mark(const std::exception_ptr& error, int rank) {
+  return error ? (rank < 52 ? std::ldexp(1.0, rank) : 1.0) : 0.0;
+}
+
+/// After a reduce that carried error marks: the failing rank rethrows its own error, every
+/// other rank throws naming it — so all ranks stop at the same collective, none hangs.
+void raise_marks(double failed, const std::exception_ptr& error, const comms::Communicator& comm, const char* what) {
+  if (error) std::rethrow_exception(error);
+  if (failed == 0.0) return;
+  std::string ranks;
+  if (comm.size() <= 52) {
+    for (int r = 0; r < comm.size(); ++r)
+      if (std::fmod(std::floor(failed / std::ldexp(1.0, r)), 2.0) == 1.0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  } else {
+    ranks = "some rank";
+  }
+  throw InvalidInput(std::string(what) + " failed on rank " + ranks + " (its own message says why); rank " +
+                     std::to_string(comm.rank()) + " stops too");
+}
+
+}  // namespace
+
+ShardMesh make_shard_mesh(int world, int rank, int groups) {
+  if (groups < 1 || groups > world || world % groups != 0)
+    throw UsageError("--shard-components " + std::to_string(groups) + " with " + std::to_string(world) +
+                     " rank(s): G must be between 1 and the world size and divide it (world = data groups × G)");
+  ShardMesh mesh;
+  mesh.world = world;
+  mesh.groups = groups;
+  mesh.data_groups = world / groups;
+  mesh.rank = rank;
+  return mesh;
+}
+
+std::vector<RowRange> component_ranges(std::size_t K, int groups, const plan::Resources* resources) {
+  if (K < static_cast<std::size_t>(groups))
+    throw UsageError("--shard-components " + std::to_string(groups) + " needs at least as many components; K = " +
+                     std::to_string(K));
+  std::vector<plan::DeviceSpec> devices;
+  for (int g = 0; g < groups; ++g) {
+    if (resources && static_cast<std::size_t>(g) < resources->size()) {
+      devices.push_back(resources->devices()[static_cast<std::size_t>(g)]);
+    } else {
+      plan::DeviceSpec d;
+      d.name = "rank:" + std::to_string(g);
+      d.global_rank = g;
+      devices.push_back(d);
+    }
+  }
+  // Only the ranges matter here (not bytes): a one-column summary never trips a capacity check.
+  plan::ModelSummary summary;
+  summary.components = K;
+  summary.parts = {plan::PartSummary{"gaussian_diag", 1, 0}};
+  const auto shards = plan::model_sharding_plan(summary, plan::Resources(devices));
+  if (shards.size() != static_cast<std::size_t>(groups))
+    throw UsageError("model_sharding_plan cut K = " + std::to_string(K) + " into " + std::to_string(shards.size()) +
+                     " shards, not the " + std::to_string(groups) + " of --shard-components");
+  std::vector<RowRange> out;
+  for (const auto& s : shards) out.push_back({s.component_start, s.component_stop});
+  return out;
+}
+
+Model slice_components(const Model& model, std::size_t begin, std::size_t end) {
+  const std::size_t K = model.components();
+  if (!(begin < end && end <= K))
+    throw InvalidInput("component range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                       ") is not a non-empty part of [0, " + std::to_string(K) + ")");
+  Model out;
+  out.weights.assign(model.weights.begin() + static_cast<std::ptrdiff_t>(begin),
+                     model.weights.begin() + static_cast<std::ptrdiff_t>(end));
+  for (const Part& p : model.parts) {
+    Part q = p;
+    auto dst = part_arrays(q);
+    auto src = part_arrays(p);
+    for (std::size_t a = 0; a < dst.size(); ++a) {
+      if (src[a]->empty()) continue;
+      const std::size_t m = src[a]->size() / K;  // values per component
+      dst[a]->assign(src[a]->begin() + static_cast<std::ptrdiff_t>(begin * m),
+                     src[a]->begin() + static_cast<std::ptrdiff_t>(end * m));
+    }
+    out.parts.push_back(std::move(q));
+  }
+  return out;
+}
+
+std::uint64_t model_parameter_bytes(const Model& model) {
+  std::uint64_t values = model.weights.size();
+  for (const Part& p : model.parts)
+    for (const auto* a : part_arrays(p)) values += a->size();
+  return values * sizeof(double);
+}
+
+Model gather_global_model(const Model& shard, const std::vector<RowRange>& ranges, const ShardMesh& mesh,
+                          comms::Communicator& comm, int root) {
+  const std::size_t K = shard.components();
+  // Values per component (the same in every shard: all shards share the parts' structure).
+  std::size_t per_component = 1;
+  for (const Part& p : shard.parts)
+    for (const auto* a : part_arrays(p)) per_component += a->size() / K;
+  Model global;
+  if (comm.rank() == root) {
+    global.parts = shard.parts;
+    for (Part& p : global.parts)
+      for (auto* a : part_arrays(p)) a->clear();
+  }
+  std::vector<double> buffer;
+  for (std::size_t c = 0; c < ranges.size(); ++c) {
+    const std::size_t Kc = ranges[c].end - ranges[c].begin;
+    buffer.assign(Kc * per_component, 0.0);
+    const int owner = static_cast<int>(c);  // component group c of data group 0
+    if (comm.rank() == owner) {
+      // Layout: weights [Kc], then each part's arrays in part_arrays order (K leading).
+      std::size_t at = 0;
+      for (double w : shard.weights) buffer[at++] = w;
+      for (const Part& p : shard.parts)
+        for (const auto* a : part_arrays(p))
+          for (double v : *a) buffer[at++] = v;
+    }
+    comm.broadcast(std::span<double>(buffer), owner);
+    if (comm.rank() != root) continue;
+    std::size_t at = 0;
+    global.weights.insert(global.weights.end(), buffer.begin(), buffer.begin() + static_cast<std::ptrdiff_t>(Kc));
+    at += Kc;
+    for (std::size_t i = 0; i < global.parts.size(); ++i) {
+      auto dst = part_arrays(global.parts[i]);
+      auto src = part_arrays(shard.parts[i]);
+      for (std::size_t a = 0; a < dst.size(); ++a) {
+        const std::size_t n = src[a]->size() / K * Kc;
+        dst[a]->insert(dst[a]->end(), buffer.begin() + static_cast<std::ptrdiff_t>(at),
+                       buffer.begin() + static_cast<std::ptrdiff_t>(at + n));
+        at += n;
+      }
+    }
+  }
+  (void)mesh;
+  return global;
+}
+
+ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::vector<RowRange> group_rows, ShardMesh mesh,
+                                   std::size_t max_shard_components, comms::Communicator& comm,
+                                   std::unique_ptr<Compute> compute)
+    : data_(std::move(local)), first_row_(first_row), group_rows_(std::move(group_rows)), mesh_(mesh), comm_(comm),
+      compute_(std::move(compute)), max_shard_components_(std::max<std::size_t>(max_shard_components, 1)) {
+  // Two row granularities. A collective chunk (≤ 64Ki rows) is what the per-row max / Σ exp
+  // all-reduces cover: few, large collectives, because on a loaded host each collective waits
+  // for every rank to be scheduled. A compute piece bounds the responsibilities scratch
+  // (piece × K_c float64) near 8 MiB, so the scratch never undoes the sharding. Both are
+  // multiples of the kernels' 128-row block. When a whole chunk's responsibilities fit the
+  // budget they are kept from the first pass; otherwise the pieces are scored twice (log-
+  // likelihoods only, then responsibilities) — extra compute instead of memory.
+  const std::size_t budget = std::size_t{1} << 20;  // responsibilities per piece
+  const std::size_t K = std::max<std::size_t>(max_shard_components, 1);
+  piece_rows_ = std::clamp<std::size_t>(budget / K, 128, 65536) / 128 * 128;
+  chunk_rows_ = 65536;
+  std::size_t largest = 0;
+  for (const RowRange& g : group_rows_) largest = std::max(largest, g.end - g.begin);
+  // No bigger than the largest group needs (keeps the D × chunk buffers small for small data).
+  chunk_rows_ = std::max<std::size_t>(128, std::min(chunk_rows_, (largest + 127) / 128 * 128));
+  piece_rows_ = std::min(piece_rows_, chunk_rows_);
+  for (const RowRange& g : group_rows_)
+    chunks_ = std::max(chunks_, (g.end - g.begin + chunk_rows_ - 1) / chunk_rows_);
+}
+
+ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& options) {
+  const std::size_t K = shard.components(), R = chunk_rows_, P = piece_rows_;
+  const std::size_t D = static_cast<std::size_t>(mesh_.data_groups), d = static_cast<std::size_t>(mesh_.data_group());
+  const bool counts_rows = mesh_.component_group() == 0;  // per-row log-likelihood once per data group
+  const bool one_pass = P >= R;                           // a whole chunk's responsibilities fit
+  const std::size_t n = data_.rows();
+  ShardEStep out;
+  out.stats.assign(static_cast<std::size_t>(stat_layout(shard).size), 0.0);
+  std::exception_ptr error;
+  std::vector<double> ll(R), resp(P * K), hi(D * R), sum(D * R + 1);
+  for (std::size_t j = 0; j < chunks_; ++j) {
+    // Every rank walks the same number of chunks (empty ones past its group's rows), so every
+    // rank makes the same sequence of collectives.
+    const std::size_t begin = std::min(n, j * R), end = std::min(n, begin + R), m = end - begin;
+    std::fill(hi.begin(), hi.end(), kNegInf);
+    if (!error && m) try {
+        // The shard model's weights are the global ones, so ll = log Σ_{k∈shard} w_k p(x|k)
+        // and resp is the within-shard posterior.
+        for (std::size_t p = 0; p < m; p += P) {
+          const Dataset rows = data_.slice(begin + p, std::min(end, begin + p + P));
+          compute_->score(shard, rows, options.precision, ll.data() + p, one_pass ? resp.data() : nullptr);
+        }
+        for (std::size_t i = 0; i < m; ++i) {
+          if (std::isnan(ll[i]))
+            throw InvalidInput(data_.source() + ": row " + std::to_string(first_row_ + begin + i) +
+                               " has a NaN log-density under components of this shard (bad data or parameters)");
+          hi[d * R + i] = ll[i];
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+    comm_.all_reduce_max(std::span<double>(hi));
+    std::fill(sum.begin(), sum.end(), 0.0);
+    if (!error)
+      for (std::size_t i = 0; i < m; ++i)
+        sum[d * R + i] = hi[d * R + i] == kNegInf ? 0.0 : std::exp(ll[i] - hi[d * R + i]);
+    sum.back() = error_mark(error, comm_.rank());
+    comm_.all_reduce_sum(std::span<double>(sum));
+    raise_marks(sum.back(), error, comm_, "the sharded E-step");
+    if (!m) continue;
+    try {
+      kernels::PassReport report;
+      for (std::size_t i = 0; i < m; ++i) {
+        const double L = hi[d * R + i] + std::log(sum[d * R + i]);  // global log p(x)
+        if (!(L > kNegInf) || std::isnan(L)) {
+          (std::isnan(L) ? report.nan_rows : report.impossible_rows) += 1;
+          if (report.num_listed < kernels::PassReport::kMaxListed) report.listed[report.num_listed++] = static_cast<std::int64_t>(i);
+          continue;
+        }
+        if (counts_rows) out.loglik += L, out.rows += 1.0;
+        // From here on sum[] holds exp(ll_shard − L): global responsibility = within-shard
+        // posterior × that factor, which is ≤ 1, so an underflowed within-shard posterior is
+        // an underflowed global one too.
+        sum[d * R + i] = ll[i] == kNegInf ? 0.0 : std::exp(ll[i] - L);
+      }
+      raise_for(report, data_.source(), first_row_ + begin);
+      for (std::size_t p = 0; p < m; p += P) {
+        const std::size_t q = std::min(m, p + P);
+        const Dataset rows = data_.slice(begin + p, begin + q);
+        if (!one_pass) compute_->score(shard, rows, options.precision, nullptr, resp.data());
+        for (std::size_t i = p; i < q; ++i) {
+          const double f = sum[d * R + i];
+          double* r = resp.data() + (i - p) * K;
+          for (std::size_t k = 0; k < K; ++k) r[k] = f == 0.0 ? 0.0 : r[k] * f;
+        }
+        compute_->accumulate_given_shifted(shard, rows, options.precision, resp.data(), out.stats);
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  // Shard statistics summed over data groups: one world all-reduce per component group, slot
+  // padded to the largest shard; only that group's ranks fill it. Unneeded when D = 1.
+  if (D > 1) {
+    std::vector<double> slot;
+    const std::size_t mine = static_cast<std::size_t>(mesh_.component_group());
+    const std::size_t per_component = (out.stats.size() - kernels::kStatHeader) / K;
+    const std::size_t padded = kernels::kStatHeader + max_components() * per_component;
+    for (std::size_t c = 0; c < static_cast<std::size_t>(mesh_.groups); ++c) {
+      slot.assign(padded, 0.0);
+      if (c == mine) std::copy(out.stats.begin(), out.stats.end(), slot.begin());
+      comm_.all_reduce_sum(std::span<double>(slot));
+      if (c == mine) std::copy(slot.begin(), slot.begin() + static_cast<std::ptrdiff_t>(out.stats.size()), out.stats.begin());
+    }
+  }
+  // Global scalars: masses from data group 0 (its shard statistics are now the reduced ones),
+  // log-likelihood and rows from component group 0, and every rank's error mark.
+  double mass = 0.0, nonempty = 0.0;
+  for (std::size_t k = 0; k < K; ++k) {
+    const double w = out.stats[kernels::kStatHeader + k];
+    mass += w;
+    if (w > kEmptyMass) nonempty += w;
+  }
+  std::vector<double> scalars{d == 0 ? mass : 0.0, d == 0 ? nonempty : 0.0, out.loglik, out.rows,
+                              error_mark(error, comm_.rank())};
+  comm_.all_reduce_sum(std::span<double>(scalars));
+  raise_marks(scalars[4], error, comm_, "the sharded E-step");
+  out.mass = scalars[0];
+  out.nonempty_mass = scalars[1];
+  out.loglik = scalars[2];
+  out.rows = scalars[3];
+  out.stats[0] = out.loglik;
+  out.stats[1] = out.rows;
+  return out;
+}
+
+MStepResult ShardedEstimator::m_step(const Model& shard, const ShardEStep& step, const EstimatorOptions& options) const {
+  if (!(step.mass > 0.0) || !(step.nonempty_mass > 0.0))
+    throw InvalidInput("M-step: no responsibility mass at all (no valid rows were folded in)");
+  const std::size_t K = shard.components();
+  double shard_mass = 0.0;
+  for (std::size_t k = 0; k < K; ++k) shard_mass += step.stats[kernels::kStatHeader + k];
+  MStepResult result;
+  if (shard_mass > 0.0) {
+    // Statistics were folded about the means as the compute precision sees them.
+    result = engine::m_step(shard, step.stats, shift_table(shard, options.precision), options);
+  } else {  // every component of this shard is empty: all keep their parameters
+    result.model = shard;
+    for (std::size_t k = 0; k < K; ++k) result.empty_components.push_back(k);
+  }
+  // Global weights: mass_k / global mass, renormalised over every shard's non-empty components
+  // (the unsharded M-step's rule, with the sums from the scalar all-reduce).
+  const double kept = step.nonempty_mass / step.mass;
+  for (std::size_t k = 0; k < K; ++k) {
+    const double w = step.stats[kernels::kStatHeader + k];
+    result.model.weights[k] = w <= kEmptyMass ? 0.0 : (w / step.mass) / kept;
+  }
+  return result;
+}
+
+EmResult run_sharded_em(ShardedEstimator& estimator, Model shard, std::size_t component_begin, const EmOptions& options) {
+  if (options.max_iter < 1) throw InvalidInput("max_iter = " + std::to_string(options.max_iter) + " must be ≥ 1");
+  if (!(options.tol >= 0.0)) throw InvalidInput("tol must be ≥ 0");
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  EmResult result;
+  result.model = std::move(shard);
+  double previous = options.prior_mean_loglik.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                                     : options.prior_mean_loglik.back();
+  result.mean_loglik = options.prior_mean_loglik;
+  result.iterations = options.start_iteration;
+  std::vector<char> reported(result.model.components(), 0);
+  for (int it = options.start_iteration + 1; it <= options.max_iter; ++it) {
+    const auto t0 = clock::now();
+    const ShardEStep step = estimator.e_step(result.model, options.estimator);
+    const double mean_ll = step.loglik / step.rows;
+    MStepResult next = estimator.m_step(result.model, step, options.estimator);
+    for (std::size_t& k : next.empty_components) {
+      if (!reported[k]) {
+        reported[k] = 1;
+        result.warnings.push_back("component " + std::to_string(component_begin + k) + " captured no rows at iteration " +
+                                  std::to_string(it) + "; it keeps its previous parameters with weight 0");
+      }
+      k += component_begin;
+    }
+    result.model = std::move(next.model);
+    result.mean_loglik.push_back(mean_ll);
+    result.iterations = it;
+    result.rows = step.rows;
+    IterationInfo info;
+    info.iteration = it;
+    info.mean_loglik = mean_ll;
+    info.delta = mean_ll - previous;
+    info.seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    result.iteration_seconds.push_back(info.seconds);
+    info.rows = step.rows;
+    info.empty_components = std::move(next.empty_components);
+    info.model = &result.model;
+    if (options.on_iteration) options.on_iteration(info);
+    if (!std::isfinite(mean_ll))
+      throw InvalidInput("EM: the mean log-likelihood became " + std::to_string(mean_ll) + " at iteration " +
+                         std::to_string(it) + "; the data or model is degenerate");
+    if (it > 1 && std::abs(mean_ll - previous) < options.tol) {
+      result.converged = true;
+      break;
+    }
+    previous = mean_ll;
+  }
+  result.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  return result;
+}
+
+}  // namespace mixle::engine

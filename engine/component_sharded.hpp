@@ -1,0 +1,102 @@
+// Component-sharded EM across ranks (DESIGN.md §6, docs/sharding.md): a data × components mesh.
+// World W = D × G; rank r owns component shard c = r % G and the rows of data group d = r / G.
+// Each rank holds only its shard's parameters (a Model of K_c components that keeps the GLOBAL
+// mixture weights of those components) and its shard's statistics. Per chunk of rows the
+// component group normalises responsibilities with two per-row collectives (max, then Σ exp);
+// shard statistics are summed over data groups; one scalar all-reduce gives the global mass.
+//
+// There are no sub-communicators (comms/communicator.hpp), so every "group" collective is a
+// world all-reduce of a buffer with one slot per group, each rank filling only its own slot
+// (neutral values elsewhere): D× the minimal per-row traffic, G× the minimal statistics traffic.
+#pragma once
+
+#include "comms/communicator.hpp"
+#include "engine/compute.hpp"
+#include "engine/distributed_handle.hpp"
+#include "engine/em.hpp"
+
+#include <mixle/plan/resources.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace mixle::engine {
+
+/// This rank's place in the data × components mesh.
+struct ShardMesh {
+  int world = 1;
+  int groups = 1;       // G: ranks per component group (component shards)
+  int data_groups = 1;  // D = world / G
+  int rank = 0;
+  int component_group() const noexcept { return rank % groups; }  // c
+  int data_group() const noexcept { return rank / groups; }       // d
+};
+/// Throws UsageError unless 1 ≤ G ≤ world and world % G == 0.
+ShardMesh make_shard_mesh(int world, int rank, int groups);
+
+/// Contiguous component ranges [begin, end) of the G shards: model_sharding_plan over the
+/// first G devices of `resources` (throughput-weighted), or over G equal devices when none are
+/// given. Throws UsageError when K < G (a shard would be empty).
+std::vector<RowRange> component_ranges(std::size_t K, int groups, const plan::Resources* resources = nullptr);
+
+/// Components [begin, end) of `model`, keeping their global weights (not renormalised).
+Model slice_components(const Model& model, std::size_t begin, std::size_t end);
+/// Parameter bytes a Model holds (float64 weights and part arrays).
+std::uint64_t model_parameter_bytes(const Model& model);
+
+/// Assembles the global model on `root` from every rank's shard (collective: one broadcast per
+/// component shard, from the shard's owner in data group 0). Other ranks get an empty Model.
+Model gather_global_model(const Model& shard, const std::vector<RowRange>& ranges, const ShardMesh& mesh,
+                          comms::Communicator& comm, int root = 0);
+
+/// Result of one sharded E-step (identical on every rank of a component group where noted).
+struct ShardEStep {
+  std::vector<double> stats;  // this shard's statistics (stat_layout(shard)), summed over data groups
+  double loglik = 0.0;        // Σ log p(x) over all rows (global)
+  double rows = 0.0;          // rows folded in (global)
+  double mass = 0.0;          // Σ responsibility mass over all components (global)
+  double nonempty_mass = 0.0; // the same over components with mass > kEmptyMass
+};
+
+/// The E-step and M-step of one rank's shard. Every rank of the world must make the same calls.
+class ShardedEstimator {
+ public:
+  /// `local` holds rows [first_row, first_row + local.rows()) — this rank's data group's rows;
+  /// `group_rows[d]` is the row range of data group d (to pad every group to the same number of
+  /// chunks); `max_shard_components` (the largest K_c) bounds a chunk's rows × K_c scratch.
+  /// `comm` must outlive this object.
+  ShardedEstimator(Dataset local, std::size_t first_row, std::vector<RowRange> group_rows, ShardMesh mesh,
+                   std::size_t max_shard_components, comms::Communicator& comm, std::unique_ptr<Compute> compute);
+
+  /// E-step of `shard` (the components this rank owns, global weights). A failure on any rank
+  /// (ImpossibleEvidence, NaN, bad parameters) is thrown on every rank, naming the failing rank.
+  ShardEStep e_step(const Model& shard, const EstimatorOptions& options);
+  /// M-step of this shard from `step`: parameters as m_step, weights mass_k / global mass,
+  /// renormalised over non-empty components of every shard. Local (no collectives).
+  MStepResult m_step(const Model& shard, const ShardEStep& step, const EstimatorOptions& options) const;
+
+  const ShardMesh& mesh() const noexcept { return mesh_; }
+  std::size_t chunk_rows() const noexcept { return chunk_rows_; }
+  std::size_t local_rows() const noexcept { return data_.rows(); }
+  std::size_t max_components() const noexcept { return max_shard_components_; }
+
+ private:
+  Dataset data_;
+  std::size_t first_row_;
+  std::vector<RowRange> group_rows_;
+  ShardMesh mesh_;
+  comms::Communicator& comm_;
+  std::unique_ptr<Compute> compute_;
+  std::size_t chunk_rows_ = 0;  // rows per collective chunk, the same on every rank
+  std::size_t piece_rows_ = 0;  // rows per compute piece (bounds the responsibilities scratch)
+  std::size_t max_shard_components_ = 1;
+  std::size_t chunks_ = 0;      // chunks per E-step, the same on every rank (the largest group's)
+};
+
+/// EM over shards, mirroring run_em (engine/em.hpp): info.model in the callback is this rank's
+/// shard; `component_begin` turns shard-local empty components into global indices.
+EmResult run_sharded_em(ShardedEstimator& estimator, Model shard, std::size_t component_begin,
+                        const EmOptions& options);
+
+}  // namespace mixle::engine

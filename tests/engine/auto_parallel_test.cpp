@@ -1,0 +1,105 @@
+// auto_parallel_estimator (engine/auto_parallel.hpp): plain when plan() places the rows with the
+// whole model on each device; sharded when the fixed state only fits once cut and the world can
+// run the shards; UnrealizedModelPlacement otherwise (never a silent fallback).
+#include "engine/auto_parallel.hpp"
+
+#include <mixle/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace mixle::engine {
+namespace {
+
+plan::ModelSummary diag_model(std::size_t K, std::size_t D) {
+  plan::ModelSummary m;
+  m.components = K;
+  m.parts = {plan::PartSummary{"gaussian_diag", D, 0}};
+  return m;
+}
+
+/// The fixed state plan() charges each device: ceil((parameters + statistics) × 1.25).
+std::uint64_t fixed_bytes(const plan::ModelSummary& m) {
+  return static_cast<std::uint64_t>(std::ceil(static_cast<double>(m.parameter_bytes() + m.statistic_bytes()) * 1.25));
+}
+
+plan::Resources devices(int n, std::optional<std::uint64_t> memory) {
+  std::vector<plan::DeviceSpec> d;
+  for (int i = 0; i < n; ++i) {
+    plan::DeviceSpec s;
+    s.name = "cpu:" + std::to_string(i);
+    s.memory_bytes = memory;
+    d.push_back(s);
+  }
+  return plan::Resources(d);
+}
+
+EstimatorOptions fp64() {
+  EstimatorOptions e;
+  e.precision = Precision::fp64;
+  return e;
+}
+
+TEST(AutoParallel, PlainWhenTheModelFitsEveryDevice) {
+  const auto m = diag_model(64, 8);
+  const ParallelChoice unknown = auto_parallel_estimator(fp64(), m, devices(2, std::nullopt), 10000);
+  EXPECT_EQ(unknown.kind, "plain");
+  EXPECT_EQ(unknown.shard_components, 1);
+  EXPECT_TRUE(unknown.shards.empty());
+  const ParallelChoice roomy = auto_parallel_estimator(fp64(), m, devices(2, fixed_bytes(m) * 4), 10000);
+  EXPECT_EQ(roomy.kind, "plain");
+  EXPECT_EQ(roomy.placement.total_rows, 10000u);
+}
+
+TEST(AutoParallel, ShardedWhenOnlyHalfTheModelFits) {
+  const auto full = diag_model(64, 8), half = diag_model(32, 8);
+  // Room for half the model's state plus some rows, not for the whole model.
+  const std::uint64_t memory = (fixed_bytes(full) + fixed_bytes(half)) / 2;
+  ASSERT_LT(memory, fixed_bytes(full));
+  const ParallelChoice c = auto_parallel_estimator(fp64(), full, devices(2, memory), 10000);
+  EXPECT_EQ(c.kind, "sharded");
+  EXPECT_TRUE(c.sharded());
+  EXPECT_EQ(c.shard_components, 2);
+  ASSERT_EQ(c.shards.size(), 2u);
+  EXPECT_EQ(c.shards[0].component_start, 0u);
+  EXPECT_EQ(c.shards[0].component_stop, c.shards[1].component_start);
+  EXPECT_EQ(c.shards[1].component_stop, 64u);
+  EXPECT_EQ(c.placement.total_rows, 10000u);
+  EXPECT_NE(c.reason.find("does not fit one device"), std::string::npos) << c.reason;
+  // A world of 4 ranks on 4 such devices: 4 shards of 16 fit too (model_sharding_plan uses
+  // every device), one data group.
+  const ParallelChoice four = auto_parallel_estimator(fp64(), full, devices(4, memory), 10000);
+  EXPECT_EQ(four.shard_components, 4);
+}
+
+TEST(AutoParallel, UnrealizedWhenEvenAShardDoesNotFit) {
+  const auto full = diag_model(64, 8), quarter = diag_model(16, 8);
+  // Less than a half model's state: two devices cannot hold it in two shards.
+  try {
+    auto_parallel_estimator(fp64(), full, devices(2, fixed_bytes(quarter)), 10000);
+    FAIL() << "expected UnrealizedModelPlacement";
+  } catch (const UnrealizedModelPlacement& e) {
+    EXPECT_NE(std::string(e.what()).find("does not fit one device"), std::string::npos) << e.what();
+  }
+}
+
+TEST(AutoParallel, UnrealizedWhenNoExecutorCanRunTheShards) {
+  const auto full = diag_model(64, 8), half = diag_model(32, 8);
+  const std::uint64_t memory = (fixed_bytes(full) + fixed_bytes(half)) / 2;
+  // min_components_per_shard = K leaves one shard: nothing to run it on one device.
+  EXPECT_THROW(auto_parallel_estimator(fp64(), full, devices(2, memory), 10000, 64), UnrealizedModelPlacement);
+  // Two shards, but a world of 3 ranks does not divide into groups of 2: the message carries
+  // the shards (JSON) and the plan's error.
+  try {
+    auto_parallel_estimator(fp64(), full, devices(2, memory), 10000, 1, 3);
+    FAIL() << "expected UnrealizedModelPlacement";
+  } catch (const UnrealizedModelPlacement& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("world of 3"), std::string::npos) << what;
+    EXPECT_NE(what.find("component_start"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace mixle::engine

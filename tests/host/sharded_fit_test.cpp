@@ -1,0 +1,254 @@
+// Component-sharded EM with real processes on 127.0.0.1 (issue 6 items 2–3): `mixle launch
+// --nproc 4 -- mixle fit --shard-components G` equals the one-process fit at G = 1, 2, 4, each
+// rank holds only its shard's parameters, and a Resources file whose devices cannot hold the
+// whole model makes the planner cut it and the fit run sharded. Every wait is bounded.
+#include "comms/process_util.hpp"
+#include "comms/socket.hpp"
+
+#include <mixle/plan/placement.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <sstream>
+
+namespace mixle::test {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+// fp64 on both sides: the unsharded E-step folds moments about the previous means in fp64
+// inside the kernels; the sharded one recombines fp64 log-densities across ranks (max, Σ exp)
+// and folds the same moments through accumulate_given — equal maths, different rounding
+// order, so models agree to ~1e-15 per iteration. At fp32 the two paths round differently by
+// design (the sharded statistics are float64), so only fp64 admits a tight bound.
+constexpr double kShardRtol = 1e-9;
+
+const std::string kCli = MIXLE_CLI_PATH;
+const std::string kLayout = "gaussian_diag:0-3,categorical:3-4:3,poisson:4-5";
+
+std::vector<double> flatten(const nlohmann::json& j) {
+  std::vector<double> out;
+  if (j.is_number()) out.push_back(j.get<double>());
+  if (j.is_array())
+    for (const auto& e : j) for (double v : flatten(e)) out.push_back(v);
+  if (j.is_object())
+    for (const auto& [k, v] : j.items()) for (double x : flatten(v)) out.push_back(x);
+  return out;
+}
+
+double max_relative_difference(const fs::path& a, const fs::path& b) {
+  const auto fa = flatten(nlohmann::json::parse(read_file(a))), fb = flatten(nlohmann::json::parse(read_file(b)));
+  EXPECT_EQ(fa.size(), fb.size());
+  double worst = 0.0;
+  for (std::size_t i = 0; i < std::min(fa.size(), fb.size()); ++i)
+    worst = std::max(worst, std::abs(fa[i] - fb[i]) / std::max(std::abs(fa[i]), 1e-300));
+  return worst;
+}
+
+/// Draws `rows` rows of a 4-component mixed record into dir/data.npy.
+fs::path make_data(const TempDir& dir, int rows) {
+  const fs::path model = dir.path / "truth.json";
+  std::ofstream(model) << R"({"format":"mixle-model","version":1,"weights":[0.4,0.3,0.2,0.1],"parts":[
+    {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[3,3,0],[0,4,-3],[-4,1,2]],"var":[[1,1,1],[0.5,2,1],[1,0.3,2],[1,1,0.5]]},
+    {"family":"categorical","columns":[3,4],"categories":3,"prob":[[0.8,0.1,0.1],[0.1,0.8,0.1],[0.1,0.1,0.8],[0.4,0.3,0.3]]},
+    {"family":"poisson","columns":[4,5],"rate":[[1],[6],[15],[3]]}]})";
+  const fs::path data = dir.path / "data.npy";
+  Process p = run_process({kCli, "generate", "--model", model.string(), "--rows", std::to_string(rows), "--seed", "5",
+                           "--out", data.string()}, {}, dir.path / "generate.log", 60s);
+  EXPECT_EQ(p.exit_code(), 0) << p.output();
+  return data;
+}
+
+std::vector<std::string> fit_args(const fs::path& data, const fs::path& out, int max_iter = 30,
+                                  const std::string& tol = "1e-7") {
+  return {kCli, "fit", "--data", data.string(), "--layout", kLayout, "--components", "4", "--seed", "11",
+          "--max-iter", std::to_string(max_iter), "--tol", tol, "--precision", "fp64", "--threads", "1", "--quiet",
+          "--out", out.string()};
+}
+
+Process launch(int nproc, std::vector<std::string> extra, const fs::path& data, const fs::path& out,
+               const fs::path& log) {
+  std::vector<std::string> argv{kCli, "launch", "--nproc", std::to_string(nproc), "--"};
+  for (const auto& a : fit_args(data, out)) argv.push_back(a);
+  for (auto& a : extra) argv.push_back(std::move(a));
+  return run_process(argv, {}, log, 180s);
+}
+
+/// The integers after `label` on the line that starts with it.
+std::vector<std::uint64_t> numbers_after(const std::string& output, const std::string& label) {
+  std::vector<std::uint64_t> out;
+  const auto at = output.find(label);
+  if (at == std::string::npos) return out;
+  std::istringstream line(output.substr(at + label.size(), output.find('\n', at) - at - label.size()));
+  std::uint64_t v;
+  while (line >> v) out.push_back(v);
+  return out;
+}
+
+TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
+#if !MIXLE_HAVE_GLOO
+  GTEST_SKIP() << "built without gloo";
+#endif
+  TempDir dir;
+  const fs::path data = make_data(dir, 20000);
+  Process one = run_process(fit_args(data, dir.path / "one.json"), {}, dir.path / "one.log", 120s);
+  ASSERT_EQ(one.exit_code(), 0) << one.output();
+  const std::uint64_t model_bytes = numbers_after(one.output(), "model parameter bytes:").at(0);
+  ASSERT_GT(model_bytes, 0u);
+  // world 4: 2 data groups × 2 component shards, 1 × 4, and data parallel (G = 1).
+  for (int G : {2, 4, 1}) {
+    const std::string name = "g" + std::to_string(G);
+    Process p = launch(4, {"--shard-components", std::to_string(G)}, data, dir.path / (name + ".json"),
+                       dir.path / (name + ".log"));
+    ASSERT_EQ(p.exit_code(), 0) << p.output();
+    const std::string out = p.output();
+    EXPECT_NE(out.find("on 4 rank(s) (gloo"), std::string::npos) << out;
+    EXPECT_NE(out.find(G > 1 ? "parallel: component sharded: " + std::to_string(4 / G) + " data group(s) × " +
+                                   std::to_string(G) + " component shards"
+                             : "parallel: data parallel"),
+              std::string::npos) << out;
+    EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / (name + ".json")), kShardRtol) << "G = " << G;
+    // Every rank holds K/G components' parameters (K = 4 divides evenly): exactly 1/G of the model.
+    EXPECT_EQ(numbers_after(out, "model parameter bytes:").at(0), model_bytes);
+    const auto resident = numbers_after(out, "resident parameter bytes per rank:");
+    ASSERT_EQ(resident.size(), 4u) << out;
+    for (std::uint64_t b : resident) EXPECT_EQ(b * static_cast<std::uint64_t>(G), model_bytes) << "G = " << G << "\n" << out;
+  }
+}
+
+TEST(ShardedFit, ManyComponentsScoredInPiecesMatchOneProcessFp64) {
+#if !MIXLE_HAVE_GLOO
+  GTEST_SKIP() << "built without gloo";
+#endif
+  // K_c = 160 components per shard: a piece of 1Mi / 160 rows is smaller than a collective
+  // chunk of the 10000-row group, so the E-step scores each piece twice (log-likelihoods, then
+  // responsibilities) — the path large models take.
+  TempDir dir;
+  const fs::path data = make_data(dir, 20000);
+  auto args = [&](const fs::path& out) {
+    return std::vector<std::string>{kCli, "fit", "--data", data.string(), "--family", "gaussian_diag", "--layout",
+                                    "gaussian_diag:0-3", "--components", "320", "--init", "select", "--init-p", "1",
+                                    "--seed", "3", "--max-iter", "6", "--tol", "0", "--precision", "fp64",
+                                    "--threads", "1", "--quiet", "--out", out.string()};
+  };
+  Process one = run_process(args(dir.path / "one.json"), {}, dir.path / "one.log", 120s);
+  ASSERT_EQ(one.exit_code(), 0) << one.output();
+  std::vector<std::string> argv{kCli, "launch", "--nproc", "4", "--"};
+  for (const auto& a : args(dir.path / "g2.json")) argv.push_back(a);
+  argv.push_back("--shard-components");
+  argv.push_back("2");
+  Process p = run_process(argv, {}, dir.path / "g2.log", 180s);
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  EXPECT_NE(p.output().find("component sharded: 2 data group(s) × 2 component shards"), std::string::npos) << p.output();
+  EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "g2.json"), kShardRtol);
+}
+
+TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
+#if !MIXLE_HAVE_GLOO
+  GTEST_SKIP() << "built without gloo";
+#endif
+  TempDir dir;
+  const fs::path data = make_data(dir, 20000);
+  Process one = run_process(fit_args(data, dir.path / "one.json"), {}, dir.path / "one.log", 120s);
+  ASSERT_EQ(one.exit_code(), 0) << one.output();
+  // Devices that hold half the model's fixed state (× the planner's safety factor 1.25) and
+  // some rows, but not the whole model.
+  auto summary = [](std::size_t K) {
+    plan::ModelSummary m;
+    m.components = K;
+    m.parts = {{"gaussian_diag", 3, 0}, {"categorical", 1, 3}, {"poisson", 1, 0}};
+    return static_cast<double>(m.parameter_bytes() + m.statistic_bytes()) * 1.25;
+  };
+  const auto memory = static_cast<std::uint64_t>((summary(4) + summary(2)) / 2);
+  auto write_resources = [&](const fs::path& path, std::uint64_t bytes) {
+    std::vector<plan::DeviceSpec> devices;
+    for (int r = 0; r < 2; ++r) {
+      plan::DeviceSpec d;
+      d.name = "cpu:" + std::to_string(r);
+      d.memory_bytes = bytes;
+      devices.push_back(d);
+    }
+    std::ofstream(path) << plan::Resources(devices).to_json();
+  };
+  write_resources(dir.path / "resources.json", memory);
+  Process p = launch(2, {"--resources", (dir.path / "resources.json").string()}, data, dir.path / "auto.json",
+                     dir.path / "auto.log");
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  EXPECT_NE(p.output().find("parallel: component sharded: 1 data group(s) × 2 component shards"), std::string::npos)
+      << p.output();
+  EXPECT_NE(p.output().find("does not fit one device"), std::string::npos) << p.output();
+  EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "auto.json"), kShardRtol);
+
+  // Devices too small for even half the model: refused, naming why — no silent fallback.
+  write_resources(dir.path / "tiny.json", static_cast<std::uint64_t>(summary(1)));
+  Process tiny = launch(2, {"--resources", (dir.path / "tiny.json").string()}, data, dir.path / "tiny-out.json",
+                        dir.path / "tiny.log");
+  EXPECT_NE(tiny.exit_code(), 0) << tiny.output();
+  EXPECT_NE(tiny.output().find("does not fit"), std::string::npos) << tiny.output();
+  EXPECT_FALSE(fs::exists(dir.path / "tiny-out.json"));
+}
+
+TEST(ShardedFit, ShardComponentsMustDivideTheWorld) {
+#if !MIXLE_HAVE_GLOO
+  GTEST_SKIP() << "built without gloo";
+#endif
+  TempDir dir;
+  const fs::path data = make_data(dir, 2000);
+  Process p = launch(3, {"--shard-components", "2"}, data, dir.path / "bad.json", dir.path / "bad.log");
+  EXPECT_NE(p.exit_code(), 0) << p.output();
+  EXPECT_NE(p.output().find("--shard-components 2 with 3 rank(s)"), std::string::npos) << p.output();
+}
+
+TEST(ShardedFit, KilledRankFailsTheOthersAndTheGlobalCheckpointResumesAtAnotherG) {
+#if !MIXLE_HAVE_GLOO
+  GTEST_SKIP() << "built without gloo";
+#endif
+  using Clock = std::chrono::steady_clock;
+  TempDir dir;
+  const fs::path data = make_data(dir, 60000);
+  constexpr int kIterations = 150;
+  Process ref = run_process(fit_args(data, dir.path / "ref.json", kIterations, "0"), {}, dir.path / "ref.log", 240s);
+  ASSERT_EQ(ref.exit_code(), 0) << ref.output();
+  // Four ranks as torchrun starts them (2 data groups × 2 shards); rank 3 is SIGKILLed once a
+  // checkpoint (the gathered global model) exists.
+  const fs::path ckpt = dir.path / "ckpt";
+  const int port = comms::find_free_port();
+  std::vector<Process> ranks;
+  for (int r = 0; r < 4; ++r) {
+    Env env{{"RANK", std::to_string(r)}, {"LOCAL_RANK", std::to_string(r)}, {"WORLD_SIZE", "4"},
+            {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)},
+            {"TORCHELASTIC_RUN_ID", "shard-fault-test"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"}};
+    auto argv = fit_args(data, dir.path / "killed.json", kIterations, "0");
+    for (const char* a : {"--shard-components", "2", "--checkpoint-dir", ckpt.c_str(), "--timeout", "10"}) argv.push_back(a);
+    ranks.push_back(Process::start(argv, env, dir.path / ("rank" + std::to_string(r) + ".log")));
+  }
+  const auto deadline = Clock::now() + 120s;
+  while (!fs::exists(ckpt / "checkpoint.json") && Clock::now() < deadline && !ranks[0].poll())
+    std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(fs::exists(ckpt / "checkpoint.json")) << ranks[0].output();
+  ranks[3].signal(SIGKILL);
+  const auto killed_at = Clock::now();
+  wait_all(ranks, killed_at + 70s);
+  for (int r : {0, 1, 2}) {
+    EXPECT_TRUE(ranks[r].done) << "rank " << r << " hung:\n" << ranks[r].output();
+    EXPECT_NE(ranks[r].exit_code(), 0) << ranks[r].output();
+  }
+  EXPECT_FALSE(fs::exists(dir.path / "killed.json")) << "no model may be written by a failed run";
+  const auto checkpoint = nlohmann::json::parse(read_file(ckpt / "checkpoint.json"));
+  ASSERT_LT(checkpoint["iteration"].get<int>(), kIterations) << "the run finished before the kill; make it longer";
+  // The checkpoint holds the global model (all 4 components), so 3 ranks re-shard it 3 ways.
+  std::vector<std::string> argv{kCli, "launch", "--nproc", "3", "--"};
+  for (const auto& a : fit_args(data, dir.path / "resumed.json", kIterations, "0")) argv.push_back(a);
+  for (const char* a : {"--shard-components", "3", "--resume"}) argv.push_back(a);
+  argv.push_back(ckpt.string());
+  Process resumed = run_process(argv, {}, dir.path / "resumed.log", 240s);
+  ASSERT_EQ(resumed.exit_code(), 0) << resumed.output();
+  EXPECT_NE(resumed.output().find("resumed after iteration"), std::string::npos) << resumed.output();
+  EXPECT_LT(max_relative_difference(dir.path / "ref.json", dir.path / "resumed.json"), 1e-7);
+}
+
+}  // namespace
+}  // namespace mixle::test
