@@ -28,7 +28,12 @@ class LocalEncodedData : public EncodedData {
   /// Rows considered by sample(): local rows chosen with probability p (global-row keyed).
   Dataset sample_local(std::uint64_t seed, double p) const;
 
+  /// The rows in the form the E-step streams for `precision` (a float32 copy of float64 rows
+  /// for fp32 compute, made once when it fits comfortably in memory; else the rows themselves).
+  const Dataset& encoded_for(Precision precision);
+
   Dataset data_;
+  Dataset encoded_f32_;
   std::unique_ptr<Compute> compute_;
 };
 
