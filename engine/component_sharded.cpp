@@ -315,55 +315,10 @@ MStepResult ShardedEstimator::m_step(const Model& shard, const ShardEStep& step,
 }
 
 EmResult run_sharded_em(ShardedEstimator& estimator, Model shard, std::size_t component_begin, const EmOptions& options) {
-  if (options.max_iter < 1) throw InvalidInput("max_iter = " + std::to_string(options.max_iter) + " must be ≥ 1");
-  if (!(options.tol >= 0.0)) throw InvalidInput("tol must be ≥ 0");
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  EmResult result;
-  result.model = std::move(shard);
-  double previous = options.prior_mean_loglik.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                                     : options.prior_mean_loglik.back();
-  result.mean_loglik = options.prior_mean_loglik;
-  result.iterations = options.start_iteration;
-  std::vector<char> reported(result.model.components(), 0);
-  for (int it = options.start_iteration + 1; it <= options.max_iter; ++it) {
-    const auto t0 = clock::now();
-    const ShardEStep step = estimator.e_step(result.model, options.estimator);
-    const double mean_ll = step.loglik / step.rows;
-    MStepResult next = estimator.m_step(result.model, step, options.estimator);
-    for (std::size_t& k : next.empty_components) {
-      if (!reported[k]) {
-        reported[k] = 1;
-        result.warnings.push_back("component " + std::to_string(component_begin + k) + " captured no rows at iteration " +
-                                  std::to_string(it) + "; it keeps its previous parameters with weight 0");
-      }
-      k += component_begin;
-    }
-    result.model = std::move(next.model);
-    result.mean_loglik.push_back(mean_ll);
-    result.iterations = it;
-    result.rows = step.rows;
-    IterationInfo info;
-    info.iteration = it;
-    info.mean_loglik = mean_ll;
-    info.delta = mean_ll - previous;
-    info.seconds = std::chrono::duration<double>(clock::now() - t0).count();
-    result.iteration_seconds.push_back(info.seconds);
-    info.rows = step.rows;
-    info.empty_components = std::move(next.empty_components);
-    info.model = &result.model;
-    if (options.on_iteration) options.on_iteration(info);
-    if (!std::isfinite(mean_ll))
-      throw InvalidInput("EM: the mean log-likelihood became " + std::to_string(mean_ll) + " at iteration " +
-                         std::to_string(it) + "; the data or model is degenerate");
-    if (it > 1 && std::abs(mean_ll - previous) < options.tol) {
-      result.converged = true;
-      break;
-    }
-    previous = mean_ll;
-  }
-  result.seconds = std::chrono::duration<double>(clock::now() - start).count();
-  return result;
+  return run_em_steps(std::move(shard), options, [&](const Model& model) {
+    const ShardEStep step = estimator.e_step(model, options.estimator);
+    return IterationStep{step.rows, step.loglik, estimator.m_step(model, step, options.estimator)};
+  }, component_begin);
 }
 
 }  // namespace mixle::engine

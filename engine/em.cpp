@@ -8,7 +8,8 @@
 
 namespace mixle::engine {
 
-EmResult run_em(EncodedData& data, Model initial, const EmOptions& options) {
+EmResult run_em_steps(Model initial, const EmOptions& options,
+                      const std::function<IterationStep(const Model&)>& step, std::size_t component_offset) {
   if (options.max_iter < 1) throw InvalidInput("max_iter = " + std::to_string(options.max_iter) + " must be ≥ 1");
   if (!(options.tol >= 0.0)) throw InvalidInput("tol must be ≥ 0");
   using clock = std::chrono::steady_clock;
@@ -22,29 +23,28 @@ EmResult run_em(EncodedData& data, Model initial, const EmOptions& options) {
   std::vector<char> reported(result.model.components(), 0);
   for (int it = options.start_iteration + 1; it <= options.max_iter; ++it) {
     const auto t0 = clock::now();
-    const Statistics stats = data.stream_accumulate(result.model, options.estimator);
-    const double rows = stats.rows();
-    const double mean_ll = stats.loglik_sum() / rows;
-    MStepResult next = m_step(result.model, stats.values,
-                              shift_table(result.model, options.estimator.precision), options.estimator);
-    for (std::size_t k : next.empty_components)
+    IterationStep done = step(result.model);
+    const double mean_ll = done.loglik_sum / done.rows;
+    for (std::size_t& k : done.next.empty_components) {
       if (!reported[k]) {
         reported[k] = 1;
-        result.warnings.push_back("component " + std::to_string(k) + " captured no rows at iteration " +
+        result.warnings.push_back("component " + std::to_string(component_offset + k) + " captured no rows at iteration " +
                                   std::to_string(it) + "; it keeps its previous parameters with weight 0");
       }
-    result.model = std::move(next.model);
+      k += component_offset;
+    }
+    result.model = std::move(done.next.model);
     result.mean_loglik.push_back(mean_ll);
     result.iterations = it;
-    result.rows = rows;
+    result.rows = done.rows;
     IterationInfo info;
     info.iteration = it;
     info.mean_loglik = mean_ll;
     info.delta = mean_ll - previous;
     info.seconds = std::chrono::duration<double>(clock::now() - t0).count();
     result.iteration_seconds.push_back(info.seconds);
-    info.rows = rows;
-    info.empty_components = std::move(next.empty_components);
+    info.rows = done.rows;
+    info.empty_components = std::move(done.next.empty_components);
     info.model = &result.model;
     if (options.on_iteration) options.on_iteration(info);
     if (!std::isfinite(mean_ll))
@@ -58,6 +58,14 @@ EmResult run_em(EncodedData& data, Model initial, const EmOptions& options) {
   }
   result.seconds = std::chrono::duration<double>(clock::now() - start).count();
   return result;
+}
+
+EmResult run_em(EncodedData& data, Model initial, const EmOptions& options) {
+  return run_em_steps(std::move(initial), options, [&](const Model& model) {
+    const Statistics stats = data.stream_accumulate(model, options.estimator);
+    return IterationStep{stats.rows(), stats.loglik_sum(),
+                         m_step(model, stats.values, shift_table(model, options.estimator.precision), options.estimator)};
+  });
 }
 
 }  // namespace mixle::engine

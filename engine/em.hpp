@@ -42,6 +42,22 @@ struct EmResult {
   double rows = 0.0;
 };
 
+/// One iteration's work on `model`: its E-step totals and the M-step's next model. Component
+/// indices in `next.empty_components` are local to `model`.
+struct IterationStep {
+  double rows = 0.0;
+  double loglik_sum = 0.0;
+  MStepResult next;
+};
+
+/// The EM loop itself — iteration count, convergence, history, warnings, callbacks — around a
+/// step function, so that every execution (local, distributed, component-sharded) shares it.
+/// `component_offset` is added to component indices in warnings and IterationInfo (a shard's
+/// first global component).
+EmResult run_em_steps(Model initial, const EmOptions& options,
+                      const std::function<IterationStep(const Model&)>& step,
+                      std::size_t component_offset = 0);
+
 /// Runs EM from `initial`. Each iteration's E-step evaluates the current model (so a fit
 /// started from a model file first evaluates that model, as scikit-learn does with
 /// means_init/precisions_init); the returned model is the last M-step's.

@@ -228,17 +228,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
         write_file_atomic(dist.receipts_file, all);
       }
       bytes_before = comm->collective_bytes();
-      if (options.progress) {
-        FitProgress p;
-        p.restart = restart;
-        p.iteration = it.iteration;
-        p.max_iter = options.max_iter;
-        p.mean_loglik = it.mean_loglik;
-        p.delta = it.delta;
-        p.seconds = it.seconds;
-        p.rows_per_second = it.seconds > 0 ? it.rows / it.seconds : 0.0;
-        options.progress(p);
-      }
+      if (options.progress) options.progress(host::fit_progress(restart, options.max_iter, it));
     };
     engine::EmResult r = engine::run_sharded_em(sharded, std::move(shard), own.begin, em);
     const engine::ShardEStep final_step = sharded.e_step(r.model, est);  // the final model's log-likelihood

@@ -11,6 +11,18 @@
 
 namespace mixle::host {
 
+FitProgress fit_progress(int restart, int max_iter, const engine::IterationInfo& info) {
+  FitProgress p;
+  p.restart = restart;
+  p.iteration = info.iteration;
+  p.max_iter = max_iter;
+  p.mean_loglik = info.mean_loglik;
+  p.delta = info.delta;
+  p.seconds = info.seconds;
+  p.rows_per_second = info.seconds > 0 ? info.rows / info.seconds : 0.0;
+  return p;
+}
+
 engine::EstimatorOptions estimator_options(const FitOptions& o) {
   if (!(o.reg_covar >= 0.0)) throw InvalidInput("reg_covar = " + std::to_string(o.reg_covar) + " must be ≥ 0");
   if (!(o.pseudo_count >= 0.0)) throw InvalidInput("pseudo_count must be ≥ 0");
@@ -78,17 +90,7 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
     }
     em.on_iteration = [&](const engine::IterationInfo& info) {
       if (hooks.after_iteration) hooks.after_iteration(restart, info);
-      if (options.progress) {
-        FitProgress p;
-        p.restart = restart;
-        p.iteration = info.iteration;
-        p.max_iter = options.max_iter;
-        p.mean_loglik = info.mean_loglik;
-        p.delta = info.delta;
-        p.seconds = info.seconds;
-        p.rows_per_second = info.seconds > 0 ? info.rows / info.seconds : 0.0;
-        options.progress(p);
-      }
+      if (options.progress) options.progress(fit_progress(restart, options.max_iter, info));
     };
     engine::EmResult r = engine::run_em(handle, std::move(initial), em);
     const auto [n, ll] = handle.log_density_sum(r.model, est);

@@ -23,6 +23,9 @@ struct FitHooks {
   std::vector<double> prior_mean_loglik;
 };
 
+/// The user-facing progress record of one EM iteration.
+FitProgress fit_progress(int restart, int max_iter, const engine::IterationInfo& info);
+
 /// The EstimatorOptions that `options` describe; throws InvalidInput on bad values.
 engine::EstimatorOptions estimator_options(const FitOptions& options);
 
