@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ostream>
 
 namespace mixle {
 namespace {
@@ -36,6 +37,9 @@ struct Case {
   std::string kind, layout;
   std::size_t K;
 };
+
+// Test names show the case, not a byte dump of it.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.kind << " K=" << c.K; }
 
 class ComponentParallel : public ::testing::TestWithParam<Case> {};
 
