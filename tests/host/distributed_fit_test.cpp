@@ -2,7 +2,7 @@
 // and mpirun (mpi) give the single-process model at every world size; a SIGKILLed rank makes
 // the others fail in bounded time naming it, leaves an intact checkpoint, and `--resume` at a
 // different world size reaches the uninterrupted run's model. Every wait is bounded.
-#include "comms/process_util.hpp"
+#include "host/fit_process_util.hpp"
 #include "comms/socket.hpp"
 
 #include <mixle/model.hpp>
@@ -31,37 +31,12 @@ constexpr double kFailureBudgetSeconds = 70.0;
 const std::string kCli = MIXLE_CLI_PATH;
 const std::string kLayout = "gaussian_diag:0-3,categorical:3-4:3,poisson:4-5";
 
-std::vector<double> flatten(const nlohmann::json& j) {
-  std::vector<double> out;
-  if (j.is_number_float()) out.push_back(j.get<double>());
-  if (j.is_array())
-    for (const auto& e : j) for (double v : flatten(e)) out.push_back(v);
-  if (j.is_object())
-    for (const auto& [k, v] : j.items()) for (double x : flatten(v)) out.push_back(x);
-  return out;
-}
-
-double max_relative_difference(const fs::path& a, const fs::path& b) {
-  const auto fa = flatten(nlohmann::json::parse(read_file(a))), fb = flatten(nlohmann::json::parse(read_file(b)));
-  EXPECT_EQ(fa.size(), fb.size());
-  double worst = 0.0;
-  for (std::size_t i = 0; i < std::min(fa.size(), fb.size()); ++i)
-    worst = std::max(worst, std::abs(fa[i] - fb[i]) / std::max(std::abs(fa[i]), 1e-300));
-  return worst;
-}
-
 /// Draws `rows` rows of a 3-component mixed record into dir/data.npy.
 fs::path make_data(const TempDir& dir, int rows) {
-  const fs::path model = dir.path / "truth.json";
-  std::ofstream(model) << R"({"format":"mixle-model","version":1,"weights":[0.5,0.3,0.2],"parts":[
+  return generate_data(dir, R"({"format":"mixle-model","version":1,"weights":[0.5,0.3,0.2],"parts":[
     {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[3,3,0],[0,4,-3]],"var":[[1,1,1],[0.5,2,1],[1,0.3,2]]},
     {"family":"categorical","columns":[3,4],"categories":3,"prob":[[0.8,0.1,0.1],[0.1,0.8,0.1],[0.1,0.1,0.8]]},
-    {"family":"poisson","columns":[4,5],"rate":[[1],[6],[15]]}]})";
-  const fs::path data = dir.path / "data.npy";
-  Process p = run_process({kCli, "generate", "--model", model.string(), "--rows", std::to_string(rows), "--seed", "5",
-                           "--out", data.string()}, {}, dir.path / "generate.log", 60s);
-  EXPECT_EQ(p.exit_code(), 0) << p.output();
-  return data;
+    {"family":"poisson","columns":[4,5],"rate":[[1],[6],[15]]}]})", rows);
 }
 
 std::vector<std::string> fit_args(const fs::path& data, const fs::path& out, int max_iter, const std::string& tol) {
