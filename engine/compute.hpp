@@ -41,6 +41,17 @@ class Compute {
   /// NotCompiled.
   virtual void accumulate_given_shifted(const Model& model, const Dataset& rows, Precision precision,
                                         const double* resp, std::vector<double>& stats);
+
+  /// Adds the E-step statistics of `rows` under responsibilities normalised by a per-row
+  /// normaliser computed elsewhere: r_k = exp(log w_k + log p(x|k) − log_norm[i]) for the
+  /// components k of `model` (host float64, `rows` values). Component sharding passes the
+  /// log-likelihood under the *whole* mixture while `model` holds only one shard of it (with the
+  /// global weights), so the shard folds its share of the global posterior without ever storing
+  /// rows × K responsibilities. Rows whose normaliser is not finite contribute nothing. Moments
+  /// are about shift_table(model, precision); stats[0] and stats[1] are left unchanged (the
+  /// caller owns the log-likelihood and row count). Backends without it throw NotCompiled.
+  virtual void accumulate_normalised(const Model& model, const Dataset& rows, Precision precision,
+                                     const double* log_norm, std::vector<double>& stats);
 };
 
 /// The CPU backend; `threads` 0 = OpenMP's default. `component_workers` > 1 threads each

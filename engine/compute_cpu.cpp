@@ -51,6 +51,13 @@ class CpuCompute final : public Compute {
     given_shifted<float>(model, rows, resp, stats);
   }
 
+  void accumulate_normalised(const Model& model, const Dataset& rows, Precision precision, const double* log_norm,
+                             std::vector<double>& stats) override {
+    if (precision == Precision::fp64) return normalised<double>(model, rows, log_norm, stats);
+    if (precision == Precision::tf32) throw InvalidInput(kNoTf32);
+    normalised<float>(model, rows, log_norm, stats);
+  }
+
  private:
   template <class T>
   kernels::PassReport run(const Model& model, const Dataset& rows, std::vector<double>& stats) {
@@ -71,6 +78,15 @@ class CpuCompute final : public Compute {
   }
 
   template <class T>
+  void normalised(const Model& model, const Dataset& rows, const double* log_norm, std::vector<double>& stats) {
+    const auto packed = pack_model<T>(model, rows.cols());
+    if (rows.dtype() == DType::f32)
+      kernels::cpu::accumulate_normalised(packed.view, rows.as<float>(), rows.rows(), rows.cols(), log_norm, stats.data(), options_);
+    else
+      kernels::cpu::accumulate_normalised(packed.view, rows.as<double>(), rows.rows(), rows.cols(), log_norm, stats.data(), options_);
+  }
+
+  template <class T>
   kernels::PassReport score_as(const Model& model, const Dataset& rows, double* loglik, double* resp) {
     const auto packed = pack_model<T>(model, rows.cols());
     if (rows.dtype() == DType::f32)
@@ -85,6 +101,10 @@ class CpuCompute final : public Compute {
 
 void Compute::accumulate_given_shifted(const Model&, const Dataset&, Precision, const double*, std::vector<double>&) {
   // Not pure: the CUDA backend (a separate file) need not implement it to build.
+  throw NotCompiled("component-sharded statistics on the \"" + name() + "\" compute backend");
+}
+
+void Compute::accumulate_normalised(const Model&, const Dataset&, Precision, const double*, std::vector<double>&) {
   throw NotCompiled("component-sharded statistics on the \"" + name() + "\" compute backend");
 }
 

@@ -47,4 +47,12 @@ template <class T, class X>
 void accumulate_given(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
                       const double* resp, double* stats, const Options& options);
 
+/// Folds the responsibilities r_k = exp(log w_k + log p(x|k) − log_norm[i]) of this model's
+/// components into `stats`, with a per-row normaliser `log_norm` (host, rows float64 values)
+/// computed elsewhere — component sharding passes the log-likelihood under the whole mixture.
+/// Rows with a non-finite normaliser contribute nothing; stats[0] and stats[1] are unchanged.
+template <class T, class X>
+void accumulate_normalised(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
+                           const double* log_norm, double* stats, const Options& options);
+
 }  // namespace mixle::kernels::cpu

@@ -29,7 +29,7 @@ namespace {
 
 constexpr int kBlocksPerTile = 16;
 
-enum class Mode { accumulate, score, given };
+enum class Mode { accumulate, score, given, normalised };
 
 template <class T>
 int scratch_size(const ModelView<T>& model) {
@@ -199,6 +199,34 @@ void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& repor
   }
 }
 
+/// Turns log-densities into responsibilities against a normaliser computed elsewhere (one
+/// per row, float64): r = exp(l − L). L is the log-likelihood under a larger mixture than this
+/// model (component sharding), so l ≤ L up to rounding; the clamp keeps r ≤ 1. Rows whose L is
+/// not finite, and lanes past the block's rows, get r = 0. Returns the rows folded.
+template <class T>
+int normalise_external(int K, const double* log_norm, int n, Block<T>& block) {
+  T norm[kBlockRows], keep[kBlockRows];
+  int folded = 0;
+  for (int b = 0; b < kBlockRows; ++b) {
+    const bool ok = b < n && std::isfinite(log_norm[b]);
+    norm[b] = ok ? static_cast<T>(log_norm[b]) : T(0);
+    keep[b] = ok ? T(1) : T(0);
+    folded += ok;
+  }
+  for (int k = 0; k < K; ++k) {
+    T* l = block.logp(k);
+#pragma omp simd
+    for (int b = 0; b < kBlockRows; ++b) {
+      const T d = l[b] - norm[b];
+      const T c = d < T(0) ? d : T(0);
+      // A NaN difference only arises from a row the caller's normaliser already rejected; it
+      // folds nothing rather than poisoning the statistics.
+      l[b] = d == d ? exp_nonpositive(c) * keep[b] : T(0);
+    }
+  }
+  return folded;
+}
+
 /// Re-evaluates +inf rows: responsibilities split equally among the components at +inf.
 template <class T>
 void tie_rows(const ModelView<T>& model, Workspace<T>& ws) {
@@ -323,6 +351,11 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
             continue;
           }
           log_densities(model, ws);
+          if (mode == Mode::normalised) {
+            tile[1] += normalise_external(K, given + row0, n, ws.block);
+            fold_block(model, ws, tile);
+            continue;
+          }
           normalise(K, row0, ws.block, ws.report);
           tie_rows(model, ws);
           if (mode == Mode::score) {
@@ -379,13 +412,23 @@ void accumulate_given(const ModelView<T>& model, const X* x, std::size_t rows, s
   run_pass<T, X>(Mode::given, model, x, rows, ld, stats, nullptr, nullptr, resp, options);
 }
 
+template <class T, class X>
+void accumulate_normalised(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
+                           const double* log_norm, double* stats, const Options& options) {
+  const double header[2] = {stats[0], stats[1]};
+  run_pass<T, X>(Mode::normalised, model, x, rows, ld, stats, nullptr, nullptr, log_norm, options);
+  stats[0] = header[0], stats[1] = header[1];  // the caller owns log-likelihood and rows
+}
+
 #define MIXLE_INSTANTIATE(T, X)                                                                   \
   template PassReport accumulate<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t,  \
                                        double*, const Options&);                                 \
   template PassReport score<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t,       \
                                   double*, double*, const Options&);                             \
   template void accumulate_given<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t,  \
-                                       const double*, double*, const Options&);
+                                       const double*, double*, const Options&);                  \
+  template void accumulate_normalised<T, X>(const ModelView<T>&, const X*, std::size_t,          \
+                                            std::size_t, const double*, double*, const Options&);
 MIXLE_INSTANTIATE(float, float)
 MIXLE_INSTANTIATE(float, double)
 MIXLE_INSTANTIATE(double, float)
