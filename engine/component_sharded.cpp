@@ -164,93 +164,78 @@ ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::ve
                                    std::unique_ptr<Compute> compute)
     : data_(std::move(local)), first_row_(first_row), group_rows_(std::move(group_rows)), mesh_(mesh), comm_(comm),
       compute_(std::move(compute)), max_shard_components_(std::max<std::size_t>(max_shard_components, 1)) {
-  // Two row granularities. A collective chunk (≤ 64Ki rows) is what the per-row max / Σ exp
-  // all-reduces cover: few, large collectives, because on a loaded host each collective waits
-  // for every rank to be scheduled. A compute piece bounds the responsibilities scratch
-  // (piece × K_c float64) near 8 MiB, so the scratch never undoes the sharding. Both are
-  // multiples of the kernels' 128-row block. When a whole chunk's responsibilities fit the
-  // budget they are kept from the first pass; otherwise the pieces are scored twice (log-
-  // likelihoods only, then responsibilities) — extra compute instead of memory.
-  const std::size_t budget = std::size_t{1} << 20;  // responsibilities per piece
-  const std::size_t K = std::max<std::size_t>(max_shard_components, 1);
-  piece_rows_ = std::clamp<std::size_t>(budget / K, 128, 65536) / 128 * 128;
+  // A collective chunk (≤ 64Ki rows, a multiple of the kernels' 128-row block) is what one
+  // exchange of per-row shard log-likelihoods covers: few, large collectives, because on a
+  // loaded host each one waits for every rank to be scheduled. Per row only float64 values
+  // move and stay resident (never rows × K_c responsibilities), so the chunk size is free of K.
   chunk_rows_ = 65536;
   std::size_t largest = 0;
   for (const RowRange& g : group_rows_) largest = std::max(largest, g.end - g.begin);
-  // No bigger than the largest group needs (keeps the D × chunk buffers small for small data).
+  // No bigger than the largest group needs (keeps the exchange buffers small for small data).
   chunk_rows_ = std::max<std::size_t>(128, std::min(chunk_rows_, (largest + 127) / 128 * 128));
-  piece_rows_ = std::min(piece_rows_, chunk_rows_);
   for (const RowRange& g : group_rows_)
     chunks_ = std::max(chunks_, (g.end - g.begin + chunk_rows_ - 1) / chunk_rows_);
 }
 
 ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& options) {
-  const std::size_t K = shard.components(), R = chunk_rows_, P = piece_rows_;
+  const std::size_t K = shard.components(), R = chunk_rows_;
   const std::size_t D = static_cast<std::size_t>(mesh_.data_groups), d = static_cast<std::size_t>(mesh_.data_group());
+  const std::size_t G = static_cast<std::size_t>(mesh_.groups), W = static_cast<std::size_t>(mesh_.world);
   const bool counts_rows = mesh_.component_group() == 0;  // per-row log-likelihood once per data group
-  const bool one_pass = P >= R;                           // a whole chunk's responsibilities fit
   const std::size_t n = data_.rows();
   ShardEStep out;
   out.stats.assign(static_cast<std::size_t>(stat_layout(shard).size), 0.0);
   std::exception_ptr error;
-  std::vector<double> ll(R), resp(P * K), hi(D * R), sum(D * R + 1);
+  // send: this shard's per-row log-likelihoods ℓ_c, then this rank's error mark.
+  std::vector<double> send(R + 1), all(W * (R + 1)), norm(R);
   for (std::size_t j = 0; j < chunks_; ++j) {
     // Every rank walks the same number of chunks (empty ones past its group's rows), so every
-    // rank makes the same sequence of collectives.
+    // rank makes the same sequence of collectives — also after an error, which is carried by
+    // the mark and raised on every rank at once.
     const std::size_t begin = std::min(n, j * R), end = std::min(n, begin + R), m = end - begin;
-    std::fill(hi.begin(), hi.end(), kNegInf);
+    std::fill(send.begin(), send.end(), kNegInf);
+    const Dataset rows = data_.slice(begin, end);
     if (!error && m) try {
-        // The shard model's weights are the global ones, so ll = log Σ_{k∈shard} w_k p(x|k)
-        // and resp is the within-shard posterior.
-        for (std::size_t p = 0; p < m; p += P) {
-          const Dataset rows = data_.slice(begin + p, std::min(end, begin + p + P));
-          compute_->score(shard, rows, options.precision, ll.data() + p, one_pass ? resp.data() : nullptr);
-        }
-        for (std::size_t i = 0; i < m; ++i) {
-          if (std::isnan(ll[i]))
-            throw InvalidInput(data_.source() + ": row " + std::to_string(first_row_ + begin + i) +
-                               " has a NaN log-density under components of this shard (bad data or parameters)");
-          hi[d * R + i] = ll[i];
-        }
+        // The shard model's weights are the global ones, so ℓ_c = log Σ_{k∈shard} w_k p(x|k).
+        compute_->score(shard, rows, options.precision, send.data(), nullptr);
       } catch (...) {
         error = std::current_exception();
       }
-    comm_.all_reduce_max(std::span<double>(hi));
-    std::fill(sum.begin(), sum.end(), 0.0);
-    if (!error)
-      for (std::size_t i = 0; i < m; ++i)
-        sum[d * R + i] = hi[d * R + i] == kNegInf ? 0.0 : std::exp(ll[i] - hi[d * R + i]);
-    sum.back() = error_mark(error, comm_.rank());
-    comm_.all_reduce_sum(std::span<double>(sum));
-    raise_marks(sum.back(), error, comm_, "the sharded E-step");
+    send[R] = error_mark(error, comm_.rank());
+    comm_.all_gather(std::span<const double>(send), std::span<double>(all));
+    double marks = 0.0;
+    for (std::size_t r = 0; r < W; ++r) marks += all[r * (R + 1) + R];
+    raise_marks(marks, error, comm_, "the sharded E-step");
     if (!m) continue;
     try {
+      // log p(x) = log Σ_c exp(ℓ_c), combined in shard order from the gathered values: every
+      // rank of the component group computes the same bytes, whatever the communicator.
       kernels::PassReport report;
+      const double* group = all.data() + d * G * (R + 1);
       for (std::size_t i = 0; i < m; ++i) {
-        const double L = hi[d * R + i] + std::log(sum[d * R + i]);  // global log p(x)
-        if (!(L > kNegInf) || std::isnan(L)) {
+        double hi = kNegInf;
+        bool nan = false;
+        for (std::size_t c = 0; c < G; ++c) {
+          const double l = group[c * (R + 1) + i];
+          nan |= std::isnan(l);
+          hi = std::max(hi, l);
+        }
+        double sum = 0.0;
+        if (std::isfinite(hi))
+          for (std::size_t c = 0; c < G; ++c) sum += std::exp(group[c * (R + 1) + i] - hi);
+        const double L = nan || hi == -kNegInf ? std::numeric_limits<double>::quiet_NaN() : hi + std::log(sum);
+        norm[i] = L;
+        if (!(L > kNegInf) || std::isnan(L)) {  // −inf under every shard, NaN, or +inf
           (std::isnan(L) ? report.nan_rows : report.impossible_rows) += 1;
-          if (report.num_listed < kernels::PassReport::kMaxListed) report.listed[report.num_listed++] = static_cast<std::int64_t>(i);
+          if (report.num_listed < kernels::PassReport::kMaxListed)
+            report.listed[report.num_listed++] = static_cast<std::int64_t>(begin + i);
           continue;
         }
         if (counts_rows) out.loglik += L, out.rows += 1.0;
-        // From here on sum[] holds exp(ll_shard − L): global responsibility = within-shard
-        // posterior × that factor, which is ≤ 1, so an underflowed within-shard posterior is
-        // an underflowed global one too.
-        sum[d * R + i] = ll[i] == kNegInf ? 0.0 : std::exp(ll[i] - L);
       }
-      raise_for(report, data_.source(), first_row_ + begin);
-      for (std::size_t p = 0; p < m; p += P) {
-        const std::size_t q = std::min(m, p + P);
-        const Dataset rows = data_.slice(begin + p, begin + q);
-        if (!one_pass) compute_->score(shard, rows, options.precision, nullptr, resp.data());
-        for (std::size_t i = p; i < q; ++i) {
-          const double f = sum[d * R + i];
-          double* r = resp.data() + (i - p) * K;
-          for (std::size_t k = 0; k < K; ++k) r[k] = f == 0.0 ? 0.0 : r[k] * f;
-        }
-        compute_->accumulate_given_shifted(shard, rows, options.precision, resp.data(), out.stats);
-      }
+      raise_for(report, data_.source(), first_row_);
+      // r_k = w_k p(x|k) / p(x), folded without storing rows × K_c responsibilities.
+      compute_->accumulate_normalised(shard, rows, options.precision, norm.data(), out.stats);
     } catch (...) {
       error = std::current_exception();
     }

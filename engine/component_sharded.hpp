@@ -89,7 +89,6 @@ class ShardedEstimator {
   comms::Communicator& comm_;
   std::unique_ptr<Compute> compute_;
   std::size_t chunk_rows_ = 0;  // rows per collective chunk, the same on every rank
-  std::size_t piece_rows_ = 0;  // rows per compute piece (bounds the responsibilities scratch)
   std::size_t max_shard_components_ = 1;
   std::size_t chunks_ = 0;      // chunks per E-step, the same on every rank (the largest group's)
 };

@@ -117,13 +117,12 @@ TEST(ShardedFit, MpirunShardedMatchesOneProcessFp64) {
   EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "mpi.json"), kShardRtol);
 }
 
-TEST(ShardedFit, ManyComponentsScoredInPiecesMatchOneProcessFp64) {
+TEST(ShardedFit, ManyComponentsPerShardMatchOneProcessFp64) {
 #if !MIXLE_HAVE_GLOO
   GTEST_SKIP() << "built without gloo";
 #endif
-  // K_c = 160 components per shard: a piece of 1Mi / 160 rows is smaller than a collective
-  // chunk of the 10000-row group, so the E-step scores each piece twice (log-likelihoods, then
-  // responsibilities) — the path large models take.
+  // K_c = 160 components per shard over 10000-row groups: the fold's per-row normaliser
+  // (the whole mixture's log-likelihood) must give the unsharded fit with many components.
   TempDir dir;
   const fs::path data = make_data(dir, 20000);
   auto args = [&](const fs::path& out) {
