@@ -34,14 +34,6 @@ class Compute {
   virtual void accumulate_given(const Model& model, const Dataset& rows, const double* resp,
                                 std::vector<double>& stats) = 0;
 
-  /// Folds given responsibilities (host, rows × K, float64) into `stats` in `precision`, with
-  /// moments about shift_table(model, precision) — the previous means, as the E-step does — so
-  /// that m_step(model, stats, shift_table(model, precision), …) is the EM update
-  /// (component-sharded execution, engine/component_sharded.hpp). Backends without it throw
-  /// NotCompiled.
-  virtual void accumulate_given_shifted(const Model& model, const Dataset& rows, Precision precision,
-                                        const double* resp, std::vector<double>& stats);
-
   /// Adds the E-step statistics of `rows` under responsibilities normalised by a per-row
   /// normaliser computed elsewhere: r_k = exp(log w_k + log p(x|k) − log_norm[i]) for the
   /// components k of `model` (host float64, `rows` values). Component sharding passes the

@@ -44,13 +44,6 @@ class CpuCompute final : public Compute {
       kernels::cpu::accumulate_given(packed.view, rows.as<double>(), rows.rows(), rows.cols(), resp, stats.data(), options_);
   }
 
-  void accumulate_given_shifted(const Model& model, const Dataset& rows, Precision precision, const double* resp,
-                                std::vector<double>& stats) override {
-    if (precision == Precision::fp64) return given_shifted<double>(model, rows, resp, stats);
-    if (precision == Precision::tf32) throw InvalidInput(kNoTf32);
-    given_shifted<float>(model, rows, resp, stats);
-  }
-
   void accumulate_normalised(const Model& model, const Dataset& rows, Precision precision, const double* log_norm,
                              std::vector<double>& stats) override {
     if (precision == Precision::fp64) return normalised<double>(model, rows, log_norm, stats);
@@ -65,16 +58,6 @@ class CpuCompute final : public Compute {
     if (rows.dtype() == DType::f32)
       return kernels::cpu::accumulate(packed.view, rows.as<float>(), rows.rows(), rows.cols(), stats.data(), options_);
     return kernels::cpu::accumulate(packed.view, rows.as<double>(), rows.rows(), rows.cols(), stats.data(), options_);
-  }
-
-  template <class T>
-  void given_shifted(const Model& model, const Dataset& rows, const double* resp, std::vector<double>& stats) {
-    // pack_model<T> shifts by shift_table(model, precision of T): the kernels fold (x − mean).
-    const auto packed = pack_model<T>(model, rows.cols(), /*zero_shift=*/false);
-    if (rows.dtype() == DType::f32)
-      kernels::cpu::accumulate_given(packed.view, rows.as<float>(), rows.rows(), rows.cols(), resp, stats.data(), options_);
-    else
-      kernels::cpu::accumulate_given(packed.view, rows.as<double>(), rows.rows(), rows.cols(), resp, stats.data(), options_);
   }
 
   template <class T>
@@ -99,12 +82,8 @@ class CpuCompute final : public Compute {
 
 }  // namespace
 
-void Compute::accumulate_given_shifted(const Model&, const Dataset&, Precision, const double*, std::vector<double>&) {
-  // Not pure: the CUDA backend (a separate file) need not implement it to build.
-  throw NotCompiled("component-sharded statistics on the \"" + name() + "\" compute backend");
-}
-
 void Compute::accumulate_normalised(const Model&, const Dataset&, Precision, const double*, std::vector<double>&) {
+  // Not pure: a backend (the CUDA one is a separate file) need not implement it to build.
   throw NotCompiled("component-sharded statistics on the \"" + name() + "\" compute backend");
 }
 
