@@ -1,0 +1,113 @@
+// The `threads` communicator: collectives over members that are threads of this process give
+// every member the same, correct bytes; a member that leaves with an error, or never arrives,
+// makes the others throw CommunicationError naming it (the first at once, the second at the
+// timeout) instead of hanging.
+#include "comms/thread_group.hpp"
+
+#include <mixle/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace mixle::comms {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Runs body(rank, member) on one thread per member; returns each member's error text ("" if none).
+std::vector<std::string> run_group(int size, std::chrono::milliseconds timeout,
+                                   const std::function<void(int, Communicator&)>& body) {
+  auto members = make_thread_group(size, timeout);
+  std::vector<std::string> errors(static_cast<std::size_t>(size));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        body(r, *members[static_cast<std::size_t>(r)]);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+        abandon_thread_group(*members[static_cast<std::size_t>(r)]);
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+TEST(ThreadGroup, CollectivesGiveEveryMemberTheSameCorrectBytes) {
+  constexpr int W = 4;
+  std::vector<std::vector<double>> sums(W), maxes(W), gathered(W), broadcasts(W);
+  std::vector<std::vector<float>> fsums(W);
+  const auto errors = run_group(W, 10s, [&](int r, Communicator& c) {
+    EXPECT_EQ(c.rank(), r);
+    EXPECT_EQ(c.size(), W);
+    EXPECT_EQ(c.backend(), "threads");
+    // 0.1 · (r + 1) + i: sums that depend on the order of addition in the last bits.
+    std::vector<double> v(1000);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.1 * (r + 1) + static_cast<double>(i) * 1e-3;
+    sums[static_cast<std::size_t>(r)] = v;
+    c.all_reduce_sum(std::span<double>(sums[static_cast<std::size_t>(r)]));
+    maxes[static_cast<std::size_t>(r)] = {static_cast<double>(r), -static_cast<double>(r)};
+    c.all_reduce_max(std::span<double>(maxes[static_cast<std::size_t>(r)]));
+    fsums[static_cast<std::size_t>(r)] = {1.5f * static_cast<float>(r)};
+    c.all_reduce_sum(std::span<float>(fsums[static_cast<std::size_t>(r)]));
+    const std::vector<double> mine{static_cast<double>(r), 10.0 * r};
+    gathered[static_cast<std::size_t>(r)].assign(2 * W, -1.0);
+    c.all_gather(std::span<const double>(mine), std::span<double>(gathered[static_cast<std::size_t>(r)]));
+    broadcasts[static_cast<std::size_t>(r)] = {r == 2 ? 42.0 : 0.0, r == 2 ? 7.0 : 0.0};
+    c.broadcast(std::span<double>(broadcasts[static_cast<std::size_t>(r)]), 2);
+    c.barrier();
+  });
+  for (int r = 0; r < W; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "member " << r;
+  for (int r = 0; r < W; ++r) {
+    const auto& s = sums[static_cast<std::size_t>(r)];
+    ASSERT_EQ(s.size(), 1000u);
+    EXPECT_EQ(std::memcmp(s.data(), sums[0].data(), s.size() * sizeof(double)), 0) << "member " << r;
+    EXPECT_NEAR(s[3], 0.1 * (1 + 2 + 3 + 4) + 4 * 3e-3, 1e-12);
+    EXPECT_EQ(maxes[static_cast<std::size_t>(r)], (std::vector<double>{3.0, 0.0}));
+    EXPECT_EQ(fsums[static_cast<std::size_t>(r)], (std::vector<float>{9.0f}));
+    EXPECT_EQ(gathered[static_cast<std::size_t>(r)], (std::vector<double>{0, 0, 1, 10, 2, 20, 3, 30}));
+    EXPECT_EQ(broadcasts[static_cast<std::size_t>(r)], (std::vector<double>{42.0, 7.0}));
+  }
+}
+
+TEST(ThreadGroup, AMemberThatFailsMakesTheOthersThrowNamingItAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto errors = run_group(3, 30s, [&](int r, Communicator& c) {
+    std::vector<double> v{1.0};
+    c.all_reduce_sum(std::span<double>(v));
+    if (r == 1) throw InvalidInput("member 1's own failure");
+    c.all_reduce_sum(std::span<double>(v));  // members 0 and 2 wait here for member 1
+  });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "the others must not wait for the 30 s timeout";
+  EXPECT_EQ(errors[1], "member 1's own failure");
+  for (int r : {0, 2}) EXPECT_NE(errors[static_cast<std::size_t>(r)].find("member 1 left the group"), std::string::npos)
+      << errors[static_cast<std::size_t>(r)];
+}
+
+TEST(ThreadGroup, AMemberThatNeverArrivesIsNamedAtTheTimeout) {
+  const auto errors = run_group(3, 300ms, [&](int r, Communicator& c) {
+    if (r == 2) {
+      std::this_thread::sleep_for(1500ms);  // hung past the others' timeout
+      return;
+    }
+    c.barrier();
+  });
+  for (int r : {0, 1}) {
+    EXPECT_NE(errors[static_cast<std::size_t>(r)].find("timed out"), std::string::npos) << errors[static_cast<std::size_t>(r)];
+    EXPECT_NE(errors[static_cast<std::size_t>(r)].find("member(s) 2 did not arrive"), std::string::npos)
+        << errors[static_cast<std::size_t>(r)];
+  }
+}
+
+TEST(ThreadGroup, RejectsAnEmptyGroup) {
+  EXPECT_THROW(make_thread_group(0, 1s), InvalidInput);
+}
+
+}  // namespace
+}  // namespace mixle::comms
