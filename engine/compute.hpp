@@ -25,8 +25,8 @@ class Compute {
   virtual kernels::PassReport accumulate(const Model& model, const Dataset& rows,
                                          Precision precision, std::vector<double>& stats) = 0;
 
-  /// Per-row log-likelihood (rows values) and responsibilities (rows × K), host float64;
-  /// either output may be null.
+  /// Per-row log-likelihood (rows values; −inf for an impossible row, NaN for a NaN row, both
+  /// also in the report) and responsibilities (rows × K), host float64; either may be null.
   virtual kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision,
                                     double* loglik, double* resp) = 0;
 

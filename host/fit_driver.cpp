@@ -6,6 +6,7 @@
 #include <mixle/error.hpp>
 
 #include <chrono>
+#include <tuple>
 #include <cmath>
 #include <limits>
 
@@ -92,8 +93,14 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
       if (hooks.after_iteration) hooks.after_iteration(restart, info);
       if (options.progress) options.progress(fit_progress(restart, options.max_iter, info));
     };
-    engine::EmResult r = engine::run_em(handle, std::move(initial), em);
-    const auto [n, ll] = handle.log_density_sum(r.model, est);
+    double n = 0.0, ll = 0.0;
+    engine::EmResult r;
+    if (hooks.run_restart) {
+      r = hooks.run_restart(std::move(initial), em, n, ll);
+    } else {
+      r = engine::run_em(handle, std::move(initial), em);
+      std::tie(n, ll) = handle.log_density_sum(r.model, est);
+    }
     const double final_ll = ll / n;
     if (restart == 0 || final_ll > best_ll) {
       best_ll = final_ll;

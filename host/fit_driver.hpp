@@ -21,6 +21,11 @@ struct FitHooks {
   const Model* resume_model = nullptr;
   int start_iteration = 0;
   std::vector<double> prior_mean_loglik;
+  /// Runs EM from `initial` (the global initial model) and fills `final_rows`/`final_loglik`
+  /// with the final model's row count and log-likelihood sum. Default: engine::run_em over the
+  /// handle. The in-process component-sharded fit runs sharded EM on threads instead.
+  std::function<engine::EmResult(Model initial, const engine::EmOptions& em, double& final_rows, double& final_loglik)>
+      run_restart;
 };
 
 /// The user-facing progress record of one EM iteration.

@@ -48,8 +48,12 @@ struct FitOptions {
   std::string precision = "fp32";   // fp32 | fp64 (CPU, CUDA) | tf32 (CUDA)
   std::string device = "cpu";       // auto | cpu | cuda | cuda:i
   int threads = 0;                  // CPU threads, 0 = all available
-  std::string backend = "local";    // encoded-data backend (local, component_parallel, …)
-  int num_workers = 0;              // component_parallel: component threads (0 = all)
+  /// local, component_parallel (threaded components), component_sharded (each component shard's
+  /// parameters and statistics on its own thread and device), … — docs/engine.md, docs/sharding.md
+  std::string backend = "local";
+  /// component_parallel: component threads (0 = all); component_sharded: shards (0 = one per
+  /// CUDA device with device cuda/auto and ≥ 2 GPUs, else 2)
+  int num_workers = 0;
   std::function<void(const FitProgress&)> progress;  // called after every iteration
 };
 

@@ -35,8 +35,9 @@ template <class T, class X>
 PassReport accumulate(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
                       double* stats, const Options& options);
 
-/// Scores rows: per-row log-likelihood (`loglik`, rows values, may be null) and
-/// responsibilities (`resp`, rows × K row-major, may be null), both host float64.
+/// Scores rows: per-row log-likelihood (`loglik`, rows values, may be null; −inf for a row
+/// impossible under every component, NaN for a NaN row — both also in the report) and
+/// responsibilities (`resp`, rows × K row-major, may be null; 0 for those rows), host float64.
 template <class T, class X>
 PassReport score(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
                  double* loglik, double* resp, const Options& options);

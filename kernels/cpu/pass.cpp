@@ -179,6 +179,9 @@ void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& repor
   for (int b = 0; b < block.rows; ++b) {
     const T m = mx[b];
     if (std::isfinite(m) && std::isfinite(sum[b])) continue;
+    // Scores report impossible rows as −inf and NaN rows as NaN (component sharding combines a
+    // row that is impossible under one shard with the others); sums skip both.
+    block.loglik[b] = std::numeric_limits<double>::quiet_NaN();
     if (nan_seen[b] != T(0)) {
       ++report.nan_rows;
       if (report.num_listed < PassReport::kMaxListed) report.listed[report.num_listed++] = first_row + b;
@@ -191,6 +194,7 @@ void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& repor
       continue;
     }
     if (m == kNegInf) {
+      block.loglik[b] = -std::numeric_limits<double>::infinity();
       ++report.impossible_rows;
     } else {
       ++report.nan_rows;
@@ -366,8 +370,11 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
             }
             continue;
           }
-          double block_loglik = 0.0;  // impossible/NaN rows hold 0 and are excluded below
-          for (int b = 0; b < n; ++b) block_loglik += ws.block.loglik[b];
+          double block_loglik = 0.0;  // impossible (−inf) and NaN rows are excluded here and below
+          for (int b = 0; b < n; ++b) {
+            const double ll = ws.block.loglik[b];
+            if (!std::isnan(ll) && ll != -std::numeric_limits<double>::infinity()) block_loglik += ll;
+          }
           tile[0] += block_loglik;
           tile[1] += static_cast<double>(n);
           fold_block(model, ws, tile);

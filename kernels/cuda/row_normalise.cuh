@@ -62,7 +62,8 @@ __device__ void normalise_row_warp(T* l, int K, int lane, double* loglik, int* s
   for (int k = lane; k < K; k += 32) l[k] = T(0);
   if (lane == 0) {
     const bool impossible = m == -kInf;
-    *loglik = 0.0;
+    // As on the CPU: −inf for an impossible row, NaN for a NaN row (sums go by *status).
+    *loglik = impossible ? -static_cast<double>(INFINITY) : static_cast<double>(NAN);
     *status = impossible ? kRowImpossible : kRowNan;
     note_bad_row(report, impossible);
   }

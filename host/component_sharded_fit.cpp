@@ -1,0 +1,114 @@
+// In-process component-sharded EM (host/component_sharded_fit.hpp).
+#include "host/component_sharded_fit.hpp"
+
+#include "comms/thread_group.hpp"
+#include "engine/component_sharded.hpp"
+#include "engine/compute.hpp"
+#include "engine/encoded_data.hpp"
+#include "host/fit_driver.hpp"
+
+#include <mixle/error.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <exception>
+#include <thread>
+
+namespace mixle::host {
+namespace {
+
+/// A wait at a rendezvous only outlasts this when a member hangs: members are threads of this
+/// process, and one that fails abandons the group, so the others stop at once.
+constexpr std::chrono::minutes kMemberTimeout{30};
+
+int default_shards(const std::string& device) {
+  const int gpus = device == "cuda" || device == "auto" ? engine::cuda_device_count() : 0;
+  return gpus >= 2 ? gpus : 2;
+}
+
+/// Shard g's device: "cuda"/"auto" with GPUs spread the shards over the devices; "cuda:i" and
+/// "cpu" put every shard there.
+std::string shard_device(const std::string& device, int g) {
+  if ((device == "cuda" || device == "auto") && engine::cuda_device_count() > 0)
+    return "cuda:" + std::to_string(g % engine::cuda_device_count());
+  return device;
+}
+
+}  // namespace
+
+bool is_component_sharded_backend(const std::string& backend) {
+  std::string name = backend;
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return name == "component_sharded";
+}
+
+FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) {
+  if (data.empty()) throw InvalidInput(data.source() + ": no data rows");
+  if (options.num_workers < 0)
+    throw InvalidInput("num_workers = " + std::to_string(options.num_workers) +
+                       " for component_sharded: the number of component shards, ≥ 1 (0 = automatic)");
+  const int G = options.num_workers > 0 ? options.num_workers : default_shards(options.device);
+  // CPU threads are split between the shards, which run at the same time.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads_each = std::max(1, (options.threads > 0 ? options.threads : cores) / G);
+
+  // Initialisation runs through the ordinary local handle, so the sharded fit starts from the
+  // unsharded fit's initial model; the handle's encoded rows are freed with it.
+  engine::EncodedDataOptions enc;
+  enc.device = options.device;
+  enc.threads = options.threads;
+  const auto handle = engine::encoded_data(data, enc);
+
+  FitHooks hooks;
+  hooks.run_restart = [&](Model initial, const engine::EmOptions& em, double& final_rows, double& final_loglik) {
+    const auto ranges = engine::component_ranges(initial.components(), G);
+    std::size_t largest = 0;
+    for (const auto& c : ranges) largest = std::max(largest, c.end - c.begin);
+    auto members = comms::make_thread_group(G, kMemberTimeout);
+    std::vector<engine::EmResult> results(static_cast<std::size_t>(G));
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(G));
+    std::vector<std::thread> threads;
+    for (int g = 0; g < G; ++g)
+      threads.emplace_back([&, g] {
+        comms::Communicator& comm = *members[static_cast<std::size_t>(g)];
+        try {
+          const engine::RowRange own = ranges[static_cast<std::size_t>(g)];
+          const engine::ShardMesh mesh = engine::make_shard_mesh(G, g, G);
+          engine::ShardedEstimator estimator(data, 0, {engine::RowRange{0, data.rows()}}, mesh, largest, comm,
+                                             engine::make_compute(shard_device(options.device, g), threads_each));
+          engine::EmOptions mine = em;
+          if (g != 0) mine.on_iteration = nullptr;  // progress once, from shard 0
+          engine::EmResult r = engine::run_sharded_em(estimator, engine::slice_components(initial, own.begin, own.end),
+                                                      own.begin, mine);
+          const engine::ShardEStep last = estimator.e_step(r.model, em.estimator);  // the final model's log-likelihood
+          r.model = engine::gather_global_model(r.model, ranges, mesh, comm);
+          if (g == 0) final_rows = last.rows, final_loglik = last.loglik;
+          results[static_cast<std::size_t>(g)] = std::move(r);
+        } catch (...) {
+          errors[static_cast<std::size_t>(g)] = std::current_exception();
+          comms::abandon_thread_group(comm);
+        }
+      });
+    for (auto& t : threads) t.join();
+    // The root cause first: a member's own error, not the others' "member g left the group".
+    for (const auto& e : errors)
+      if (e) try {
+          std::rethrow_exception(e);
+        } catch (const CommunicationError&) {
+        } catch (...) {
+          throw;
+        }
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);
+    engine::EmResult out = std::move(results[0]);
+    // Empty-component warnings name global components; every shard reports its own.
+    for (int g = 1; g < G; ++g)
+      for (auto& w : results[static_cast<std::size_t>(g)].warnings)
+        if (std::find(out.warnings.begin(), out.warnings.end(), w) == out.warnings.end()) out.warnings.push_back(std::move(w));
+    return out;
+  };
+  return fit_handle(*handle, options, hooks);
+}
+
+}  // namespace mixle::host
