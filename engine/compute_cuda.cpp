@@ -18,6 +18,20 @@
 // slot-by-slot fold of kernels/cuda this makes the statistics bit-identical for any chunking,
 // resident or streamed. MIXLE_CUDA_STREAM_ROWS=<rows> forces streaming with chunks of that many
 // rows rounded up to that multiple (tests use it to exercise the streamed path on small data).
+//
+// Per-row inputs from the host — given responsibilities (rows × K, converted to T on the host)
+// and external normalisers (rows, kept float64) — are staged chunk by chunk through the same
+// two pinned/device buffer pairs and events as streamed rows, resident or not.
+//
+// Component-sharded EM (engine/component_sharded.hpp) uses two more passes:
+//   accumulate_given_shifted   PassMode::given with moments about shift_table(model, precision)
+//                              (the previous means) in the compute precision; tf32 folds as
+//                              fp32 (no log-densities are computed, so there is no GEMM to opt in)
+//   accumulate_normalised      PassMode::normalised: the accumulate pass's log-densities (tf32:
+//                              the GEMM path, as accumulate), r = exp(min(L − N, 0)) against the
+//                              caller's float64 normaliser N cast to T on the device
+//                              (normalise_external.cu), then the same slot fold; stats[0] and
+//                              stats[1] are left exactly as the caller passed them
 #include "engine/compute.hpp"
 
 #include <mixle/error.hpp>
@@ -72,6 +86,8 @@ struct TypedState {
   kc::ChunkWorkspace<T> ws;
   std::array<kc::DeviceBuffer<T>, 2> x, given;
   std::array<kc::PinnedBuffer<T>, 2> x_host, given_host;
+  std::array<kc::DeviceBuffer<double>, 2> norm;  // external normalisers (normalised mode)
+  std::array<kc::PinnedBuffer<double>, 2> norm_host;
   kc::PinnedBuffer<T> resp_out;
   kc::PinnedBuffer<double> loglik_out;
   kc::DeviceBuffer<T> resident;
@@ -112,21 +128,41 @@ class CudaCompute final : public Compute {
   kernels::PassReport accumulate(const Model& model, const Dataset& rows, Precision precision,
                                  std::vector<double>& stats) override {
     check_door(model, rows, &stats);
-    if (precision == Precision::fp64) return run<double>(kc::PassMode::accumulate, model, rows, nullptr, &stats, nullptr, nullptr, false);
-    return run<float>(kc::PassMode::accumulate, model, rows, nullptr, &stats, nullptr, nullptr, precision == Precision::tf32);
+    if (precision == Precision::fp64) return run<double>(kc::PassMode::accumulate, model, rows, {}, &stats, nullptr, nullptr, false);
+    return run<float>(kc::PassMode::accumulate, model, rows, {}, &stats, nullptr, nullptr, precision == Precision::tf32);
   }
 
   kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision,
                             double* loglik, double* resp) override {
     check_door(model, rows, nullptr);
-    if (precision == Precision::fp64) return run<double>(kc::PassMode::score, model, rows, nullptr, nullptr, loglik, resp, false);
-    return run<float>(kc::PassMode::score, model, rows, nullptr, nullptr, loglik, resp, precision == Precision::tf32);
+    if (precision == Precision::fp64) return run<double>(kc::PassMode::score, model, rows, {}, nullptr, loglik, resp, false);
+    return run<float>(kc::PassMode::score, model, rows, {}, nullptr, loglik, resp, precision == Precision::tf32);
   }
 
   void accumulate_given(const Model& model, const Dataset& rows, const double* resp,
                         std::vector<double>& stats) override {
     check_door(model, rows, &stats);
-    run<double>(kc::PassMode::given, model, rows, resp, &stats, nullptr, nullptr, false);
+    run<double>(kc::PassMode::given, model, rows, {.given = resp, .zero_shift = true}, &stats, nullptr, nullptr, false);
+  }
+
+  void accumulate_given_shifted(const Model& model, const Dataset& rows, Precision precision, const double* resp,
+                                std::vector<double>& stats) override {
+    check_door(model, rows, &stats);
+    if (!resp && rows.rows() > 0) throw InvalidInput("accumulate_given_shifted: no responsibilities given");
+    // Moments about shift_table(model, precision): pack_model<T> without zero_shift. tf32 only
+    // changes how log-densities are computed, and this pass computes none: it folds as fp32.
+    const PerRow in{.given = resp, .zero_shift = false};
+    if (precision == Precision::fp64) run<double>(kc::PassMode::given, model, rows, in, &stats, nullptr, nullptr, false);
+    else run<float>(kc::PassMode::given, model, rows, in, &stats, nullptr, nullptr, false);
+  }
+
+  void accumulate_normalised(const Model& model, const Dataset& rows, Precision precision, const double* log_norm,
+                             std::vector<double>& stats) override {
+    check_door(model, rows, &stats);
+    if (!log_norm && rows.rows() > 0) throw InvalidInput("accumulate_normalised: no per-row normalisers given");
+    const PerRow in{.log_norm = log_norm};
+    if (precision == Precision::fp64) run<double>(kc::PassMode::normalised, model, rows, in, &stats, nullptr, nullptr, false);
+    else run<float>(kc::PassMode::normalised, model, rows, in, &stats, nullptr, nullptr, precision == Precision::tf32);
   }
 
  private:
@@ -173,16 +209,25 @@ class CudaCompute final : public Compute {
     st.resident_rows = rows;
   }
 
+  /// Host per-row inputs of a pass: given responsibilities (rows × K, given mode) or external
+  /// normalisers (rows, normalised mode), and whether moments are about zero (accumulate_given).
+  struct PerRow {
+    const double* given = nullptr;
+    const double* log_norm = nullptr;
+    bool zero_shift = false;
+  };
+
   template <class T>
-  kernels::PassReport run(kc::PassMode mode, const Model& model, const Dataset& rows,
-                          const double* given, std::vector<double>* stats, double* loglik,
-                          double* resp, bool tf32) {
+  kernels::PassReport run(kc::PassMode mode, const Model& model, const Dataset& rows, const PerRow& in,
+                          std::vector<double>* stats, double* loglik, double* resp, bool tf32) {
     kernels::PassReport report;
     const std::int64_t n = static_cast<std::int64_t>(rows.rows());
     if (n == 0) return report;
+    const double* given = mode == kc::PassMode::given ? in.given : nullptr;
+    const double* log_norm = mode == kc::PassMode::normalised ? in.log_norm : nullptr;
     kc::DeviceGuard guard(device_);
     TypedState<T>& st = state<T>();
-    const auto packed = pack_model<T>(model, rows.cols(), /*zero_shift=*/mode == kc::PassMode::given);
+    const auto packed = pack_model<T>(model, rows.cols(), in.zero_shift);
     const kernels::ModelView<T>& host_view = packed.view;
     const int K = host_view.components;
     const int cols = static_cast<int>(rows.cols());
@@ -199,7 +244,7 @@ class CudaCompute final : public Compute {
     MIXLE_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
     const double budget = kDeviceMemoryShare * static_cast<double>(free_bytes) - static_cast<double>(kc::kPartialBudgetBytes);
     const std::size_t row_bytes = kc::ChunkWorkspace<T>::bytes_per_row(K) +
-                                  (mode == kc::PassMode::given ? 2 * sizeof(T) * K : 0);
+                                  (given ? 2 * sizeof(T) * K : 0) + (log_norm ? 2 * sizeof(double) : 0);
     const std::int64_t unit = kc::slot_rows(host_view.stat_size);  // chunks start at multiples
     const std::int64_t forced = std::min(forced_stream_rows(unit), std::max(unit, kc::kMaxChunkRows / unit * unit));
     std::int64_t chunk = forced > 0 ? forced : std::max(unit, kc::kMaxChunkRows / unit * unit);
@@ -235,6 +280,7 @@ class CudaCompute final : public Compute {
     for (int b = 0; b < 2; ++b) {
       if (!resident) st.x[b].reserve(static_cast<std::size_t>(chunk) * ucols), st.x_host[b].reserve(static_cast<std::size_t>(chunk) * ucols);
       if (given) st.given[b].reserve(static_cast<std::size_t>(chunk) * K), st.given_host[b].reserve(static_cast<std::size_t>(chunk) * K);
+      if (log_norm) st.norm[b].reserve(static_cast<std::size_t>(chunk)), st.norm_host[b].reserve(static_cast<std::size_t>(chunk));
     }
     if (mode == kc::PassMode::score) {
       st.resp_out.reserve(static_cast<std::size_t>(chunk) * K);
@@ -247,7 +293,8 @@ class CudaCompute final : public Compute {
       const int b = index & 1;
       const T* x = nullptr;
       const T* given_dev = nullptr;
-      if (!resident || given) {
+      const double* norm_dev = nullptr;
+      if (!resident || given || log_norm) {
         // The pinned buffers of slot b are free once their previous copy has completed.
         h2d_done_[b]->synchronize();
         if (!resident) convert_rows(rows, r0, m, st.x_host[b].data());
@@ -255,6 +302,7 @@ class CudaCompute final : public Compute {
           const double* g = given + static_cast<std::size_t>(r0) * K;
           for (std::size_t i = 0; i < static_cast<std::size_t>(m) * K; ++i) st.given_host[b].data()[i] = static_cast<T>(g[i]);
         }
+        if (log_norm) std::copy(log_norm + r0, log_norm + r0 + m, st.norm_host[b].data());
         // The device buffers of slot b are free once the compute of chunk index − 2 is done.
         MIXLE_CUDA_TRY(cudaStreamWaitEvent(copy_->get(), compute_done_[b]->get(), 0));
         if (!resident)
@@ -263,12 +311,16 @@ class CudaCompute final : public Compute {
         if (given)
           MIXLE_CUDA_TRY(cudaMemcpyAsync(st.given[b].data(), st.given_host[b].data(), static_cast<std::size_t>(m) * K * sizeof(T),
                                          cudaMemcpyHostToDevice, copy_->get()));
+        if (log_norm)
+          MIXLE_CUDA_TRY(cudaMemcpyAsync(st.norm[b].data(), st.norm_host[b].data(), static_cast<std::size_t>(m) * sizeof(double),
+                                         cudaMemcpyHostToDevice, copy_->get()));
         h2d_done_[b]->record(copy_->get());
         MIXLE_CUDA_TRY(cudaStreamWaitEvent(cs, h2d_done_[b]->get(), 0));
         given_dev = given ? st.given[b].data() : nullptr;
+        norm_dev = log_norm ? st.norm[b].data() : nullptr;
       }
       x = resident ? st.resident.data() + static_cast<std::size_t>(r0) * ucols : st.x[b].data();
-      kc::run_chunk<T>(mode, st.model.view(), x, m, cols, r0, given_dev, st.ws, stats_dev_.data(),
+      kc::run_chunk<T>(mode, st.model.view(), x, m, cols, r0, given_dev, norm_dev, st.ws, stats_dev_.data(),
                        report_dev_.data(), tf32_handle, cs);
       compute_done_[b]->record(cs);
       if (mode == kc::PassMode::score) copy_out(st, m, K, r0, loglik, resp);
@@ -282,8 +334,11 @@ class CudaCompute final : public Compute {
                                      cudaMemcpyDeviceToHost, cs));
     MIXLE_CUDA_TRY(cudaMemcpyAsync(report_host_.data(), report_dev_.data(), sizeof(kc::DeviceReport), cudaMemcpyDeviceToHost, cs));
     compute_->synchronize();
-    if (mode != kc::PassMode::score)
-      for (std::int64_t j = 0; j < stat_size; ++j) (*stats)[j] += stats_host_.data()[j];
+    if (mode != kc::PassMode::score) {
+      // normalised: the caller owns the log-likelihood and row count (header [0], [1]).
+      const std::int64_t first = mode == kc::PassMode::normalised ? kernels::kStatHeader : 0;
+      for (std::int64_t j = first; j < stat_size; ++j) (*stats)[j] += stats_host_.data()[j];
+    }
     const kc::DeviceReport& dr = *report_host_.data();
     report.impossible_rows = static_cast<std::int64_t>(dr.impossible_rows);
     report.nan_rows = static_cast<std::int64_t>(dr.nan_rows);

@@ -36,6 +36,13 @@ template <class T>
 void launch_list_bad_rows(const ChunkArgs<T>& c, std::int64_t first_row, DeviceReport* report,
                           cudaStream_t s);
 
+// normalise_external.cu
+/// PassMode::normalised: c.resp's log-densities become r = exp_nonpositive(min(L − (T)N, 0))
+/// with N = log_norm[n] (device, c.rows float64 values); rows with a non-finite N, and NaN
+/// differences, get r = 0. No counting, no listing.
+template <class T>
+void launch_normalise_external(const ChunkArgs<T>& c, const double* log_norm, cudaStream_t s);
+
 // reduce.cu
 template <class T>
 void launch_header_partials(PassMode mode, const ChunkArgs<T>& c, const SlotPlan& plan,

@@ -128,9 +128,13 @@ void add_statistics(PassMode mode, const ModelView<T>& model, const ChunkArgs<T>
 
 template <class T>
 void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_t rows, int ld,
-               std::int64_t first_row, const T* given_resp, ChunkWorkspace<T>& ws, double* stats,
-               DeviceReport* report, cublasHandle_t tf32, cudaStream_t stream) {
+               std::int64_t first_row, const T* given_resp, const double* log_norm, ChunkWorkspace<T>& ws,
+               double* stats, DeviceReport* report, cublasHandle_t tf32, cudaStream_t stream) {
   if (rows <= 0) return;
+  if (mode == PassMode::given && !given_resp)
+    throw InvalidInput("CUDA chunk pass: given mode without responsibilities");
+  if (mode == PassMode::normalised && !log_norm)
+    throw InvalidInput("CUDA chunk pass: normalised mode without per-row normalisers");
   bool fused = false;
   if constexpr (std::is_same_v<T, float>)
     fused = mode == PassMode::accumulate && !tf32 && gaussian_diag_fused_eligible(model);
@@ -158,7 +162,11 @@ void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_
       return;
     }
   }
-  if (mode != PassMode::given) {
+  if (mode == PassMode::normalised) {
+    // The accumulate pass's log-densities, then r = exp(min(L − N, 0)); no row status, no report.
+    add_log_densities(model, c, tf32, stream);
+    launch_normalise_external(c, log_norm, stream);
+  } else if (mode != PassMode::given) {
     add_log_densities(model, c, tf32, stream);
     MIXLE_CUDA_TRY(cudaMemsetAsync(&report->chunk_bad, 0, sizeof report->chunk_bad, stream));
     launch_normalise(c, report, stream);
@@ -179,10 +187,10 @@ template class DeviceModel<double>;
 template struct ChunkWorkspace<float>;
 template struct ChunkWorkspace<double>;
 template void run_chunk<float>(PassMode, const ModelView<float>&, const float*, std::int64_t, int,
-                               std::int64_t, const float*, ChunkWorkspace<float>&, double*,
+                               std::int64_t, const float*, const double*, ChunkWorkspace<float>&, double*,
                                DeviceReport*, cublasHandle_t, cudaStream_t);
 template void run_chunk<double>(PassMode, const ModelView<double>&, const double*, std::int64_t, int,
-                                std::int64_t, const double*, ChunkWorkspace<double>&, double*,
+                                std::int64_t, const double*, const double*, ChunkWorkspace<double>&, double*,
                                 DeviceReport*, cublasHandle_t, cudaStream_t);
 
 }  // namespace mixle::kernels::cuda

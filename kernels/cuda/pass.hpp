@@ -6,7 +6,9 @@
 //                 per part, stacked over all K components; L is rows × K in T)
 //   normalise     one warp per row: log-sum-exp → responsibilities in place, per-row
 //                 log-likelihood (float64), row status; impossible/NaN rows get zero
-//                 responsibility and are counted (integer atomics only) and listed
+//                 responsibility and are counted (integer atomics only) and listed.
+//                 PassMode::normalised instead subtracts an external per-row normaliser
+//                 (normalise_external.cu): r = exp(min(L − N, 0)), no counting
 //   statistics    every (slot of rows, component, statistic) is summed by one thread in a fixed
 //                 row order — in T over runs of kSubBlockRows rows, then in float64 — and
 //                 written to its own slot; a fixed-order kernel folds the slots one by one, in
@@ -41,7 +43,11 @@ constexpr std::int64_t kMaxChunkRows = std::int64_t{1} << 20;
 /// Depends on the model only, so the slot boundaries do not move with memory or chunking.
 std::int64_t slot_rows(std::int64_t stat_size);
 
-enum class PassMode { accumulate, score, given };
+/// accumulate: E-step statistics (log-densities, log-sum-exp, fold); score: per-row
+/// log-likelihood and responsibilities only; given: fold responsibilities supplied by the
+/// caller; normalised: log-densities, then r = exp(min(L − N, 0)) against a caller-supplied
+/// per-row normaliser N (component sharding), then the fold — header [0], [1] left at 0.
+enum class PassMode { accumulate, score, given, normalised };
 
 /// Row status written by the normalisation (device int per row).
 enum RowStatus : int { kRowOk = 0, kRowImpossible = 1, kRowNan = 2, kRowTie = 3 };
@@ -89,13 +95,14 @@ struct ChunkWorkspace {
 
 /// One chunk on `stream`. x: device, rows × ld in T (ld ≥ model.columns). first_row: index of
 /// the chunk's row 0 within the pass, a multiple of slot_rows(model.stat_size). given_resp: device rows × K (given mode
-/// only, else null). stats: device, model.stat_size float64 values, added to (accumulate,
+/// only, else null). log_norm: device, rows float64 normalisers (normalised mode only, else
+/// null). stats: device, model.stat_size float64 values, added to (accumulate,
 /// given). report: device. After a score pass ws.resp / ws.loglik hold the chunk's results.
 /// tf32: null, or a cuBLAS handle bound to `stream` — the explicit TF32 opt-in: float passes
 /// then compute gaussian_diag log-densities with a tensor-op GEMM (docs/cuda.md).
 template <class T>
 void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_t rows, int ld,
-               std::int64_t first_row, const T* given_resp, ChunkWorkspace<T>& ws, double* stats,
-               DeviceReport* report, cublasHandle_t tf32, cudaStream_t stream);
+               std::int64_t first_row, const T* given_resp, const double* log_norm, ChunkWorkspace<T>& ws,
+               double* stats, DeviceReport* report, cublasHandle_t tf32, cudaStream_t stream);
 
 }  // namespace mixle::kernels::cuda

@@ -11,10 +11,13 @@ constexpr int kHeaderThreads = 128;
 constexpr int kReduceThreads = 256;
 
 /// Slot header: [0] Σ log-likelihood of the valid rows (float64, row order), [1] rows folded in
-/// (accumulate: all but impossible/NaN rows; given: all), [2 + k] Σ r_k (in T per
-/// kSubBlockRows rows, then float64).
+/// (accumulate: all but impossible/NaN rows; given: all; normalised: 0 and 0 — the caller owns
+/// both, and the per-row status/log-likelihood are not written in that mode), [2 + k] Σ r_k
+/// (in T per kSubBlockRows rows, then float64).
+constexpr int kHeaderAccumulate = 0, kHeaderGiven = 1, kHeaderNormalised = 2;
+
 template <class T>
-__global__ void header_kernel(int mode_given, const T* __restrict__ resp, const double* __restrict__ loglik,
+__global__ void header_kernel(int header_mode, const T* __restrict__ resp, const double* __restrict__ loglik,
                               const int* __restrict__ status, int K, std::int64_t rows,
                               std::int64_t rows_per_slot, double* __restrict__ partials,
                               std::int64_t stat_size) {
@@ -33,9 +36,14 @@ __global__ void header_kernel(int mode_given, const T* __restrict__ resp, const 
     out[kStatHeader + k] = total;
   }
   if (threadIdx.x == 0) {
-    if (mode_given) {
+    if (header_mode == kHeaderGiven) {
       out[0] = 0.0;
       out[1] = static_cast<double>(end - begin);
+      return;
+    }
+    if (header_mode == kHeaderNormalised) {
+      out[0] = 0.0;
+      out[1] = 0.0;
       return;
     }
     double ll = 0.0, valid = 0.0;
@@ -63,8 +71,11 @@ template <class T>
 void launch_header_partials(PassMode mode, const ChunkArgs<T>& c, const SlotPlan& plan,
                             cudaStream_t s) {
   if (c.rows == 0) return;
+  const int header_mode = mode == PassMode::given        ? kHeaderGiven
+                          : mode == PassMode::normalised ? kHeaderNormalised
+                                                         : kHeaderAccumulate;
   header_kernel<T><<<static_cast<unsigned>(plan.slots), kHeaderThreads, 0, s>>>(
-      mode == PassMode::given ? 1 : 0, c.resp, c.loglik, c.status, c.components, c.rows,
+      header_mode, c.resp, c.loglik, c.status, c.components, c.rows,
       plan.rows_per_slot, plan.partials, plan.stat_size);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
