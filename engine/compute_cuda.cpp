@@ -23,10 +23,7 @@
 // and external normalisers (rows, kept float64) — are staged chunk by chunk through the same
 // two pinned/device buffer pairs and events as streamed rows, resident or not.
 //
-// Component-sharded EM (engine/component_sharded.hpp) uses two more passes:
-//   accumulate_given_shifted   PassMode::given with moments about shift_table(model, precision)
-//                              (the previous means) in the compute precision; tf32 folds as
-//                              fp32 (no log-densities are computed, so there is no GEMM to opt in)
+// Component-sharded EM (engine/component_sharded.hpp) uses one more pass:
 //   accumulate_normalised      PassMode::normalised: the accumulate pass's log-densities (tf32:
 //                              the GEMM path, as accumulate), r = exp(min(L − N, 0)) against the
 //                              caller's float64 normaliser N cast to T on the device
@@ -143,17 +140,6 @@ class CudaCompute final : public Compute {
                         std::vector<double>& stats) override {
     check_door(model, rows, &stats);
     run<double>(kc::PassMode::given, model, rows, {.given = resp, .zero_shift = true}, &stats, nullptr, nullptr, false);
-  }
-
-  void accumulate_given_shifted(const Model& model, const Dataset& rows, Precision precision, const double* resp,
-                                std::vector<double>& stats) override {
-    check_door(model, rows, &stats);
-    if (!resp && rows.rows() > 0) throw InvalidInput("accumulate_given_shifted: no responsibilities given");
-    // Moments about shift_table(model, precision): pack_model<T> without zero_shift. tf32 only
-    // changes how log-densities are computed, and this pass computes none: it folds as fp32.
-    const PerRow in{.given = resp, .zero_shift = false};
-    if (precision == Precision::fp64) run<double>(kc::PassMode::given, model, rows, in, &stats, nullptr, nullptr, false);
-    else run<float>(kc::PassMode::given, model, rows, in, &stats, nullptr, nullptr, false);
   }
 
   void accumulate_normalised(const Model& model, const Dataset& rows, Precision precision, const double* log_norm,

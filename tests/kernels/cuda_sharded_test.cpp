@@ -1,5 +1,4 @@
 // The component-sharding passes of the CUDA backend against the CPU oracle:
-//   accumulate_given_shifted   given responsibilities folded about shift_table(model, precision)
 //   accumulate_normalised      a shard's share of the global posterior, r = exp(l − L), with L the
 //                              whole mixture's log-likelihood computed elsewhere (CPU score)
 // on gaussian_diag, gaussian_full and a mixed categorical + poisson record, fp32 and fp64, for a
@@ -252,23 +251,6 @@ void compare_normalised(engine::Compute& oracle, engine::Compute& candidate, con
       << "two passes over the same rows must give bit-identical statistics";
 }
 
-/// accumulate_given_shifted on `candidate` against `oracle`, with the shard's global posterior
-/// (the reference r, bad rows 0) as the given responsibilities.
-void compare_given_shifted(engine::Compute& oracle, engine::Compute& candidate, const Scenario& s) {
-  SCOPED_TRACE("accumulate_given_shifted " + trace(s));
-  const Dataset data = make_data(s.values, s.rows, s.full.columns(), s.dtype);
-  const std::int64_t size = engine::stat_layout(s.shard).size;
-  std::vector<double> want = baseline(size), got = baseline(size);
-  oracle.accumulate_given_shifted(s.shard, data, s.precision, s.r_ref.data(), want);
-  candidate.accumulate_given_shifted(s.shard, data, s.precision, s.r_ref.data(), got);
-  EXPECT_EQ(got[0], want[0]) << "Σ log-likelihood is not touched by a given fold";
-  EXPECT_EQ(got[1], want[1]) << "rows folded in";
-  const Tolerance tol = tolerance(s.record, s.precision);
-  std::vector<double> weight(s.r_ref.size());
-  for (std::size_t i = 0; i < weight.size(); ++i) weight[i] = tol.sum * s.r_ref[i] + (s.r_ref[i] > 0.0 ? 1e-300 : 0.0);
-  check_statistics(s.shard, s.values, s.rows, weight, engine::shift_table(s.shard, s.precision), want, got);
-}
-
 const Record kRecords[] = {Record::gaussian_diag, Record::gaussian_full, Record::mixed};
 const engine::Precision kPrecisions[] = {engine::Precision::fp32, engine::Precision::fp64};
 
@@ -281,7 +263,6 @@ TEST(CudaShardedHarness, CpuAgainstCpuPassesTheSameChecks) {
     for (engine::Precision p : kPrecisions) {
       const Scenario s = make_scenario(r, p, DType::f64);
       compare_normalised(*oracle, *other, s);
-      compare_given_shifted(*oracle, *other, s);
     }
 }
 
@@ -365,14 +346,6 @@ TEST(CudaSharded, NormalisedMatchesCpu) {
   for (Record r : kRecords) compare_normalised(*cpu, *cuda, make_scenario(r, engine::Precision::fp32, DType::f32));
 }
 
-TEST(CudaSharded, GivenShiftedMatchesCpu) {
-  MIXLE_CUDA_OR_SKIP(cuda);
-  auto cpu = engine::make_cpu_compute(1);
-  for (Record r : kRecords)
-    for (engine::Precision p : kPrecisions) compare_given_shifted(*cpu, *cuda, make_scenario(r, p, DType::f64));
-  for (Record r : kRecords) compare_given_shifted(*cpu, *cuda, make_scenario(r, engine::Precision::fp32, DType::f32));
-}
-
 TEST(CudaSharded, ShardMassesSumToValidRows) {
   MIXLE_CUDA_OR_SKIP(cuda);
   for (Record r : kRecords)
@@ -404,24 +377,19 @@ TEST(CudaSharded, ResidentAndStreamedAreBitIdentical) {
       const Dataset data = make_data(s.values, s.rows, s.full.columns(), s.dtype);
       const std::size_t size = static_cast<std::size_t>(engine::stat_layout(s.shard).size);
       std::vector<double> norm_res = baseline(size), norm_str = baseline(size);
-      std::vector<double> given_res = baseline(size), given_str = baseline(size);
       cuda->accumulate_normalised(s.shard, data, s.precision, s.log_norm.data(), norm_res);
-      cuda->accumulate_given_shifted(s.shard, data, s.precision, s.r_ref.data(), given_res);
       {
         // 256-row chunks (rounded up to the slot size): several chunks, both staging buffers.
         ScopedEnv stream("MIXLE_CUDA_STREAM_ROWS", "256");
         cuda->accumulate_normalised(s.shard, data, s.precision, s.log_norm.data(), norm_str);
-        cuda->accumulate_given_shifted(s.shard, data, s.precision, s.r_ref.data(), given_str);
       }
       EXPECT_EQ(0, std::memcmp(norm_res.data(), norm_str.data(), size * sizeof(double)))
           << "accumulate_normalised: resident and streamed statistics differ";
-      EXPECT_EQ(0, std::memcmp(given_res.data(), given_str.data(), size * sizeof(double)))
-          << "accumulate_given_shifted: resident and streamed statistics differ";
     }
 }
 
 TEST(CudaSharded, RejectedRowWithNanDataFoldsNothing) {
-  // Row 400 has L = NaN (and r = 0 when given): a NaN data value there must not reach the
+  // Row 400 has L = NaN: a NaN data value there must not reach the
   // statistics — the CUDA statistics kernels skip r = 0 rows, so the statistics are bit for bit
   // those of the same rows with a finite value there.
   MIXLE_CUDA_OR_SKIP(cuda);
@@ -434,13 +402,10 @@ TEST(CudaSharded, RejectedRowWithNanDataFoldsNothing) {
       const Dataset clean = make_data(s.values, s.rows, s.full.columns(), s.dtype);
       const Dataset bad = make_data(poisoned, s.rows, s.full.columns(), s.dtype);
       const std::size_t size = static_cast<std::size_t>(engine::stat_layout(s.shard).size);
-      std::vector<double> a = baseline(size), b = baseline(size), c = baseline(size), d = baseline(size);
+      std::vector<double> a = baseline(size), b = baseline(size);
       cuda->accumulate_normalised(s.shard, clean, s.precision, s.log_norm.data(), a);
       cuda->accumulate_normalised(s.shard, bad, s.precision, s.log_norm.data(), b);
-      cuda->accumulate_given_shifted(s.shard, clean, s.precision, s.r_ref.data(), c);
-      cuda->accumulate_given_shifted(s.shard, bad, s.precision, s.r_ref.data(), d);
       EXPECT_EQ(0, std::memcmp(a.data(), b.data(), size * sizeof(double))) << "accumulate_normalised";
-      EXPECT_EQ(0, std::memcmp(c.data(), d.data(), size * sizeof(double))) << "accumulate_given_shifted";
     }
 }
 
@@ -470,11 +435,9 @@ TEST(CudaSharded, EmptyRowsAndMissingInputs) {
   const Dataset none = make_data({}, 0, s.full.columns(), DType::f64);
   std::vector<double> stats = baseline(size);
   cuda->accumulate_normalised(s.shard, none, s.precision, nullptr, stats);
-  cuda->accumulate_given_shifted(s.shard, none, s.precision, nullptr, stats);
   EXPECT_EQ(0, std::memcmp(stats.data(), baseline(size).data(), size * sizeof(double))) << "no rows, no change";
   const Dataset data = make_data(s.values, s.rows, s.full.columns(), s.dtype);
   EXPECT_THROW(cuda->accumulate_normalised(s.shard, data, s.precision, nullptr, stats), InvalidInput);
-  EXPECT_THROW(cuda->accumulate_given_shifted(s.shard, data, s.precision, nullptr, stats), InvalidInput);
   std::vector<double> wrong(size + 1, 0.0);
   EXPECT_THROW(cuda->accumulate_normalised(s.shard, data, s.precision, s.log_norm.data(), wrong), InvalidInput);
 }
