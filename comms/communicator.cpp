@@ -39,8 +39,7 @@ Communicator::Communicator(int rank, int size, std::chrono::milliseconds timeout
     : rank_(rank), size_(size), timeout_(timeout) {}
 
 void Communicator::check_space(MemorySpace space, std::string_view call) const {
-  bool ok = space == memory_space() || backend() == "single";  // size 1: nothing moves
-  if (!ok)
+  if (!accepts(space))
     throw InvalidInput(std::string(call) + ": the " + std::string(backend()) + " communicator takes " +
                        (memory_space() == MemorySpace::host ? "host" : "device") +
                        " buffers, got a " + (space == MemorySpace::host ? "host" : "device") +

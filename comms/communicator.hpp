@@ -1,7 +1,7 @@
 // The Communicator: collectives over a fixed group of ranks, one object per process.
 //
 // Backends: `single` (world size 1, always built), `gloo` (CPU, TCP), `mpi` (CPU, OpenMPI, under
-// mpirun/srun) and `nccl` (GPU, device buffers; one process per GPU). Create one with
+// mpirun/srun) and `nccl` (GPU; one process per GPU). Create one with
 // make_communicator(), or from the launch environment with mixle::host::communicator_from_env()
 // (host/launch_env.hpp), which also hosts/joins the rendezvous store.
 //
@@ -14,6 +14,10 @@
 //    broken: the only safe thing left is to destroy it and exit non-zero.
 //  - Calls are collective: every rank must make the same calls in the same order with the same
 //    counts. Not thread-safe: one thread per communicator at a time.
+//
+// Buffers: single, gloo and mpi take host buffers. nccl takes device buffers without copies, and
+// also host buffers, which it stages through a device buffer it owns (copy in, collective, copy
+// back), so host-side engine code works unchanged; device buffers avoid those two copies.
 #pragma once
 
 #include <chrono>
@@ -29,7 +33,8 @@ namespace mixle::comms {
 class StoreClient;
 class StoreServer;
 
-/// Where a buffer lives. Host buffers for single/gloo/mpi; NCCL takes device (CUDA) pointers.
+/// Where a buffer lives. single/gloo/mpi take host buffers; nccl takes device (CUDA) pointers, and
+/// host buffers through a device staging copy.
 enum class MemorySpace { host, device };
 
 /// Element type of a reduction.
@@ -79,8 +84,11 @@ class Communicator {
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
   /// "single", "gloo", "mpi" or "nccl".
   virtual std::string_view backend() const noexcept = 0;
-  /// The memory space collectives accept on this backend (host, or device for nccl).
+  /// The memory space collectives work in without copies (host, or device for nccl).
   virtual MemorySpace memory_space() const noexcept = 0;
+  /// Whether collectives accept buffers in `space`: memory_space() always; nccl also host buffers
+  /// (staged through a device buffer); single also device buffers (nothing moves at size 1).
+  virtual bool accepts(MemorySpace space) const noexcept { return space == memory_space(); }
 
   /// In-place element-wise sum over ranks; afterwards every rank holds the same bytes.
   /// `data` lives in `space` (host or device); its length must match on every rank.

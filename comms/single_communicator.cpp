@@ -18,6 +18,7 @@ class SingleCommunicator final : public Communicator {
   explicit SingleCommunicator(std::chrono::milliseconds timeout) : Communicator(0, 1, timeout) {}
   std::string_view backend() const noexcept override { return "single"; }
   MemorySpace memory_space() const noexcept override { return MemorySpace::host; }
+  bool accepts(MemorySpace) const noexcept override { return true; }  // size 1: nothing moves
 
  protected:
   void all_reduce_impl(void*, std::size_t, DataType, ReduceOp, MemorySpace) override {}

@@ -9,6 +9,12 @@
 //
 // Collectives are synchronous for the caller: its writes to the buffer must be complete (its
 // stream synchronised) before the call; on return the result is in the buffer.
+//
+// Host buffers (what the engine's host code passes) are staged: copied into a device buffer this
+// communicator owns (grown on demand, never shrunk), reduced there, and copied back once the
+// collective has completed. The copy back waits until after the polled collective because a copy
+// to pageable host memory blocks the calling thread, which would put the collective beyond our
+// deadline. Device buffers go to NCCL directly.
 #include "comms/backends.hpp"
 #include "comms/peer_failure.hpp"
 
@@ -17,6 +23,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -32,14 +39,18 @@ namespace {
                         std::to_string(__LINE__));                                              \
   } while (0)
 
-// The stream and scratch word a communicator owns; freed even when construction fails part-way.
+// The stream, scratch word and staging buffer a communicator owns; freed even when construction
+// fails part-way.
 struct DeviceResources {
   cudaStream_t stream = nullptr;
   float* scratch = nullptr;  // one float on the device: the barrier's payload
+  void* staging = nullptr;   // host buffers pass through here
+  std::size_t staging_bytes = 0;
   DeviceResources() = default;
   DeviceResources(const DeviceResources&) = delete;
   DeviceResources& operator=(const DeviceResources&) = delete;
   ~DeviceResources() {
+    if (staging != nullptr) cudaFree(staging);
     if (scratch != nullptr) cudaFree(scratch);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
@@ -98,19 +109,36 @@ class NcclCommunicator final : public Communicator {
 
   std::string_view backend() const noexcept override { return "nccl"; }
   MemorySpace memory_space() const noexcept override { return MemorySpace::device; }
+  bool accepts(MemorySpace) const noexcept override { return true; }  // host buffers are staged
 
  protected:
-  void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op, MemorySpace) override {
+  void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op, MemorySpace space) override {
     ncclDataType_t dt = type == DataType::float64 ? ncclFloat64 : ncclFloat32;
     ncclRedOp_t rop = op == ReduceOp::sum ? ncclSum : ncclMax;
-    enqueue(ncclAllReduce(data, data, count, dt, rop, comm_, stream_), "ncclAllReduce");
+    const std::size_t bytes = count * element_bytes(type);
+    void* buf = space == MemorySpace::host ? stage_in(data, bytes, 0, bytes) : data;
+    enqueue(ncclAllReduce(buf, buf, count, dt, rop, comm_, stream_), "ncclAllReduce");
     wait_for("all_reduce of " + std::to_string(count) + " elements", true);
+    if (space == MemorySpace::host) stage_out(data, buf, bytes);
   }
-  void broadcast_impl(void* data, std::size_t bytes, int root, MemorySpace) override {
-    enqueue(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, stream_), "ncclBroadcast");
+  void broadcast_impl(void* data, std::size_t bytes, int root, MemorySpace space) override {
+    // Every rank stages its buffer in (only the root's bytes matter) so that all take one path.
+    void* buf = space == MemorySpace::host ? stage_in(data, bytes, 0, bytes) : data;
+    enqueue(ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, stream_), "ncclBroadcast");
     wait_for("broadcast from rank " + std::to_string(root), true);
+    if (space == MemorySpace::host) stage_out(data, buf, bytes);
   }
-  void all_gather_impl(const void* send, std::size_t bytes, void* recv, MemorySpace) override {
+  void all_gather_impl(const void* send, std::size_t bytes, void* recv, MemorySpace space) override {
+    const std::size_t total = bytes * static_cast<std::size_t>(size());
+    if (space == MemorySpace::host) {
+      // In place in the staging buffer: our block at its slot, which NCCL allows as the send buffer.
+      const std::size_t own = bytes * static_cast<std::size_t>(rank());
+      char* buf = static_cast<char*>(stage_in(send, bytes, own, total));
+      enqueue(ncclAllGather(buf + own, buf, bytes, ncclUint8, comm_, stream_), "ncclAllGather");
+      wait_for("all_gather", true);
+      stage_out(recv, buf, total);
+      return;
+    }
     enqueue(ncclAllGather(send, recv, bytes, ncclUint8, comm_, stream_), "ncclAllGather");
     wait_for("all_gather", true);
   }
@@ -135,6 +163,34 @@ class NcclCommunicator final : public Communicator {
       throw InvalidInput("nccl: local rank " + std::to_string(options_.cuda_device) + " has no GPU: " +
                          std::to_string(count) + " devices are visible (start at most one rank per GPU)");
     MIXLE_COMMS_CUDA_TRY(cudaSetDevice(device));
+  }
+
+  // Copies `bytes` host bytes at `host` to offset `at` of the staging buffer, grown to at least
+  // `capacity` bytes; returns the staging buffer. The copy is queued on our stream, ahead of the
+  // collective (a pageable source is copied out before this returns, so the caller's buffer may
+  // be reused as soon as the collective returns).
+  void* stage_in(const void* host, std::size_t bytes, std::size_t at, std::size_t capacity) {
+    if (broken_) throw CommunicationError("nccl communicator is unusable after an earlier failure");
+    if (device_.staging_bytes < capacity) {
+      // Grow geometrically so that a run of slowly growing buffers reallocates a few times only.
+      const std::size_t grown = std::max({capacity, device_.staging_bytes * 2, std::size_t{1} << 20});
+      if (device_.staging != nullptr) {
+        MIXLE_COMMS_CUDA_TRY(cudaFree(device_.staging));
+        device_.staging = nullptr;
+        device_.staging_bytes = 0;
+      }
+      MIXLE_COMMS_CUDA_TRY(cudaMalloc(&device_.staging, grown));
+      device_.staging_bytes = grown;
+    }
+    char* staging = static_cast<char*>(device_.staging);
+    MIXLE_COMMS_CUDA_TRY(cudaMemcpyAsync(staging + at, host, bytes, cudaMemcpyHostToDevice, stream_));
+    return staging;
+  }
+
+  // Copies the finished result back to the host buffer, polled like a collective.
+  void stage_out(void* host, const void* staging, std::size_t bytes) {
+    MIXLE_COMMS_CUDA_TRY(cudaMemcpyAsync(host, staging, bytes, cudaMemcpyDeviceToHost, stream_));
+    wait_for("copy of the result to the host buffer", true);
   }
 
   [[noreturn]] void fail(const std::string& what) {

@@ -86,6 +86,12 @@ TEST(CommSingle, BadArgumentsAreRejectedAtTheDoor) {
   EXPECT_THROW(c->all_reduce_sum(std::span<double>(static_cast<double*>(nullptr), 4)), InvalidInput);
 }
 
+TEST(CommSingle, AcceptsBothMemorySpaces) {
+  auto c = make_single();
+  EXPECT_TRUE(c->accepts(MemorySpace::host));
+  EXPECT_TRUE(c->accepts(MemorySpace::device));  // size 1: nothing moves
+}
+
 #if MIXLE_HAVE_GLOO
 // Runs `body(comm)` on `n` Gloo ranks, each a thread with its own store connection.
 template <class Body>
@@ -143,8 +149,18 @@ TEST(GlooInProcess, WorldSizeOneWorks) {
 
 TEST(GlooInProcess, DeviceBuffersAreRefused) {
   on_gloo_ranks(2, [](Communicator& c) {
+    EXPECT_TRUE(c.accepts(MemorySpace::host));
+    EXPECT_FALSE(c.accepts(MemorySpace::device));
     std::vector<double> x(2);
-    EXPECT_THROW(c.all_reduce_sum(std::span<double>(x), MemorySpace::device), InvalidInput);
+    try {
+      c.all_reduce_sum(std::span<double>(x), MemorySpace::device);
+      ADD_FAILURE() << "gloo took a device buffer";
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("takes host buffers, got a device buffer"), std::string::npos) << e.what();
+    }
+    std::vector<int> one{1}, all(2);
+    EXPECT_THROW(c.all_gather(std::span<const int>(one), std::span<int>(all), MemorySpace::device), InvalidInput);
+    EXPECT_THROW(c.broadcast(std::span<int>(one), 0, MemorySpace::device), InvalidInput);
     c.barrier();
   });
 }
