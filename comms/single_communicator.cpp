@@ -21,6 +21,10 @@ class SingleCommunicator final : public Communicator {
   bool accepts(MemorySpace) const noexcept override { return true; }  // size 1: nothing moves
 
  protected:
+  // Every color forms a group of one: this rank.
+  std::unique_ptr<Communicator> split_impl(const SplitGroup&) override {
+    return std::make_unique<SingleCommunicator>(timeout());
+  }
   void all_reduce_impl(void*, std::size_t, DataType, ReduceOp, MemorySpace) override {}
   void broadcast_impl(void*, std::size_t, int, MemorySpace) override {}
   void all_gather_impl(const void* send, std::size_t bytes, void* recv, MemorySpace space) override {

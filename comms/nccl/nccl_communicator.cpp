@@ -15,6 +15,8 @@
 // collective has completed. The copy back waits until after the polled collective because a copy
 // to pageable host memory blocks the calling thread, which would put the collective beyond our
 // deadline. Device buffers go to NCCL directly.
+//
+// split() uses ncclCommSplit with the same non-blocking config, polled like init.
 #include "comms/backends.hpp"
 #include "comms/peer_failure.hpp"
 
@@ -56,15 +58,23 @@ struct DeviceResources {
   }
 };
 
+// What a world communicator and its split children share: the store client (only the world
+// communicator leaves the rendezvous) and the store namespace where failures are reported by
+// world rank.
+struct NcclShared {
+  std::shared_ptr<StoreClient> store;
+  std::string prefix;
+  int cuda_device = 0;
+};
+
 class NcclCommunicator final : public Communicator {
  public:
+  // A world communicator: owns the rendezvous; rank 0 publishes the unique id through the store.
   explicit NcclCommunicator(CommOptions o)
-      : Communicator(o.rank, o.size, o.timeout), options_(std::move(o)) {
+      : Communicator(o.rank, o.size, o.timeout), options_(std::move(o)), owns_rendezvous_(true) {
+    shared_ = {options_.store, options_.store_prefix, options_.cuda_device};
     select_device();
-    MIXLE_COMMS_CUDA_TRY(cudaStreamCreateWithFlags(&device_.stream, cudaStreamNonBlocking));
-    MIXLE_COMMS_CUDA_TRY(cudaMalloc(&device_.scratch, sizeof(float)));
-    stream_ = device_.stream;
-    scratch_ = device_.scratch;
+    create_device_resources();
 
     ncclUniqueId id;
     const std::string key = options_.store_prefix + "nccl/unique_id";
@@ -78,12 +88,35 @@ class NcclCommunicator final : public Communicator {
                                  " bytes; expected " + std::to_string(sizeof id.internal));
       std::memcpy(id.internal, bytes.data(), sizeof id.internal);
     }
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;  // so that init and collectives can be abandoned at our deadline
+    ncclConfig_t config = non_blocking_config();
     ncclResult_t r = ncclCommInitRankConfig(&comm_, size(), id, rank(), &config);
     if (r != ncclSuccess && r != ncclInProgress) nccl_check(r, "ncclCommInitRankConfig");
     wait_for("communicator init (rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
              ", device " + std::to_string(options_.cuda_device) + ")", /*stream_work=*/false);
+  }
+
+  // A split child: `comm` comes from ncclCommSplit and may still be initialising; the current
+  // device is the parent's.
+  NcclCommunicator(const NcclShared& shared, const SplitGroup& group, ncclComm_t comm,
+                   std::chrono::milliseconds timeout)
+      : Communicator(group.rank, static_cast<int>(group.members.size()), timeout, group.world_members),
+        shared_(shared),
+        owns_rendezvous_(false),
+        comm_(comm) {
+    try {
+      create_device_resources();
+    } catch (...) {
+      ncclCommAbort(comm_);  // no destructor runs for a half-built communicator
+      throw;
+    }
+    wait_for("split communicator init (color " + std::to_string(group.color) + ")", /*stream_work=*/false);
+    int nccl_rank = -1, nccl_size = 0;
+    nccl_check(ncclCommUserRank(comm_, &nccl_rank), "ncclCommUserRank");
+    nccl_check(ncclCommCount(comm_, &nccl_size), "ncclCommCount");
+    if (nccl_rank != rank() || nccl_size != size())
+      fail("split: NCCL made rank " + std::to_string(nccl_rank) + " of " + std::to_string(nccl_size) +
+           " but the (color, key) exchange gave rank " + std::to_string(rank()) + " of " +
+           std::to_string(size()));
   }
 
   ~NcclCommunicator() override {
@@ -104,7 +137,8 @@ class NcclCommunicator final : public Communicator {
       if (clean) ncclCommDestroy(comm_);
       else ncclCommAbort(comm_);
     }
-    leave_rendezvous(options_);  // device_ is freed after this body, once the communicator is gone
+    // device_ is freed after this body, once the communicator is gone.
+    if (owns_rendezvous_) leave_rendezvous(options_);
   }
 
   std::string_view backend() const noexcept override { return "nccl"; }
@@ -142,6 +176,21 @@ class NcclCommunicator final : public Communicator {
     enqueue(ncclAllGather(send, recv, bytes, ncclUint8, comm_, stream_), "ncclAllGather");
     wait_for("all_gather", true);
   }
+  std::unique_ptr<Communicator> split_impl(const SplitGroup& group) override {
+    if (broken_) throw CommunicationError("nccl communicator is unusable after an earlier failure");
+    ncclConfig_t config = non_blocking_config();
+    ncclComm_t child = nullptr;
+    enqueue(ncclCommSplit(comm_, group.color, group.key, &child, &config), "ncclCommSplit");
+    try {
+      auto result = std::make_unique<NcclCommunicator>(shared_, group, child, timeout());
+      // A non-blocking parent may also report the split's progress: wait until it is idle.
+      wait_for("split", /*stream_work=*/false);
+      return result;
+    } catch (...) {
+      broken_ = true;  // the peers may be stuck in the split: this communicator cannot go on
+      throw;
+    }
+  }
   void barrier_impl() override {
     // NCCL has no barrier: an all-reduce of one float on every rank is one.
     enqueue(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, stream_), "ncclAllReduce");
@@ -163,6 +212,19 @@ class NcclCommunicator final : public Communicator {
       throw InvalidInput("nccl: local rank " + std::to_string(options_.cuda_device) + " has no GPU: " +
                          std::to_string(count) + " devices are visible (start at most one rank per GPU)");
     MIXLE_COMMS_CUDA_TRY(cudaSetDevice(device));
+  }
+
+  static ncclConfig_t non_blocking_config() {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;  // so that init, split and collectives can be abandoned at our deadline
+    return config;
+  }
+
+  void create_device_resources() {
+    MIXLE_COMMS_CUDA_TRY(cudaStreamCreateWithFlags(&device_.stream, cudaStreamNonBlocking));
+    MIXLE_COMMS_CUDA_TRY(cudaMalloc(&device_.scratch, sizeof(float)));
+    stream_ = device_.stream;
+    scratch_ = device_.scratch;
   }
 
   // Copies `bytes` host bytes at `host` to offset `at` of the staging buffer, grown to at least
@@ -199,10 +261,12 @@ class NcclCommunicator final : public Communicator {
       ncclCommAbort(comm_);  // unblocks our kernels waiting on the lost peer
       comm_ = nullptr;
     }
+    std::vector<int> members(static_cast<std::size_t>(size()));
+    for (int r = 0; r < size(); ++r) members[static_cast<std::size_t>(r)] = world_rank(r);
     throw CommunicationError("nccl " + what + " on rank " + std::to_string(rank()) + " of " +
-                             std::to_string(size()) + ": " +
-                             describe_lost_peers(options_.store.get(), options_.store_prefix, rank(), size(),
-                                                 std::min(timeout(), std::chrono::milliseconds(2000))));
+                             std::to_string(size()) + world_suffix() + ": " +
+                             describe_lost_peers(shared_.store.get(), shared_.prefix, world_rank(rank()),
+                                                 members, !is_world(), std::min(timeout(), kReportPatience)));
   }
 
   void nccl_check(ncclResult_t r, const char* call) {
@@ -238,7 +302,9 @@ class NcclCommunicator final : public Communicator {
     }
   }
 
-  CommOptions options_;
+  CommOptions options_;  // a world communicator's creation options (for leave_rendezvous)
+  NcclShared shared_;
+  bool owns_rendezvous_;
   DeviceResources device_;
   cudaStream_t stream_ = nullptr;
   float* scratch_ = nullptr;

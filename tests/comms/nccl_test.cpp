@@ -1,5 +1,5 @@
 // The nccl communicator on a real GPU (world size 1 still runs init, the collectives, the polling,
-// host-buffer staging and the clean shutdown). Skipped visibly without NCCL or a device;
+// host-buffer staging, a split and the clean shutdown). Skipped visibly without NCCL or a device;
 // MIXLE_REQUIRE_GPU=1 turns the skip into a failure on machines that must have one.
 #include "comms/communicator.hpp"
 #include "comms/store.hpp"
@@ -67,6 +67,16 @@ TEST(CommNccl, WorldSizeOneOnDeviceBuffers) {
   EXPECT_EQ(recv, send);
   comm->broadcast(std::span<int>(send), 0, MemorySpace::host);
   EXPECT_EQ(send, (std::vector<int>{7, 8}));
+  // A split child (ncclCommSplit) reduces (host buffers staged); the parent works afterwards too.
+  auto child = comm->split(3, 0);
+  EXPECT_EQ(child->backend(), "nccl");
+  EXPECT_EQ(child->size(), 1);
+  child->all_reduce_sum(std::span<double>(staged), MemorySpace::host);
+  EXPECT_EQ(staged, host);
+  child->barrier();
+  child.reset();
+  comm->all_reduce_sum(std::span<double>(staged), MemorySpace::host);
+  EXPECT_EQ(staged, host);
 #endif
 }
 
