@@ -22,8 +22,9 @@
 // Sub-communicators: split(color, key) forms groups of ranks (like MPI_Comm_split), e.g. the data
 // and component groups of a component-sharded fit. A child keeps every guarantee above and the
 // parent's timeout; its errors name ranks in world numbering. The parent stays usable, and parent
-// and children may be used alternately from one thread. Destroy children before their parent (the
-// world communicator owns the rendezvous store's lifetime and the MPI runtime's finalisation).
+// and children may be used alternately from one thread. Destroy children before their parent: the
+// world communicator owns the rendezvous store's lifetime, and a gloo/nccl child that outlives it
+// can no longer ask the store which rank failed (MPI is finalised after the last mpi communicator).
 #pragma once
 
 #include <chrono>

@@ -152,6 +152,17 @@ TEST_F(GlooFaults, KilledRankIsNamedInWorldNumberingBySubCommunicators) {
   for (int r : {0, 1}) EXPECT_TRUE(contains(ranks[std::size_t(r)].output(), "lost rank 3")) << ranks[std::size_t(r)].output();
 }
 
+TEST_F(GlooFaults, HungRankIsNamedInWorldNumberingBySubCommunicators) {
+  TempDir dir;
+  auto ranks = run_ranks(4, {"--comm", "gloo", "--scenario", "split-hang", "--victim", "3", "--timeout-ms", "2000"},
+                         dir, {}, /*allowed_to_hang=*/3);
+  EXPECT_FALSE(ranks[3].done);
+  expect_survivors_report(ranks, 3, "did not report this failure");
+  const std::string partner = ranks[2].output();
+  EXPECT_TRUE(contains(partner, "on rank 0 of 2 (world rank 2)")) << partner;
+  EXPECT_TRUE(contains(partner, "world rank 3 did not report this failure")) << partner;
+}
+
 TEST_F(GlooFaults, RankWithWrongTokenIsRefused) {
   TempDir dir;
   auto ranks = run_ranks(2, {"--comm", "gloo", "--timeout-ms", "2000"}, dir, [](int r, Env& env) {
@@ -247,6 +258,19 @@ TEST_F(MpiFaults, KilledRankEndsTheJob) {
   EXPECT_NE(p.exit_code(), 0) << p.output();
   EXPECT_LT(p.seconds(), kFailureDetectionBudgetSeconds) << p.output();
   EXPECT_TRUE(contains(p.output(), "rank 1")) << p.output();  // mpirun names the dead rank
+}
+
+TEST_F(MpiFaults, HungRankTimesOutItsSubCommunicatorPartner) {
+  TempDir dir;
+  // Victim 3 hangs; its pair partner (world rank 2, pair rank 0) times out in the pair all-reduce.
+  Process p = run_process(
+      mpirun(4, {"--comm", "mpi", "--scenario", "split-hang", "--victim", "3", "--timeout-ms", "2000"}), {},
+      dir.path / "mpi.log", 40s);
+  std::string out = p.output();
+  EXPECT_TRUE(p.done) << out;
+  EXPECT_NE(p.exit_code(), 0) << out;
+  EXPECT_LT(p.seconds(), kFailureDetectionBudgetSeconds) << out;
+  EXPECT_TRUE(contains(out, "on rank 0 of 2 (world rank 2) did not complete within 2000 ms")) << out;
 }
 
 TEST_F(MpiFaults, HungRankTimesOutTheOthers) {

@@ -4,10 +4,12 @@
 // and maxima are exact in float32/float64), so a wrong reduction cannot hide in a tolerance.
 //
 //   mixle_comms_probe [--comm auto|gloo|mpi|single] [--timeout-ms N]
-//                     [--scenario collectives|split|split-die|die|hang|raise] [--victim R]
+//                     [--scenario collectives|split|split-die|split-hang|die|hang|raise]
+//                     [--victim R]
 // split: sub-communicators of a world of 4 (pairs r/2, parities r%2, reversed keys, a nested split)
 // must group, rank and reduce as MPI_Comm_split defines, with the parent usable in between.
-// split-die: the victim is killed while its pair all-reduces; its partner must name its world rank.
+// split-die / split-hang: the victim is killed / hangs while its pair all-reduces; its partner's
+// error must speak in world ranks.
 // Exit codes: 0 all checks passed; 1 a check failed; 3 a mixle error (e.g. CommunicationError).
 #include "comms/communicator.hpp"
 #include "host/launch_env.hpp"
@@ -214,12 +216,15 @@ void run_split(Communicator& world) {
 
 // The victim's pair partner all-reduces in the pair until it notices; the other ranks go to a
 // world barrier, which the victim never reaches.
-void run_split_die(Communicator& world, int victim) {
+void run_split_fault(Communicator& world, int victim, bool hang) {
   const int r = world.rank();
   auto pairs = world.split(r / 2, r);
   pairs->barrier();
   world.barrier();  // every pair is formed before the victim dies
-  if (r == victim) ::raise(SIGKILL);
+  if (r == victim) {
+    if (!hang) ::raise(SIGKILL);
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
   if (r / 2 == victim / 2) {
     for (int round = 0; round < 1'000'000; ++round) {
       std::vector<double> x(64, 1.0);
@@ -264,8 +269,8 @@ int main(int argc, char** argv) {
       std::printf("probe: rank %d/%d %s split ok\n", comm->rank(), comm->size(), std::string(comm->backend()).c_str());
       return 0;
     }
-    if (scenario == "split-die") {
-      run_split_die(*comm, victim);
+    if (scenario == "split-die" || scenario == "split-hang") {
+      run_split_fault(*comm, victim, scenario == "split-hang");
       return 0;
     }
     comm->barrier();  // everyone is in the group before the victim misbehaves
