@@ -6,6 +6,8 @@
 
 #include <mixle/error.hpp>
 
+#include <algorithm>
+
 namespace mixle::comms {
 
 std::string_view to_string(CommKind kind) noexcept {
@@ -35,12 +37,54 @@ bool is_compiled(CommKind kind) noexcept {
   return false;
 }
 
-Communicator::Communicator(int rank, int size, std::chrono::milliseconds timeout)
-    : rank_(rank), size_(size), timeout_(timeout) {}
+Communicator::Communicator(int rank, int size, std::chrono::milliseconds timeout,
+                           std::vector<int> world_ranks)
+    : rank_(rank), size_(size), timeout_(timeout), world_ranks_(std::move(world_ranks)) {}
+
+int Communicator::world_rank(int r) const {
+  if (r < 0 || r >= size_)
+    throw InvalidInput("world_rank: " + std::to_string(r) + " is not a rank in [0, " +
+                       std::to_string(size_) + ")");
+  return world_ranks_.empty() ? r : world_ranks_[static_cast<std::size_t>(r)];
+}
+
+std::string Communicator::world_suffix() const {
+  return is_world() ? std::string() : " (world rank " + std::to_string(world_rank(rank_)) + ")";
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key) {
+  if (color < 0)
+    throw InvalidInput("split: color " + std::to_string(color) +
+                       " is negative; every rank must pass a color ≥ 0 (each rank joins a group)");
+  return split_impl(split_group(color, key));
+}
+
+// Every rank learns every rank's (color, key) and so computes the same groups and child ranks
+// (MPI_Comm_split's rule: order by key, ties by rank here). Backends that split natively (mpi,
+// nccl) get the same numbering and use the group for world-rank names in their errors; gloo
+// builds its child contexts from it. The exchange goes through all_gather_impl directly: it is
+// setup, not payload, so it stays out of collective_bytes().
+Communicator::SplitGroup Communicator::split_group(int color, int key) {
+  const std::int32_t mine[2] = {color, key};
+  std::vector<std::int32_t> all(2 * static_cast<std::size_t>(size_));
+  all_gather_impl(mine, sizeof mine, all.data(), MemorySpace::host);
+  SplitGroup group;
+  group.color = color;
+  group.key = key;
+  for (int r = 0; r < size_; ++r)
+    if (all[2 * static_cast<std::size_t>(r)] == color) group.members.push_back(r);
+  std::stable_sort(group.members.begin(), group.members.end(), [&](int a, int b) {
+    return all[2 * static_cast<std::size_t>(a) + 1] < all[2 * static_cast<std::size_t>(b) + 1];
+  });
+  for (std::size_t i = 0; i < group.members.size(); ++i) {
+    if (group.members[i] == rank_) group.rank = static_cast<int>(i);
+    group.world_members.push_back(world_rank(group.members[i]));
+  }
+  return group;
+}
 
 void Communicator::check_space(MemorySpace space, std::string_view call) const {
-  bool ok = space == memory_space() || backend() == "single";  // size 1: nothing moves
-  if (!ok)
+  if (!accepts(space))
     throw InvalidInput(std::string(call) + ": the " + std::string(backend()) + " communicator takes " +
                        (memory_space() == MemorySpace::host ? "host" : "device") +
                        " buffers, got a " + (space == MemorySpace::host ? "host" : "device") +

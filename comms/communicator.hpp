@@ -1,7 +1,7 @@
 // The Communicator: collectives over a fixed group of ranks, one object per process.
 //
 // Backends: `single` (world size 1, always built), `gloo` (CPU, TCP), `mpi` (CPU, OpenMPI, under
-// mpirun/srun) and `nccl` (GPU, device buffers; one process per GPU). Create one with
+// mpirun/srun) and `nccl` (GPU; one process per GPU). Create one with
 // make_communicator(), or from the launch environment with mixle::host::communicator_from_env()
 // (host/launch_env.hpp), which also hosts/joins the rendezvous store.
 //
@@ -14,6 +14,17 @@
 //    broken: the only safe thing left is to destroy it and exit non-zero.
 //  - Calls are collective: every rank must make the same calls in the same order with the same
 //    counts. Not thread-safe: one thread per communicator at a time.
+//
+// Buffers: single, gloo and mpi take host buffers. nccl takes device buffers without copies, and
+// also host buffers, which it stages through a device buffer it owns (copy in, collective, copy
+// back), so host-side engine code works unchanged; device buffers avoid those two copies.
+//
+// Sub-communicators: split(color, key) forms groups of ranks (like MPI_Comm_split), e.g. the data
+// and component groups of a component-sharded fit. A child keeps every guarantee above and the
+// parent's timeout; its errors name ranks in world numbering. The parent stays usable, and parent
+// and children may be used alternately from one thread. Destroy children before their parent: the
+// world communicator owns the rendezvous store's lifetime, and a gloo/nccl child that outlives it
+// can no longer ask the store which rank failed (MPI is finalised after the last mpi communicator).
 #pragma once
 
 #include <chrono>
@@ -23,13 +34,15 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mixle::comms {
 
 class StoreClient;
 class StoreServer;
 
-/// Where a buffer lives. Host buffers for single/gloo/mpi; NCCL takes device (CUDA) pointers.
+/// Where a buffer lives. single/gloo/mpi take host buffers; nccl takes device (CUDA) pointers, and
+/// host buffers through a device staging copy.
 enum class MemorySpace { host, device };
 
 /// Element type of a reduction.
@@ -79,8 +92,22 @@ class Communicator {
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
   /// "single", "gloo", "mpi" or "nccl".
   virtual std::string_view backend() const noexcept = 0;
-  /// The memory space collectives accept on this backend (host, or device for nccl).
+  /// The memory space collectives work in without copies (host, or device for nccl).
   virtual MemorySpace memory_space() const noexcept = 0;
+  /// Whether collectives accept buffers in `space`: memory_space() always; nccl also host buffers
+  /// (staged through a device buffer); single also device buffers (nothing moves at size 1).
+  virtual bool accepts(MemorySpace space) const noexcept { return space == memory_space(); }
+
+  /// Splits this communicator into disjoint groups, like MPI_Comm_split. Collective: every rank of
+  /// this communicator calls it. Returns a communicator over the ranks that passed the same
+  /// `color` (≥ 0), ranked by (`key`, rank here); it has this communicator's backend and timeout.
+  /// Costs one all-gather of (color, key) here (not counted in collective_bytes()) plus the
+  /// backend's group setup. Throws InvalidInput for color < 0, CommunicationError on failure.
+  std::unique_ptr<Communicator> split(int color, int key);
+
+  /// The world rank (rank in the communicator made by make_communicator) of rank `r` here;
+  /// the identity on a world communicator. Error messages of a child name world ranks.
+  int world_rank(int r) const;
 
   /// In-place element-wise sum over ranks; afterwards every rank holds the same bytes.
   /// `data` lives in `space` (host or device); its length must match on every rank.
@@ -118,7 +145,23 @@ class Communicator {
   std::uint64_t collective_bytes() const noexcept { return collective_bytes_; }
 
  protected:
-  Communicator(int rank, int size, std::chrono::milliseconds timeout);
+  /// `world_ranks`: world rank of each rank here (empty: a world communicator, the identity).
+  Communicator(int rank, int size, std::chrono::milliseconds timeout, std::vector<int> world_ranks = {});
+
+  /// The group a split() forms, as every rank computed it from the all-gathered (color, key).
+  struct SplitGroup {
+    int color = 0;
+    int key = 0;
+    int rank = 0;                    ///< this rank's rank in the child
+    std::vector<int> members;        ///< ranks here, in child rank order
+    std::vector<int> world_members;  ///< the same ranks in world numbering
+  };
+  /// Forms the child of `group`; called by split() on every rank once the group is known.
+  virtual std::unique_ptr<Communicator> split_impl(const SplitGroup& group) = 0;
+  /// Whether this is a world communicator (no parent).
+  bool is_world() const noexcept { return world_ranks_.empty(); }
+  /// " (world rank W)" for a child, "" for a world communicator: for error messages.
+  std::string world_suffix() const;
 
   virtual void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op,
                                MemorySpace space) = 0;
@@ -129,6 +172,7 @@ class Communicator {
 
  private:
   void check_space(MemorySpace space, std::string_view call) const;
+  SplitGroup split_group(int color, int key);
   void check_gather_sizes(std::size_t send, std::size_t recv) const;
   void all_reduce_checked(void* data, std::size_t count, DataType type, ReduceOp op,
                           MemorySpace space, std::string_view call);
@@ -136,6 +180,7 @@ class Communicator {
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;
+  std::vector<int> world_ranks_;
   std::uint64_t collective_bytes_ = 0;
 };
 

@@ -18,8 +18,13 @@ class SingleCommunicator final : public Communicator {
   explicit SingleCommunicator(std::chrono::milliseconds timeout) : Communicator(0, 1, timeout) {}
   std::string_view backend() const noexcept override { return "single"; }
   MemorySpace memory_space() const noexcept override { return MemorySpace::host; }
+  bool accepts(MemorySpace) const noexcept override { return true; }  // size 1: nothing moves
 
  protected:
+  // Every color forms a group of one: this rank.
+  std::unique_ptr<Communicator> split_impl(const SplitGroup&) override {
+    return std::make_unique<SingleCommunicator>(timeout());
+  }
   void all_reduce_impl(void*, std::size_t, DataType, ReduceOp, MemorySpace) override {}
   void broadcast_impl(void*, std::size_t, int, MemorySpace) override {}
   void all_gather_impl(const void* send, std::size_t bytes, void* recv, MemorySpace space) override {

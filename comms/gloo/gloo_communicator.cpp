@@ -66,26 +66,42 @@ void (*reduce_function(ReduceOp op))(void*, const void*, const void*, size_t) {
   return op == ReduceOp::sum ? static_cast<Fn>(&gloo::sum<T>) : static_cast<Fn>(&gloo::max<T>);
 }
 
+// What a world communicator and its split children share: the store client (only the world
+// communicator closes it), the store namespace under which failures are reported by world rank,
+// and the TCP device (one event loop serves every context of this process).
+struct GlooShared {
+  std::shared_ptr<StoreClient> store;
+  std::string prefix;  // the world communicator's store_prefix
+  std::shared_ptr<gloo::transport::Device> device;
+};
+
 class GlooCommunicator final : public Communicator {
  public:
+  // A world communicator: owns the rendezvous.
   explicit GlooCommunicator(CommOptions o)
-      : Communicator(o.rank, o.size, o.timeout), options_(std::move(o)) {
+      : Communicator(o.rank, o.size, o.timeout), options_(std::move(o)), owns_rendezvous_(true) {
     ignore_sigpipe();
-    run("rendezvous", [&] {
+    shared_.store = options_.store;
+    shared_.prefix = options_.store_prefix;
+    connect("rendezvous", options_.store_prefix + "gloo/", [&] {
       gloo::transport::tcp::attr attr;
       attr.hostname = options_.gloo_hostname;
-      auto device = gloo::transport::tcp::CreateDevice(attr);
-      GlooStoreAdapter store(options_.store, options_.store_prefix + "gloo/", options_.timeout);
-      auto context = std::make_shared<gloo::rendezvous::Context>(rank(), size());
-      context->setTimeout(options_.timeout);
-      context->connectFullMesh(store, device);
-      context_ = std::move(context);
+      shared_.device = gloo::transport::tcp::CreateDevice(attr);
     });
+  }
+
+  // A split child: a fresh full mesh over the group's members, with its own store keys.
+  GlooCommunicator(const GlooShared& shared, const SplitGroup& group, std::string key_prefix,
+                   std::chrono::milliseconds timeout)
+      : Communicator(group.rank, static_cast<int>(group.members.size()), timeout, group.world_members),
+        shared_(shared),
+        owns_rendezvous_(false) {
+    connect("split rendezvous", std::move(key_prefix), [] {});
   }
 
   ~GlooCommunicator() override {
     context_.reset();  // closes the pairs before the store goes
-    leave_rendezvous(options_);
+    if (owns_rendezvous_) leave_rendezvous(options_);
   }
 
   std::string_view backend() const noexcept override { return "gloo"; }
@@ -131,6 +147,17 @@ class GlooCommunicator final : public Communicator {
     });
   }
 
+  // Rendezvous keys of child n of this communicator: under this communicator's own keys, so that
+  // nested splits never collide; n counts splits, the same on every rank since split is collective.
+  std::unique_ptr<Communicator> split_impl(const SplitGroup& group) override {
+    std::string prefix = key_prefix_ + "split/" + std::to_string(splits_++) + "/" +
+                         std::to_string(group.color) + "/";
+    if (broken_)
+      throw CommunicationError("gloo communicator of rank " + std::to_string(rank()) +
+                               " is unusable after an earlier failure");
+    return std::make_unique<GlooCommunicator>(shared_, group, std::move(prefix), timeout());
+  }
+
   void barrier_impl() override {
     run("barrier", [&] {
       gloo::BarrierOptions opts(context_);
@@ -142,6 +169,20 @@ class GlooCommunicator final : public Communicator {
 
  private:
   std::uint32_t next_tag() { return tag_++; }
+
+  // Forms this communicator's Gloo context (after `prepare`, inside the same error conversion).
+  template <class F>
+  void connect(const char* what, std::string key_prefix, F&& prepare) {
+    key_prefix_ = std::move(key_prefix);
+    run(what, [&] {
+      prepare();
+      GlooStoreAdapter store(shared_.store, key_prefix_, timeout());
+      auto context = std::make_shared<gloo::rendezvous::Context>(rank(), size());
+      context->setTimeout(timeout());
+      context->connectFullMesh(store, shared_.device);
+      context_ = std::move(context);
+    });
+  }
 
   // Runs one Gloo call, converting Gloo's exceptions into a CommunicationError naming the lost rank.
   template <class F>
@@ -156,16 +197,22 @@ class GlooCommunicator final : public Communicator {
       throw;
     } catch (const std::exception& e) {
       broken_ = true;
+      std::vector<int> members(static_cast<std::size_t>(size()));
+      for (int r = 0; r < size(); ++r) members[static_cast<std::size_t>(r)] = world_rank(r);
       throw CommunicationError(
           "gloo " + std::string(what) + " failed on rank " + std::to_string(rank()) + " of " +
-          std::to_string(size()) + ": " +
-          describe_lost_peers(options_.store.get(), options_.store_prefix, rank(), size(),
-                              std::min(options_.timeout, std::chrono::milliseconds(2000))) +
+          std::to_string(size()) + world_suffix() + ": " +
+          describe_lost_peers(shared_.store.get(), shared_.prefix, world_rank(rank()), members,
+                              !is_world(), std::min(timeout(), kReportPatience)) +
           " [timeout " + std::to_string(timeout().count()) + " ms; gloo: " + e.what() + "]");
     }
   }
 
-  CommOptions options_;
+  CommOptions options_;  // a world communicator's creation options (for leave_rendezvous)
+  GlooShared shared_;
+  bool owns_rendezvous_;
+  std::string key_prefix_;  // this communicator's Gloo rendezvous keys
+  int splits_ = 0;
   std::shared_ptr<gloo::Context> context_;
   std::uint32_t tag_ = 1;
   bool broken_ = false;

@@ -34,17 +34,29 @@ std::string mpi_error_text(int code) {
   return std::string(text, static_cast<std::size_t>(len));
 }
 
+// Finalises MPI (when mixle initialised it) once the last communicator that uses it is gone: a
+// world communicator and its split children share one, so children may outlive their parent. A
+// failure anywhere poisons it: MPI_Finalize could then block on the broken collective, so the
+// process is left to exit and mpirun to clean up.
+struct MpiRuntime {
+  bool owns_init = false;
+  bool poisoned = false;
+  ~MpiRuntime() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (owns_init && !poisoned && !finalized) MPI_Finalize();
+  }
+};
+
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator(MPI_Comm comm, int rank, int size, bool owns_init, std::chrono::milliseconds timeout)
-      : Communicator(rank, size, timeout), comm_(comm), owns_init_(owns_init) {}
+  MpiCommunicator(MPI_Comm comm, int rank, int size, std::shared_ptr<MpiRuntime> runtime,
+                  std::chrono::milliseconds timeout, std::vector<int> world_ranks = {})
+      : Communicator(rank, size, timeout, std::move(world_ranks)), comm_(comm), runtime_(std::move(runtime)) {}
 
   ~MpiCommunicator() override {
     if (broken_) return;  // never block in teardown after a failure; exit and let mpirun clean up
-    MPI_Comm_free(&comm_);
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (owns_init_ && !finalized) MPI_Finalize();
+    MPI_Comm_free(&comm_);  // before runtime_ (a member) may finalise MPI
   }
 
   std::string_view backend() const noexcept override { return "mpi"; }
@@ -89,6 +101,26 @@ class MpiCommunicator final : public Communicator {
     wait(req, "all_gather");
   }
 
+  // The (color, key) all-gather split() ran first was polled against the deadline, so every rank
+  // has reached the split and MPI_Comm_split (which has no non-blocking form) cannot wait on a
+  // rank that never comes; a rank dying between the two still blocks it, like any MPI job.
+  std::unique_ptr<Communicator> split_impl(const SplitGroup& group) override {
+    if (broken_) throw CommunicationError("mpi communicator is unusable after an earlier failure");
+    MPI_Comm child = MPI_COMM_NULL;
+    check(MPI_Comm_split(comm_, group.color, group.key, &child), "comm_split");
+    MPI_Comm_set_errhandler(child, MPI_ERRORS_RETURN);  // errors become exceptions, not aborts
+    int rank = 0, size = 1;
+    MPI_Comm_rank(child, &rank);
+    MPI_Comm_size(child, &size);
+    if (rank != group.rank || size != static_cast<int>(group.members.size())) {
+      MPI_Comm_free(&child);
+      throw CommunicationError("mpi split: MPI made rank " + std::to_string(rank) + " of " +
+                               std::to_string(size) + " but the (color, key) exchange gave rank " +
+                               std::to_string(group.rank) + " of " + std::to_string(group.members.size()));
+    }
+    return std::make_unique<MpiCommunicator>(child, rank, size, runtime_, timeout(), group.world_members);
+  }
+
   void barrier_impl() override {
     MPI_Request req;
     check(MPI_Ibarrier(comm_, &req), "barrier");
@@ -96,11 +128,16 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  void mark_broken() {
+    broken_ = true;
+    runtime_->poisoned = true;
+  }
+
   void check(int code, const char* what) {
     if (code == MPI_SUCCESS) return;
-    broken_ = true;
+    mark_broken();
     throw CommunicationError("mpi " + std::string(what) + " failed on rank " + std::to_string(rank()) +
-                             ": " + mpi_error_text(code));
+                             world_suffix() + ": " + mpi_error_text(code));
   }
 
   // Polls a request until it completes or the timeout passes. Spins briefly first because most
@@ -116,10 +153,10 @@ class MpiCommunicator final : public Communicator {
       if (code != MPI_SUCCESS) check(code, what.c_str());
       if (done) return;
       if (std::chrono::steady_clock::now() >= deadline) {
-        broken_ = true;
+        mark_broken();
         throw CommunicationError(
             "mpi " + what + " on rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
-            " did not complete within " + std::to_string(timeout().count()) +
+            world_suffix() + " did not complete within " + std::to_string(timeout().count()) +
             " ms: a peer is hung or gone (MPI does not say which; mpirun reports a rank that died)");
       }
       if (spins > 1000) {
@@ -130,7 +167,7 @@ class MpiCommunicator final : public Communicator {
   }
 
   MPI_Comm comm_;
-  bool owns_init_;
+  std::shared_ptr<MpiRuntime> runtime_;
   bool broken_ = false;
 };
 
@@ -139,12 +176,12 @@ class MpiCommunicator final : public Communicator {
 std::unique_ptr<Communicator> make_mpi_communicator(const CommOptions& options) {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  bool owns_init = false;
+  auto runtime = std::make_shared<MpiRuntime>();
   if (!initialized) {
     int provided = 0;
     if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
       throw CommunicationError("MPI_Init_thread failed");
-    owns_init = true;
+    runtime->owns_init = true;
   }
   MPI_Comm comm;
   MPI_Comm_dup(MPI_COMM_WORLD, &comm);
@@ -157,7 +194,7 @@ std::unique_ptr<Communicator> make_mpi_communicator(const CommOptions& options) 
                        " but the launch environment says rank " + std::to_string(options.rank) +
                        " of " + std::to_string(options.size) +
                        " (was the job started by mpirun/srun? MPI cannot be used under torchrun)");
-  return std::make_unique<MpiCommunicator>(comm, rank, size, owns_init, options.timeout);
+  return std::make_unique<MpiCommunicator>(comm, rank, size, std::move(runtime), options.timeout);
 }
 
 }  // namespace mixle::comms::detail

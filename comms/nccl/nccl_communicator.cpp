@@ -9,6 +9,14 @@
 //
 // Collectives are synchronous for the caller: its writes to the buffer must be complete (its
 // stream synchronised) before the call; on return the result is in the buffer.
+//
+// Host buffers (what the engine's host code passes) are staged: copied into a device buffer this
+// communicator owns (grown on demand, never shrunk), reduced there, and copied back once the
+// collective has completed. The copy back waits until after the polled collective because a copy
+// to pageable host memory blocks the calling thread, which would put the collective beyond our
+// deadline. Device buffers go to NCCL directly.
+//
+// split() uses ncclCommSplit with the same non-blocking config, polled like init.
 #include "comms/backends.hpp"
 #include "comms/peer_failure.hpp"
 
@@ -17,6 +25,7 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -32,28 +41,40 @@ namespace {
                         std::to_string(__LINE__));                                              \
   } while (0)
 
-// The stream and scratch word a communicator owns; freed even when construction fails part-way.
+// The stream, scratch word and staging buffer a communicator owns; freed even when construction
+// fails part-way.
 struct DeviceResources {
   cudaStream_t stream = nullptr;
   float* scratch = nullptr;  // one float on the device: the barrier's payload
+  void* staging = nullptr;   // host buffers pass through here
+  std::size_t staging_bytes = 0;
   DeviceResources() = default;
   DeviceResources(const DeviceResources&) = delete;
   DeviceResources& operator=(const DeviceResources&) = delete;
   ~DeviceResources() {
+    if (staging != nullptr) cudaFree(staging);
     if (scratch != nullptr) cudaFree(scratch);
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
 };
 
+// What a world communicator and its split children share: the store client (only the world
+// communicator leaves the rendezvous) and the store namespace where failures are reported by
+// world rank.
+struct NcclShared {
+  std::shared_ptr<StoreClient> store;
+  std::string prefix;
+  int cuda_device = 0;
+};
+
 class NcclCommunicator final : public Communicator {
  public:
+  // A world communicator: owns the rendezvous; rank 0 publishes the unique id through the store.
   explicit NcclCommunicator(CommOptions o)
-      : Communicator(o.rank, o.size, o.timeout), options_(std::move(o)) {
+      : Communicator(o.rank, o.size, o.timeout), options_(std::move(o)), owns_rendezvous_(true) {
+    shared_ = {options_.store, options_.store_prefix, options_.cuda_device};
     select_device();
-    MIXLE_COMMS_CUDA_TRY(cudaStreamCreateWithFlags(&device_.stream, cudaStreamNonBlocking));
-    MIXLE_COMMS_CUDA_TRY(cudaMalloc(&device_.scratch, sizeof(float)));
-    stream_ = device_.stream;
-    scratch_ = device_.scratch;
+    create_device_resources();
 
     ncclUniqueId id;
     const std::string key = options_.store_prefix + "nccl/unique_id";
@@ -67,12 +88,35 @@ class NcclCommunicator final : public Communicator {
                                  " bytes; expected " + std::to_string(sizeof id.internal));
       std::memcpy(id.internal, bytes.data(), sizeof id.internal);
     }
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;  // so that init and collectives can be abandoned at our deadline
+    ncclConfig_t config = non_blocking_config();
     ncclResult_t r = ncclCommInitRankConfig(&comm_, size(), id, rank(), &config);
     if (r != ncclSuccess && r != ncclInProgress) nccl_check(r, "ncclCommInitRankConfig");
     wait_for("communicator init (rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
              ", device " + std::to_string(options_.cuda_device) + ")", /*stream_work=*/false);
+  }
+
+  // A split child: `comm` comes from ncclCommSplit and may still be initialising; the current
+  // device is the parent's.
+  NcclCommunicator(const NcclShared& shared, const SplitGroup& group, ncclComm_t comm,
+                   std::chrono::milliseconds timeout)
+      : Communicator(group.rank, static_cast<int>(group.members.size()), timeout, group.world_members),
+        shared_(shared),
+        owns_rendezvous_(false),
+        comm_(comm) {
+    try {
+      create_device_resources();
+    } catch (...) {
+      ncclCommAbort(comm_);  // no destructor runs for a half-built communicator
+      throw;
+    }
+    wait_for("split communicator init (color " + std::to_string(group.color) + ")", /*stream_work=*/false);
+    int nccl_rank = -1, nccl_size = 0;
+    nccl_check(ncclCommUserRank(comm_, &nccl_rank), "ncclCommUserRank");
+    nccl_check(ncclCommCount(comm_, &nccl_size), "ncclCommCount");
+    if (nccl_rank != rank() || nccl_size != size())
+      fail("split: NCCL made rank " + std::to_string(nccl_rank) + " of " + std::to_string(nccl_size) +
+           " but the (color, key) exchange gave rank " + std::to_string(rank()) + " of " +
+           std::to_string(size()));
   }
 
   ~NcclCommunicator() override {
@@ -93,26 +137,59 @@ class NcclCommunicator final : public Communicator {
       if (clean) ncclCommDestroy(comm_);
       else ncclCommAbort(comm_);
     }
-    leave_rendezvous(options_);  // device_ is freed after this body, once the communicator is gone
+    // device_ is freed after this body, once the communicator is gone.
+    if (owns_rendezvous_) leave_rendezvous(options_);
   }
 
   std::string_view backend() const noexcept override { return "nccl"; }
   MemorySpace memory_space() const noexcept override { return MemorySpace::device; }
+  bool accepts(MemorySpace) const noexcept override { return true; }  // host buffers are staged
 
  protected:
-  void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op, MemorySpace) override {
+  void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op, MemorySpace space) override {
     ncclDataType_t dt = type == DataType::float64 ? ncclFloat64 : ncclFloat32;
     ncclRedOp_t rop = op == ReduceOp::sum ? ncclSum : ncclMax;
-    enqueue(ncclAllReduce(data, data, count, dt, rop, comm_, stream_), "ncclAllReduce");
+    const std::size_t bytes = count * element_bytes(type);
+    void* buf = space == MemorySpace::host ? stage_in(data, bytes, 0, bytes) : data;
+    enqueue(ncclAllReduce(buf, buf, count, dt, rop, comm_, stream_), "ncclAllReduce");
     wait_for("all_reduce of " + std::to_string(count) + " elements", true);
+    if (space == MemorySpace::host) stage_out(data, buf, bytes);
   }
-  void broadcast_impl(void* data, std::size_t bytes, int root, MemorySpace) override {
-    enqueue(ncclBroadcast(data, data, bytes, ncclUint8, root, comm_, stream_), "ncclBroadcast");
+  void broadcast_impl(void* data, std::size_t bytes, int root, MemorySpace space) override {
+    // Every rank stages its buffer in (only the root's bytes matter) so that all take one path.
+    void* buf = space == MemorySpace::host ? stage_in(data, bytes, 0, bytes) : data;
+    enqueue(ncclBroadcast(buf, buf, bytes, ncclUint8, root, comm_, stream_), "ncclBroadcast");
     wait_for("broadcast from rank " + std::to_string(root), true);
+    if (space == MemorySpace::host) stage_out(data, buf, bytes);
   }
-  void all_gather_impl(const void* send, std::size_t bytes, void* recv, MemorySpace) override {
+  void all_gather_impl(const void* send, std::size_t bytes, void* recv, MemorySpace space) override {
+    const std::size_t total = bytes * static_cast<std::size_t>(size());
+    if (space == MemorySpace::host) {
+      // In place in the staging buffer: our block at its slot, which NCCL allows as the send buffer.
+      const std::size_t own = bytes * static_cast<std::size_t>(rank());
+      char* buf = static_cast<char*>(stage_in(send, bytes, own, total));
+      enqueue(ncclAllGather(buf + own, buf, bytes, ncclUint8, comm_, stream_), "ncclAllGather");
+      wait_for("all_gather", true);
+      stage_out(recv, buf, total);
+      return;
+    }
     enqueue(ncclAllGather(send, recv, bytes, ncclUint8, comm_, stream_), "ncclAllGather");
     wait_for("all_gather", true);
+  }
+  std::unique_ptr<Communicator> split_impl(const SplitGroup& group) override {
+    if (broken_) throw CommunicationError("nccl communicator is unusable after an earlier failure");
+    ncclConfig_t config = non_blocking_config();
+    ncclComm_t child = nullptr;
+    enqueue(ncclCommSplit(comm_, group.color, group.key, &child, &config), "ncclCommSplit");
+    try {
+      auto result = std::make_unique<NcclCommunicator>(shared_, group, child, timeout());
+      // A non-blocking parent may also report the split's progress: wait until it is idle.
+      wait_for("split", /*stream_work=*/false);
+      return result;
+    } catch (...) {
+      broken_ = true;  // the peers may be stuck in the split: this communicator cannot go on
+      throw;
+    }
   }
   void barrier_impl() override {
     // NCCL has no barrier: an all-reduce of one float on every rank is one.
@@ -137,16 +214,59 @@ class NcclCommunicator final : public Communicator {
     MIXLE_COMMS_CUDA_TRY(cudaSetDevice(device));
   }
 
+  static ncclConfig_t non_blocking_config() {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;  // so that init, split and collectives can be abandoned at our deadline
+    return config;
+  }
+
+  void create_device_resources() {
+    MIXLE_COMMS_CUDA_TRY(cudaStreamCreateWithFlags(&device_.stream, cudaStreamNonBlocking));
+    MIXLE_COMMS_CUDA_TRY(cudaMalloc(&device_.scratch, sizeof(float)));
+    stream_ = device_.stream;
+    scratch_ = device_.scratch;
+  }
+
+  // Copies `bytes` host bytes at `host` to offset `at` of the staging buffer, grown to at least
+  // `capacity` bytes; returns the staging buffer. The copy is queued on our stream, ahead of the
+  // collective (a pageable source is copied out before this returns, so the caller's buffer may
+  // be reused as soon as the collective returns).
+  void* stage_in(const void* host, std::size_t bytes, std::size_t at, std::size_t capacity) {
+    if (broken_) throw CommunicationError("nccl communicator is unusable after an earlier failure");
+    if (device_.staging_bytes < capacity) {
+      // Grow geometrically so that a run of slowly growing buffers reallocates a few times only.
+      const std::size_t grown = std::max({capacity, device_.staging_bytes * 2, std::size_t{1} << 20});
+      if (device_.staging != nullptr) {
+        MIXLE_COMMS_CUDA_TRY(cudaFree(device_.staging));
+        device_.staging = nullptr;
+        device_.staging_bytes = 0;
+      }
+      MIXLE_COMMS_CUDA_TRY(cudaMalloc(&device_.staging, grown));
+      device_.staging_bytes = grown;
+    }
+    char* staging = static_cast<char*>(device_.staging);
+    MIXLE_COMMS_CUDA_TRY(cudaMemcpyAsync(staging + at, host, bytes, cudaMemcpyHostToDevice, stream_));
+    return staging;
+  }
+
+  // Copies the finished result back to the host buffer, polled like a collective.
+  void stage_out(void* host, const void* staging, std::size_t bytes) {
+    MIXLE_COMMS_CUDA_TRY(cudaMemcpyAsync(host, staging, bytes, cudaMemcpyDeviceToHost, stream_));
+    wait_for("copy of the result to the host buffer", true);
+  }
+
   [[noreturn]] void fail(const std::string& what) {
     broken_ = true;
     if (comm_ != nullptr) {
       ncclCommAbort(comm_);  // unblocks our kernels waiting on the lost peer
       comm_ = nullptr;
     }
+    std::vector<int> members(static_cast<std::size_t>(size()));
+    for (int r = 0; r < size(); ++r) members[static_cast<std::size_t>(r)] = world_rank(r);
     throw CommunicationError("nccl " + what + " on rank " + std::to_string(rank()) + " of " +
-                             std::to_string(size()) + ": " +
-                             describe_lost_peers(options_.store.get(), options_.store_prefix, rank(), size(),
-                                                 std::min(timeout(), std::chrono::milliseconds(2000))));
+                             std::to_string(size()) + world_suffix() + ": " +
+                             describe_lost_peers(shared_.store.get(), shared_.prefix, world_rank(rank()),
+                                                 members, !is_world(), std::min(timeout(), kReportPatience)));
   }
 
   void nccl_check(ncclResult_t r, const char* call) {
@@ -182,7 +302,9 @@ class NcclCommunicator final : public Communicator {
     }
   }
 
-  CommOptions options_;
+  CommOptions options_;  // a world communicator's creation options (for leave_rendezvous)
+  NcclShared shared_;
+  bool owns_rendezvous_;
   DeviceResources device_;
   cudaStream_t stream_ = nullptr;
   float* scratch_ = nullptr;

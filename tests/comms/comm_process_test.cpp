@@ -64,6 +64,22 @@ TEST_P(GlooProcesses, CollectivesUnderMixleLaunch) {
 }
 INSTANTIATE_TEST_SUITE_P(WorldSizes, GlooProcesses, ::testing::Values(2, 3, 4));
 
+// Sub-communicators of a world of 4: pairs r/2, parities r%2, reversed and equal keys, a nested
+// split; the probe checks membership, ranks and exact collectives in each (probe/main.cpp).
+TEST(GlooSplit, SubCommunicatorsUnderMixleLaunch) {
+#if !MIXLE_HAVE_GLOO
+  GTEST_SKIP() << "built without gloo";
+#endif
+  TempDir dir;
+  Process p = run_process({MIXLE_CLI_PATH, "launch", "--nproc", "4", "--", MIXLE_PROBE_PATH, "--comm", "gloo",
+                           "--scenario", "split", "--timeout-ms", "20000"},
+                          {}, dir.path / "launch.log", 60s);
+  std::string out = p.output();
+  ASSERT_EQ(p.exit_code(), 0) << out;
+  for (int r = 0; r < 4; ++r)
+    EXPECT_TRUE(contains(out, "probe: rank " + std::to_string(r) + "/4 gloo split ok")) << out;
+}
+
 class GlooFaults : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -102,7 +118,8 @@ TEST_F(GlooFaults, KilledRankIsNamedByTheOthers) {
 TEST_F(GlooFaults, KilledRankZeroIsNamedByTheOthers) {
   TempDir dir;
   auto ranks = run_ranks(3, {"--comm", "gloo", "--scenario", "die", "--victim", "0", "--timeout-ms", "3000"}, dir);
-  expect_survivors_report(ranks, 0, "lost rank 0");
+  // The survivors cannot reach rank 0's store; they say so, without blaming another rank.
+  expect_survivors_report(ranks, 0, "rank 0 is gone (its rendezvous store at");
 }
 
 TEST_F(GlooFaults, RankDyingByExceptionIsNamed) {
@@ -119,6 +136,31 @@ TEST_F(GlooFaults, HungRankTimesOutAndIsNamed) {
                          {}, /*allowed_to_hang=*/1);
   EXPECT_FALSE(ranks[1].done);
   expect_survivors_report(ranks, 1, "rank 1 did not report this failure");
+}
+
+TEST_F(GlooFaults, KilledRankIsNamedInWorldNumberingBySubCommunicators) {
+  TempDir dir;
+  // Victim 3 is rank 1 of the pair {2, 3}: its partner must name it by world rank (3), not pair
+  // rank (1). Ranks 0 and 1 wait in a world barrier the victim never reaches.
+  auto ranks = run_ranks(4, {"--comm", "gloo", "--scenario", "split-die", "--victim", "3", "--timeout-ms", "3000"},
+                         dir);
+  EXPECT_EQ(ranks[3].term_signal(), SIGKILL);
+  expect_survivors_report(ranks, 3, "lost ");
+  const std::string partner = ranks[2].output();
+  EXPECT_TRUE(contains(partner, "on rank 0 of 2 (world rank 2)")) << partner;
+  EXPECT_TRUE(contains(partner, "lost world rank 3")) << partner;
+  for (int r : {0, 1}) EXPECT_TRUE(contains(ranks[std::size_t(r)].output(), "lost rank 3")) << ranks[std::size_t(r)].output();
+}
+
+TEST_F(GlooFaults, HungRankIsNamedInWorldNumberingBySubCommunicators) {
+  TempDir dir;
+  auto ranks = run_ranks(4, {"--comm", "gloo", "--scenario", "split-hang", "--victim", "3", "--timeout-ms", "2000"},
+                         dir, {}, /*allowed_to_hang=*/3);
+  EXPECT_FALSE(ranks[3].done);
+  expect_survivors_report(ranks, 3, "did not report this failure");
+  const std::string partner = ranks[2].output();
+  EXPECT_TRUE(contains(partner, "on rank 0 of 2 (world rank 2)")) << partner;
+  EXPECT_TRUE(contains(partner, "world rank 3 did not report this failure")) << partner;
 }
 
 TEST_F(GlooFaults, RankWithWrongTokenIsRefused) {
@@ -186,6 +228,19 @@ TEST_P(MpiProcesses, CollectivesUnderMpirunGiveIdenticalBytes) {
 }
 INSTANTIATE_TEST_SUITE_P(WorldSizes, MpiProcesses, ::testing::Values(1, 2, 4));
 
+TEST(MpiSplit, SubCommunicatorsUnderMpirun) {
+#if !MIXLE_HAVE_MPI
+  GTEST_SKIP() << "built without MPI";
+#endif
+  TempDir dir;
+  Process p = run_process(mpirun(4, {"--comm", "mpi", "--scenario", "split", "--timeout-ms", "20000"}), {},
+                          dir.path / "mpi.log", 60s);
+  std::string out = p.output();
+  ASSERT_EQ(p.exit_code(), 0) << out;
+  for (int r = 0; r < 4; ++r)
+    EXPECT_TRUE(contains(out, "probe: rank " + std::to_string(r) + "/4 mpi split ok")) << out;
+}
+
 class MpiFaults : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -203,6 +258,19 @@ TEST_F(MpiFaults, KilledRankEndsTheJob) {
   EXPECT_NE(p.exit_code(), 0) << p.output();
   EXPECT_LT(p.seconds(), kFailureDetectionBudgetSeconds) << p.output();
   EXPECT_TRUE(contains(p.output(), "rank 1")) << p.output();  // mpirun names the dead rank
+}
+
+TEST_F(MpiFaults, HungRankTimesOutItsSubCommunicatorPartner) {
+  TempDir dir;
+  // Victim 3 hangs; its pair partner (world rank 2, pair rank 0) times out in the pair all-reduce.
+  Process p = run_process(
+      mpirun(4, {"--comm", "mpi", "--scenario", "split-hang", "--victim", "3", "--timeout-ms", "2000"}), {},
+      dir.path / "mpi.log", 40s);
+  std::string out = p.output();
+  EXPECT_TRUE(p.done) << out;
+  EXPECT_NE(p.exit_code(), 0) << out;
+  EXPECT_LT(p.seconds(), kFailureDetectionBudgetSeconds) << out;
+  EXPECT_TRUE(contains(out, "on rank 0 of 2 (world rank 2) did not complete within 2000 ms")) << out;
 }
 
 TEST_F(MpiFaults, HungRankTimesOutTheOthers) {

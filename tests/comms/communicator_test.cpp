@@ -86,6 +86,31 @@ TEST(CommSingle, BadArgumentsAreRejectedAtTheDoor) {
   EXPECT_THROW(c->all_reduce_sum(std::span<double>(static_cast<double*>(nullptr), 4)), InvalidInput);
 }
 
+TEST(CommSingle, SplitGivesAWorkingGroupOfOne) {
+  auto c = make_single();
+  auto child = c->split(7, -3);
+  EXPECT_EQ(child->backend(), "single");
+  EXPECT_EQ(child->rank(), 0);
+  EXPECT_EQ(child->size(), 1);
+  EXPECT_EQ(child->world_rank(0), 0);
+  EXPECT_EQ(child->timeout(), c->timeout());
+  std::vector<int> send{9}, recv(1, 0);
+  child->all_gather(std::span<const int>(send), std::span<int>(recv));
+  EXPECT_EQ(recv, send);
+  EXPECT_EQ(c->collective_bytes(), 0u);  // the split's own exchange is not payload
+  std::vector<double> x{2.0};
+  c->all_reduce_sum(std::span<double>(x));  // the parent still works
+  EXPECT_EQ(x[0], 2.0);
+  EXPECT_THROW(c->split(-1, 0), InvalidInput);
+  EXPECT_THROW(c->world_rank(1), InvalidInput);
+}
+
+TEST(CommSingle, AcceptsBothMemorySpaces) {
+  auto c = make_single();
+  EXPECT_TRUE(c->accepts(MemorySpace::host));
+  EXPECT_TRUE(c->accepts(MemorySpace::device));  // size 1: nothing moves
+}
+
 #if MIXLE_HAVE_GLOO
 // Runs `body(comm)` on `n` Gloo ranks, each a thread with its own store connection.
 template <class Body>
@@ -143,11 +168,64 @@ TEST(GlooInProcess, WorldSizeOneWorks) {
 
 TEST(GlooInProcess, DeviceBuffersAreRefused) {
   on_gloo_ranks(2, [](Communicator& c) {
+    EXPECT_TRUE(c.accepts(MemorySpace::host));
+    EXPECT_FALSE(c.accepts(MemorySpace::device));
     std::vector<double> x(2);
-    EXPECT_THROW(c.all_reduce_sum(std::span<double>(x), MemorySpace::device), InvalidInput);
+    try {
+      c.all_reduce_sum(std::span<double>(x), MemorySpace::device);
+      ADD_FAILURE() << "gloo took a device buffer";
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("takes host buffers, got a device buffer"), std::string::npos) << e.what();
+    }
+    std::vector<int> one{1}, all(2);
+    EXPECT_THROW(c.all_gather(std::span<const int>(one), std::span<int>(all), MemorySpace::device), InvalidInput);
+    EXPECT_THROW(c.broadcast(std::span<int>(one), 0, MemorySpace::device), InvalidInput);
+    auto child = c.split(0, 0);
+    EXPECT_THROW(child->all_reduce_sum(std::span<double>(x), MemorySpace::device), InvalidInput);
     c.barrier();
   });
 }
+
+// A 2 × 2 mesh of four threads: rows r/2 and columns r%2, as component-sharded EM uses them.
+TEST(GlooInProcess, SplitFormsRowsAndColumnsWithExactCollectives) {
+  on_gloo_ranks(4, [](Communicator& c) {
+    const int r = c.rank();
+    auto row = c.split(r / 2, r);
+    auto col = c.split(r % 2, r);
+    ASSERT_EQ(row->size(), 2);
+    ASSERT_EQ(col->size(), 2);
+    EXPECT_EQ(row->rank(), r % 2);
+    EXPECT_EQ(col->rank(), r / 2);
+    EXPECT_EQ(row->world_rank(1), (r / 2) * 2 + 1);
+    EXPECT_EQ(col->world_rank(1), r % 2 + 2);
+    EXPECT_EQ(row->timeout(), c.timeout());
+    std::vector<double> x{double(r), 1.0};
+    row->all_reduce_sum(std::span<double>(x));
+    EXPECT_EQ(x, (std::vector<double>{double(4 * (r / 2) + 1), 2.0}));  // 2k + (2k + 1)
+    std::vector<float> m{float(r)};
+    col->all_reduce_max(std::span<float>(m));
+    EXPECT_EQ(m[0], float(r % 2 + 2));
+    std::vector<int> all(2);
+    col->all_gather(std::span<const int>(&r, 1), std::span<int>(all));
+    EXPECT_EQ(all, (std::vector<int>{r % 2, r % 2 + 2}));
+    // The parent keeps working between its children's calls.
+    std::vector<double> w{1.0};
+    c.all_reduce_sum(std::span<double>(w));
+    EXPECT_EQ(w[0], 4.0);
+    std::vector<std::int64_t> b{r == 3 ? 33 : 0};
+    row->broadcast(std::span<std::int64_t>(b), 1);
+    EXPECT_EQ(b[0], r / 2 == 1 ? 33 : 0);  // row 0's root (rank 1) sent 0
+    // Keys reverse the order; the reversed group's gather lists world ranks backwards.
+    auto rev = c.split(0, -r);
+    EXPECT_EQ(rev->rank(), 3 - r);
+    std::vector<int> order(4);
+    rev->all_gather(std::span<const int>(&r, 1), std::span<int>(order));
+    EXPECT_EQ(order, (std::vector<int>{3, 2, 1, 0}));
+    row->barrier();
+    c.barrier();
+  });
+}
+
 
 TEST(GlooInProcess, MissingPeerTimesOutAtRendezvous) {
   StoreServer server("127.0.0.1", 0, "tok");

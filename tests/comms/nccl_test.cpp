@@ -1,6 +1,6 @@
-// The nccl communicator on a real GPU (world size 1 still runs init, the collectives, the polling
-// and the clean shutdown). Skipped visibly without NCCL or a device; MIXLE_REQUIRE_GPU=1 turns the
-// skip into a failure on machines that must have one.
+// The nccl communicator on a real GPU (world size 1 still runs init, the collectives, the polling,
+// host-buffer staging, a split and the clean shutdown). Skipped visibly without NCCL or a device;
+// MIXLE_REQUIRE_GPU=1 turns the skip into a failure on machines that must have one.
 #include "comms/communicator.hpp"
 #include "comms/store.hpp"
 
@@ -53,7 +53,30 @@ TEST(CommNccl, WorldSizeOneOnDeviceBuffers) {
   cudaMemcpy(back.data(), dev, back.size() * sizeof(double), cudaMemcpyDeviceToHost);
   cudaFree(dev);
   EXPECT_EQ(back, host);  // one rank: sum and max are the identity
-  EXPECT_THROW(comm->all_reduce_sum(std::span<double>(host), MemorySpace::host), InvalidInput);
+  // Host buffers are staged through the communicator's device buffer.
+  EXPECT_TRUE(comm->accepts(MemorySpace::host));
+  std::vector<double> staged = host;
+  comm->all_reduce_sum(std::span<double>(staged), MemorySpace::host);
+  EXPECT_EQ(staged, host);
+  std::vector<float> big(3'000'000, 0.5f);  // larger than the first staging allocation (1 MiB)
+  comm->all_reduce_max(std::span<float>(big), MemorySpace::host);
+  EXPECT_EQ(big.front(), 0.5f);
+  EXPECT_EQ(big.back(), 0.5f);
+  std::vector<int> send{7, 8}, recv(2, 0);
+  comm->all_gather(std::span<const int>(send), std::span<int>(recv), MemorySpace::host);
+  EXPECT_EQ(recv, send);
+  comm->broadcast(std::span<int>(send), 0, MemorySpace::host);
+  EXPECT_EQ(send, (std::vector<int>{7, 8}));
+  // A split child (ncclCommSplit) reduces (host buffers staged); the parent works afterwards too.
+  auto child = comm->split(3, 0);
+  EXPECT_EQ(child->backend(), "nccl");
+  EXPECT_EQ(child->size(), 1);
+  child->all_reduce_sum(std::span<double>(staged), MemorySpace::host);
+  EXPECT_EQ(staged, host);
+  child->barrier();
+  child.reset();
+  comm->all_reduce_sum(std::span<double>(staged), MemorySpace::host);
+  EXPECT_EQ(staged, host);
 #endif
 }
 

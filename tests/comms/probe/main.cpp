@@ -4,7 +4,12 @@
 // and maxima are exact in float32/float64), so a wrong reduction cannot hide in a tolerance.
 //
 //   mixle_comms_probe [--comm auto|gloo|mpi|single] [--timeout-ms N]
-//                     [--scenario collectives|die|hang|raise] [--victim R]
+//                     [--scenario collectives|split|split-die|split-hang|die|hang|raise]
+//                     [--victim R]
+// split: sub-communicators of a world of 4 (pairs r/2, parities r%2, reversed keys, a nested split)
+// must group, rank and reduce as MPI_Comm_split defines, with the parent usable in between.
+// split-die / split-hang: the victim is killed / hangs while its pair all-reduces; its partner's
+// error must speak in world ranks.
 // Exit codes: 0 all checks passed; 1 a check failed; 3 a mixle error (e.g. CommunicationError).
 #include "comms/communicator.hpp"
 #include "host/launch_env.hpp"
@@ -14,6 +19,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -126,6 +132,109 @@ void run_collectives(Communicator& comm) {
   check(comm.collective_bytes() > (std::uint64_t{8} << 20), "collective_bytes counts the payload");
 }
 
+// The world ranks that form the group of `color` among colors[0..n), in child rank order (by key,
+// then world rank): what MPI_Comm_split defines, computed independently of mixle's split.
+std::vector<int> expected_members(const std::vector<int>& colors, const std::vector<int>& keys, int color) {
+  std::vector<int> members;
+  for (int q = 0; q < int(colors.size()); ++q)
+    if (colors[std::size_t(q)] == color) members.push_back(q);
+  std::stable_sort(members.begin(), members.end(),
+                   [&](int a, int b) { return keys[std::size_t(a)] < keys[std::size_t(b)]; });
+  return members;
+}
+
+// Splits `world` by colors/keys (indexed by world rank) and checks the child: size, rank, world
+// ranks, and that its collectives combine exactly its members (sum and max of world ranks, gather
+// of world ranks in child order). Returns the child for further use.
+std::unique_ptr<Communicator> split_and_check(Communicator& parent, int world_rank, const std::vector<int>& colors,
+                                              const std::vector<int>& keys, const std::string& name) {
+  const std::size_t w = std::size_t(world_rank);
+  auto child = parent.split(colors[w], keys[w]);
+  const std::vector<int> members = expected_members(colors, keys, colors[w]);
+  const int expected_rank = int(std::find(members.begin(), members.end(), world_rank) - members.begin());
+  check(child->size() == int(members.size()), name + ": size " + std::to_string(child->size()) + ", expected " +
+                                                   std::to_string(members.size()));
+  check(child->rank() == expected_rank, name + ": rank " + std::to_string(child->rank()) + ", expected " +
+                                            std::to_string(expected_rank));
+  check(child->backend() == parent.backend(), name + ": backend");
+  check(child->timeout() == parent.timeout(), name + ": timeout");
+  if (child->size() != int(members.size())) return child;
+  for (int i = 0; i < child->size(); ++i)
+    check(child->world_rank(i) == members[std::size_t(i)], name + ": world_rank(" + std::to_string(i) + ")");
+
+  std::vector<double> sum{double(world_rank), 1.0};
+  child->all_reduce_sum(std::span<double>(sum));
+  double expected_sum = 0;
+  for (int m : members) expected_sum += m;
+  check(sum[0] == expected_sum && sum[1] == double(members.size()), name + ": all_reduce_sum of world ranks");
+  std::vector<float> mx{float(world_rank), float(-world_rank)};
+  child->all_reduce_max(std::span<float>(mx));
+  check(mx[0] == float(*std::max_element(members.begin(), members.end())) &&
+            mx[1] == float(-*std::min_element(members.begin(), members.end())),
+        name + ": all_reduce_max of world ranks");
+  std::vector<int> gathered(members.size(), -1);
+  child->all_gather(std::span<const int>(&world_rank, 1), std::span<int>(gathered));
+  check(gathered == members, name + ": all_gather of world ranks is not the members in child order");
+  return child;
+}
+
+void run_split(Communicator& world) {
+  const int n = world.size(), r = world.rank();
+  const auto count = static_cast<std::size_t>(n);
+  std::vector<int> pair(count), parity(count), by_rank(count), reversed(count), zero(count, 0);
+  for (int q = 0; q < n; ++q) {
+    pair[std::size_t(q)] = q / 2;
+    parity[std::size_t(q)] = q % 2;
+    by_rank[std::size_t(q)] = q;
+    reversed[std::size_t(q)] = n - q;
+  }
+  auto pairs = split_and_check(world, r, pair, by_rank, "pairs (r/2)");
+  auto parities = split_and_check(world, r, parity, by_rank, "parities (r%2)");
+  // The parent stays usable between and after splits, alternating with its children.
+  {
+    std::vector<double> x{double(r + 1)};
+    world.all_reduce_sum(std::span<double>(x));
+    check(x[0] == n * (n + 1) / 2.0, "world all_reduce_sum after two splits");
+  }
+  run_collectives(*pairs);
+  run_collectives(*parities);
+  auto backwards = split_and_check(world, r, zero, reversed, "one group, reversed keys");
+  auto ties = split_and_check(world, r, zero, zero, "one group, equal keys (ranks break ties)");
+  // A nested split: the parities group again, reversed by its own rank.
+  {
+    std::vector<int> members = expected_members(parity, by_rank, r % 2);
+    auto nested = parities->split(0, -parities->rank());
+    std::vector<int> gathered(members.size(), -1);
+    if (nested->size() == int(members.size()))
+      nested->all_gather(std::span<const int>(&r, 1), std::span<int>(gathered));
+    std::reverse(members.begin(), members.end());
+    check(gathered == members, "nested split of the parities group with reversed keys");
+  }
+  run_collectives(world);
+  world.barrier();
+}
+
+// The victim's pair partner all-reduces in the pair until it notices; the other ranks go to a
+// world barrier, which the victim never reaches.
+void run_split_fault(Communicator& world, int victim, bool hang) {
+  const int r = world.rank();
+  auto pairs = world.split(r / 2, r);
+  pairs->barrier();
+  world.barrier();  // every pair is formed before the victim dies
+  if (r == victim) {
+    if (!hang) ::raise(SIGKILL);
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  if (r / 2 == victim / 2) {
+    for (int round = 0; round < 1'000'000; ++round) {
+      std::vector<double> x(64, 1.0);
+      pairs->all_reduce_sum(std::span<double>(x));
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  world.barrier();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -152,6 +261,16 @@ int main(int argc, char** argv) {
       run_collectives(*comm);
       if (g_failures) return 1;
       std::printf("probe: rank %d/%d %s ok\n", comm->rank(), comm->size(), std::string(comm->backend()).c_str());
+      return 0;
+    }
+    if (scenario == "split") {
+      run_split(*comm);
+      if (g_failures) return 1;
+      std::printf("probe: rank %d/%d %s split ok\n", comm->rank(), comm->size(), std::string(comm->backend()).c_str());
+      return 0;
+    }
+    if (scenario == "split-die" || scenario == "split-hang") {
+      run_split_fault(*comm, victim, scenario == "split-hang");
       return 0;
     }
     comm->barrier();  // everyone is in the group before the victim misbehaves
