@@ -30,8 +30,9 @@ struct GroupState {
 
 class ThreadMember final : public Communicator {
  public:
-  ThreadMember(std::shared_ptr<GroupState> state, int rank, std::chrono::milliseconds timeout)
-      : Communicator(rank, state->size, timeout), state_(std::move(state)) {}
+  ThreadMember(std::shared_ptr<GroupState> state, int rank, std::chrono::milliseconds timeout,
+               std::vector<int> world_ranks = {})
+      : Communicator(rank, state->size, timeout, std::move(world_ranks)), state_(std::move(state)) {}
   ~ThreadMember() override {
     if (std::uncaught_exceptions() > 0) abandon();
   }
@@ -46,6 +47,20 @@ class ThreadMember final : public Communicator {
   }
 
  protected:
+  std::unique_ptr<Communicator> split_impl(const SplitGroup& group) override {
+    // Each child's first member makes the child's state; the others copy the shared pointer
+    // through one all-gather of its address (threads share the address space). The barrier
+    // keeps the first member's holder alive until every member has its copy.
+    std::shared_ptr<GroupState> holder;
+    if (group.rank == 0) holder = std::make_shared<GroupState>(static_cast<int>(group.members.size()));
+    const std::shared_ptr<GroupState>* mine = &holder;
+    std::vector<const std::shared_ptr<GroupState>*> all(static_cast<std::size_t>(size()));
+    all_gather_impl(&mine, sizeof mine, all.data(), MemorySpace::host);
+    std::shared_ptr<GroupState> child = *all[static_cast<std::size_t>(group.members.front())];
+    barrier_impl();
+    return std::make_unique<ThreadMember>(std::move(child), group.rank, timeout(), group.world_members);
+  }
+
   void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op, MemorySpace) override {
     const std::size_t bytes = count * (type == DataType::float64 ? 8 : 4);
     scratch_.resize(bytes);

@@ -6,6 +6,8 @@
 #include <mixle/plan/placement.hpp>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -25,20 +27,37 @@ double error_mark(const std::exception_ptr& error, int rank) {
   return error ? (rank < 52 ? std::ldexp(1.0, rank) : 1.0) : 0.0;
 }
 
-/// After a reduce that carried error marks: the failing rank rethrows its own error, every
-/// other rank throws naming it — so all ranks stop at the same collective, none hangs.
-void raise_marks(double failed, const std::exception_ptr& error, const comms::Communicator& comm, const char* what) {
-  if (error) std::rethrow_exception(error);
+/// After a reduce that carried error marks (collective: every rank calls it with the same
+/// `failed`): the failing rank rethrows its own error; every other rank throws naming it and
+/// quoting its message, which the lowest failing rank broadcasts — so whichever rank's output
+/// a user reads (a launcher stops the others once one exits), it says what went wrong.
+void raise_marks(double failed, const std::exception_ptr& error, comms::Communicator& comm, const char* what) {
   if (failed == 0.0) return;
   std::string ranks;
+  int first = -1;  // unknown beyond 52 ranks (the marks are then all 1)
   if (comm.size() <= 52) {
     for (int r = 0; r < comm.size(); ++r)
-      if (std::fmod(std::floor(failed / std::ldexp(1.0, r)), 2.0) == 1.0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      if (std::fmod(std::floor(failed / std::ldexp(1.0, r)), 2.0) == 1.0) {
+        ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+        if (first < 0) first = r;
+      }
   } else {
     ranks = "some rank";
   }
-  throw InvalidInput(std::string(what) + " failed on rank " + ranks + " (its own message says why); rank " +
-                     std::to_string(comm.rank()) + " stops too");
+  std::array<char, 1024> message{};
+  if (first >= 0) {
+    if (comm.rank() == first && error) try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        std::snprintf(message.data(), message.size(), "%s", e.what());
+      } catch (...) {
+      }
+    comm.broadcast(std::span<char>(message), first);
+  }
+  if (error) std::rethrow_exception(error);
+  throw InvalidInput(std::string(what) + " failed on rank " + ranks +
+                     (message[0] ? " (rank " + std::to_string(first) + ": " + message.data() + ")" : " (its own message says why)") +
+                     "; rank " + std::to_string(comm.rank()) + " stops too");
 }
 
 }  // namespace
@@ -164,6 +183,11 @@ ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::ve
                                    std::unique_ptr<Compute> compute)
     : data_(std::move(local)), first_row_(first_row), group_rows_(std::move(group_rows)), mesh_(mesh), comm_(comm),
       compute_(std::move(compute)), max_shard_components_(std::max<std::size_t>(max_shard_components, 1)) {
+  // The mesh's two kinds of group, as sub-communicators (collective: every rank builds its
+  // estimator): the G shards of this rank's rows exchange per-row log-likelihoods; the D
+  // holders of this rank's shard sum its statistics.
+  component_comm_ = comm_.split(mesh_.data_group(), mesh_.component_group());
+  data_comm_ = comm_.split(mesh_.component_group(), mesh_.data_group());
   // A collective chunk (≤ 64Ki rows, a multiple of the kernels' 128-row block) is what one
   // exchange of per-row shard log-likelihoods covers: few, large collectives, because on a
   // loaded host each one waits for every rank to be scheduled. Per row only float64 values
@@ -180,38 +204,37 @@ ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::ve
 ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& options) {
   const std::size_t K = shard.components(), R = chunk_rows_;
   const std::size_t D = static_cast<std::size_t>(mesh_.data_groups), d = static_cast<std::size_t>(mesh_.data_group());
-  const std::size_t G = static_cast<std::size_t>(mesh_.groups), W = static_cast<std::size_t>(mesh_.world);
+  const std::size_t G = static_cast<std::size_t>(mesh_.groups);
   const bool counts_rows = mesh_.component_group() == 0;  // per-row log-likelihood once per data group
   const std::size_t n = data_.rows();
   ShardEStep out;
   out.stats.assign(static_cast<std::size_t>(stat_layout(shard).size), 0.0);
   std::exception_ptr error;
   // send: this shard's per-row log-likelihoods ℓ_c, then this rank's error mark.
-  std::vector<double> send(R + 1), all(W * (R + 1)), norm(R);
+  bool group_failed = false;  // a rank of this component group failed: skip work, keep meeting
+  std::vector<double> send(R + 1), all(G * (R + 1)), norm(R);
   for (std::size_t j = 0; j < chunks_; ++j) {
     // Every rank walks the same number of chunks (empty ones past its group's rows), so every
-    // rank makes the same sequence of collectives — also after an error, which is carried by
-    // the mark and raised on every rank at once.
+    // rank makes the same sequence of collectives — also after an error: the marks carry it
+    // through the group's gathers, and the world's scalar reduce below raises it everywhere.
     const std::size_t begin = std::min(n, j * R), end = std::min(n, begin + R), m = end - begin;
     std::fill(send.begin(), send.end(), kNegInf);
     const Dataset rows = data_.slice(begin, end);
-    if (!error && m) try {
+    if (!error && !group_failed && m) try {
         // The shard model's weights are the global ones, so ℓ_c = log Σ_{k∈shard} w_k p(x|k).
         compute_->score(shard, rows, options.precision, send.data(), nullptr);
       } catch (...) {
         error = std::current_exception();
       }
     send[R] = error_mark(error, comm_.rank());
-    comm_.all_gather(std::span<const double>(send), std::span<double>(all));
-    double marks = 0.0;
-    for (std::size_t r = 0; r < W; ++r) marks += all[r * (R + 1) + R];
-    raise_marks(marks, error, comm_, "the sharded E-step");
-    if (!m) continue;
+    component_comm_->all_gather(std::span<const double>(send), std::span<double>(all));
+    for (std::size_t c = 0; c < G; ++c) group_failed |= all[c * (R + 1) + R] != 0.0;
+    if (!m || error || group_failed) continue;
     try {
       // log p(x) = log Σ_c exp(ℓ_c), combined in shard order from the gathered values: every
       // rank of the component group computes the same bytes, whatever the communicator.
       kernels::PassReport report;
-      const double* group = all.data() + d * G * (R + 1);
+      const double* group = all.data();
       for (std::size_t i = 0; i < m; ++i) {
         double hi = kNegInf;
         bool nan = false;
@@ -240,20 +263,9 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
       error = std::current_exception();
     }
   }
-  // Shard statistics summed over data groups: one world all-reduce per component group, slot
-  // padded to the largest shard; only that group's ranks fill it. Unneeded when D = 1.
-  if (D > 1) {
-    std::vector<double> slot;
-    const std::size_t mine = static_cast<std::size_t>(mesh_.component_group());
-    const std::size_t per_component = (out.stats.size() - kernels::kStatHeader) / K;
-    const std::size_t padded = kernels::kStatHeader + max_components() * per_component;
-    for (std::size_t c = 0; c < static_cast<std::size_t>(mesh_.groups); ++c) {
-      slot.assign(padded, 0.0);
-      if (c == mine) std::copy(out.stats.begin(), out.stats.end(), slot.begin());
-      comm_.all_reduce_sum(std::span<double>(slot));
-      if (c == mine) std::copy(slot.begin(), slot.begin() + static_cast<std::ptrdiff_t>(out.stats.size()), out.stats.begin());
-    }
-  }
+  // Shard statistics summed over the D data groups that hold this shard (bit-identical on
+  // each of them, so their M-steps agree). Skipped when D = 1.
+  if (D > 1) data_comm_->all_reduce_sum(std::span<double>(out.stats));
   // Global scalars: masses from data group 0 (its shard statistics are now the reduced ones),
   // log-likelihood and rows from component group 0, and every rank's error mark.
   double mass = 0.0, nonempty = 0.0;
@@ -307,3 +319,4 @@ EmResult run_sharded_em(ShardedEstimator& estimator, Model shard, std::size_t co
 }
 
 }  // namespace mixle::engine
+

@@ -1,13 +1,11 @@
 // Component-sharded EM across ranks (DESIGN.md §6, docs/sharding.md): a data × components mesh.
 // World W = D × G; rank r owns component shard c = r % G and the rows of data group d = r / G.
 // Each rank holds only its shard's parameters (a Model of K_c components that keeps the GLOBAL
-// mixture weights of those components) and its shard's statistics. Per chunk of rows the
-// component group normalises responsibilities with two per-row collectives (max, then Σ exp);
-// shard statistics are summed over data groups; one scalar all-reduce gives the global mass.
-//
-// There are no sub-communicators (comms/communicator.hpp), so every "group" collective is a
-// world all-reduce of a buffer with one slot per group, each rank filling only its own slot
-// (neutral values elsewhere): D× the minimal per-row traffic, G× the minimal statistics traffic.
+// mixture weights of those components) and its shard's statistics. Per chunk of rows the G
+// shards of a data group all-gather their per-row log-likelihoods (a sub-communicator), each
+// computes the whole mixture's log-likelihood from them and folds its components' share of the
+// posterior (Compute::accumulate_normalised); shard statistics are summed over the D data
+// groups (another sub-communicator); one scalar world all-reduce gives the global mass.
 #pragma once
 
 #include "comms/communicator.hpp"
@@ -64,8 +62,8 @@ class ShardedEstimator {
  public:
   /// `local` holds rows [first_row, first_row + local.rows()) — this rank's data group's rows;
   /// `group_rows[d]` is the row range of data group d (to pad every group to the same number of
-  /// chunks); `max_shard_components` (the largest K_c) bounds a chunk's rows × K_c scratch.
-  /// `comm` must outlive this object.
+  /// chunks); `max_shard_components` is the largest K_c. Collective (splits `comm` into the
+  /// mesh's groups); `comm` must outlive this object.
   ShardedEstimator(Dataset local, std::size_t first_row, std::vector<RowRange> group_rows, ShardMesh mesh,
                    std::size_t max_shard_components, comms::Communicator& comm, std::unique_ptr<Compute> compute);
 
@@ -80,6 +78,10 @@ class ShardedEstimator {
   std::size_t chunk_rows() const noexcept { return chunk_rows_; }
   std::size_t local_rows() const noexcept { return data_.rows(); }
   std::size_t max_components() const noexcept { return max_shard_components_; }
+  /// Bytes handed to the group sub-communicators (the world communicator counts its own).
+  std::uint64_t group_collective_bytes() const noexcept {
+    return component_comm_->collective_bytes() + data_comm_->collective_bytes();
+  }
 
  private:
   Dataset data_;
@@ -87,6 +89,8 @@ class ShardedEstimator {
   std::vector<RowRange> group_rows_;
   ShardMesh mesh_;
   comms::Communicator& comm_;
+  std::unique_ptr<comms::Communicator> component_comm_;  // the G ranks sharing this rank's rows
+  std::unique_ptr<comms::Communicator> data_comm_;       // the D ranks holding this rank's shard
   std::unique_ptr<Compute> compute_;
   std::size_t chunk_rows_ = 0;  // rows per collective chunk, the same on every rank
   std::size_t max_shard_components_ = 1;

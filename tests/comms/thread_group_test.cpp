@@ -105,6 +105,37 @@ TEST(ThreadGroup, AMemberThatNeverArrivesIsNamedAtTheTimeout) {
   }
 }
 
+TEST(ThreadGroup, SplitFormsRowAndColumnGroupsOfThreads) {
+  // 4 members as a 2 × 2 mesh: rows {0, 1}, {2, 3} (color r / 2) and columns {0, 2}, {1, 3}
+  // (color r % 2, keys reversed so the higher member ranks first).
+  constexpr int W = 4;
+  std::vector<std::vector<double>> row_sum(W), col_gather(W);
+  std::vector<int> row_rank(W), col_rank(W), col_world(W);
+  const auto errors = run_group(W, 10s, [&](int r, Communicator& c) {
+    auto row = c.split(r / 2, r);
+    auto col = c.split(r % 2, -r);
+    row_rank[static_cast<std::size_t>(r)] = row->rank();
+    col_rank[static_cast<std::size_t>(r)] = col->rank();
+    col_world[static_cast<std::size_t>(r)] = col->world_rank(0);
+    EXPECT_EQ(row->size(), 2);
+    EXPECT_EQ(col->size(), 2);
+    row_sum[static_cast<std::size_t>(r)] = {static_cast<double>(r)};
+    row->all_reduce_sum(std::span<double>(row_sum[static_cast<std::size_t>(r)]));
+    const std::vector<double> mine{static_cast<double>(r)};
+    col_gather[static_cast<std::size_t>(r)].assign(2, -1.0);
+    col->all_gather(std::span<const double>(mine), std::span<double>(col_gather[static_cast<std::size_t>(r)]));
+    std::vector<double> all{1.0};
+    c.all_reduce_sum(std::span<double>(all));  // the parent still works between and after
+    EXPECT_EQ(all[0], 4.0);
+  });
+  for (int r = 0; r < W; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "member " << r;
+  EXPECT_EQ(row_rank, (std::vector<int>{0, 1, 0, 1}));
+  EXPECT_EQ(col_rank, (std::vector<int>{1, 1, 0, 0}));
+  EXPECT_EQ(col_world, (std::vector<int>{2, 3, 2, 3}));
+  EXPECT_EQ(row_sum, (std::vector<std::vector<double>>{{1}, {1}, {5}, {5}}));
+  EXPECT_EQ(col_gather, (std::vector<std::vector<double>>{{2, 0}, {3, 1}, {2, 0}, {3, 1}}));
+}
+
 TEST(ThreadGroup, RejectsAnEmptyGroup) {
   EXPECT_THROW(make_thread_group(0, 1s), InvalidInput);
 }

@@ -5,12 +5,14 @@
 #include "host/fit_process_util.hpp"
 #include "comms/socket.hpp"
 
+#include <mixle/data.hpp>
 #include <mixle/plan/placement.hpp>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 namespace mixle::test {
@@ -19,11 +21,11 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-// fp64 on both sides: the unsharded E-step folds moments about the previous means in fp64
-// inside the kernels; the sharded one recombines fp64 log-densities across ranks (max, Σ exp)
-// and folds the same moments through accumulate_given — equal maths, different rounding
+// fp64 on both sides: the unsharded E-step normalises each row over all K components inside
+// the kernels; the sharded one combines the shards' per-row log-likelihoods gathered from the
+// group and folds exp(l − log p(x)) (accumulate_normalised) — equal maths, different rounding
 // order, so models agree to ~1e-15 per iteration. At fp32 the two paths round differently by
-// design (the sharded statistics are float64), so only fp64 admits a tight bound.
+// design, so only fp64 admits a tight bound.
 constexpr double kShardRtol = 1e-9;
 
 const std::string kCli = MIXLE_CLI_PATH;
@@ -186,6 +188,36 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
   EXPECT_NE(tiny.exit_code(), 0) << tiny.output();
   EXPECT_NE(tiny.output().find("does not fit"), std::string::npos) << tiny.output();
   EXPECT_FALSE(fs::exists(dir.path / "tiny-out.json"));
+}
+
+TEST(ShardedFit, AnImpossibleRowInOneDataGroupStopsEveryRankNamingIt) {
+#if !MIXLE_HAVE_GLOO
+  GTEST_SKIP() << "built without gloo";
+#endif
+  // 2 data groups × 2 shards; only data group 1's rows hold the impossible row (category 2 has
+  // probability 0 in every component of the initial model, and pseudo-count 0 keeps it so).
+  // Group 0 never sees it in its own gathers: the failure must still reach every rank through
+  // the world's reduce, without anyone waiting for a timeout.
+  TempDir dir;
+  const std::size_t rows = 4000;
+  std::vector<double> values(rows * 2);
+  for (std::size_t i = 0; i < rows; ++i) values[2 * i] = static_cast<double>(i % 7) * 0.5, values[2 * i + 1] = i % 2;
+  values[2 * 3500 + 1] = 2.0;
+  const fs::path data = dir.path / "impossible.npy";
+  write_matrix(data.string(), values.data(), rows, 2);
+  const fs::path init = dir.path / "init.json";
+  std::ofstream(init) << R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
+      {"family":"gaussian_diag","columns":[0,1],"mean":[[0],[3]],"var":[[1],[1]]},
+      {"family":"categorical","columns":[1,2],"categories":3,"prob":[[0.5,0.5,0],[0.2,0.8,0]]}]})";
+  const auto start = std::chrono::steady_clock::now();
+  Process p = run_process({kCli, "launch", "--nproc", "4", "--", kCli, "fit", "--data", data.string(), "--init",
+                           init.string(), "--pseudo-count", "0", "--threads", "1", "--quiet", "--timeout", "60",
+                           "--shard-components", "2", "--out", (dir.path / "out.json").string()},
+                          {}, dir.path / "impossible.log", 120s);
+  EXPECT_NE(p.exit_code(), 0) << p.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 45s) << "the ranks waited for the 60 s timeout";
+  EXPECT_NE(p.output().find("rows 3500"), std::string::npos) << p.output();
+  EXPECT_FALSE(fs::exists(dir.path / "out.json"));
 }
 
 TEST(ShardedFit, ShardComponentsMustDivideTheWorld) {
