@@ -188,21 +188,34 @@ ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::ve
   // holders of this rank's shard sum its statistics.
   component_comm_ = comm_.split(mesh_.data_group(), mesh_.component_group());
   data_comm_ = comm_.split(mesh_.component_group(), mesh_.data_group());
-  // A collective chunk (≤ 64Ki rows, a multiple of the kernels' 128-row block) is what one
-  // exchange of per-row shard log-likelihoods covers: few, large collectives, because on a
-  // loaded host each one waits for every rank to be scheduled. Per row only float64 values
-  // move and stay resident (never rows × K_c responsibilities), so the chunk size is free of K.
-  chunk_rows_ = 65536;
+}
+
+ShardedEstimator::Chunking ShardedEstimator::chunking(Precision precision) const {
+  // A collective chunk (a multiple of the kernels' 128-row block) is what one exchange of per-row
+  // shard log-likelihoods covers: few, large collectives, because on a loaded host each one
+  // waits for every rank to be scheduled. Between scoring a chunk and folding it, a backend may
+  // keep the chunk's log-densities (chunk × K_c values) rather than recompute them; the chunk is
+  // sized so that they fit kKeptBudget, unless that would make chunks smaller than kMinKeptRows
+  // (then the fold recomputes them). The rule reads only the largest shard and the precision —
+  // never the backend — so every rank walks the same chunks.
+  constexpr std::size_t kMaxRows = 65536, kMinKeptRows = 1024, kKeptBudget = std::size_t{16} << 20;
+  const std::size_t bytes_per_row = max_shard_components_ * (precision == Precision::fp64 ? sizeof(double) : sizeof(float));
+  const std::size_t fit = kKeptBudget / bytes_per_row / 128 * 128;
+  Chunking c;
+  c.keep = fit >= kMinKeptRows;
+  c.rows = c.keep ? std::min(kMaxRows, fit) : kMaxRows;
   std::size_t largest = 0;
   for (const RowRange& g : group_rows_) largest = std::max(largest, g.end - g.begin);
   // No bigger than the largest group needs (keeps the exchange buffers small for small data).
-  chunk_rows_ = std::max<std::size_t>(128, std::min(chunk_rows_, (largest + 127) / 128 * 128));
-  for (const RowRange& g : group_rows_)
-    chunks_ = std::max(chunks_, (g.end - g.begin + chunk_rows_ - 1) / chunk_rows_);
+  c.rows = std::max<std::size_t>(128, std::min(c.rows, (largest + 127) / 128 * 128));
+  for (const RowRange& g : group_rows_) c.count = std::max(c.count, (g.end - g.begin + c.rows - 1) / c.rows);
+  return c;
 }
 
 ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& options) {
-  const std::size_t K = shard.components(), R = chunk_rows_;
+  const Chunking chunks = chunking(options.precision);
+  const std::size_t K = shard.components(), R = chunks.rows;
+  const bool keep = chunks.keep && compute_->kept_bytes_per_row(K, options.precision) > 0;
   const std::size_t D = static_cast<std::size_t>(mesh_.data_groups), d = static_cast<std::size_t>(mesh_.data_group());
   const std::size_t G = static_cast<std::size_t>(mesh_.groups);
   const bool counts_rows = mesh_.component_group() == 0;  // per-row log-likelihood once per data group
@@ -213,7 +226,7 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
   // send: this shard's per-row log-likelihoods ℓ_c, then this rank's error mark.
   bool group_failed = false;  // a rank of this component group failed: skip work, keep meeting
   std::vector<double> send(R + 1), all(G * (R + 1)), norm(R);
-  for (std::size_t j = 0; j < chunks_; ++j) {
+  for (std::size_t j = 0; j < chunks.count; ++j) {
     // Every rank walks the same number of chunks (empty ones past its group's rows), so every
     // rank makes the same sequence of collectives — also after an error: the marks carry it
     // through the group's gathers, and the world's scalar reduce below raises it everywhere.
@@ -222,7 +235,8 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
     const Dataset rows = data_.slice(begin, end);
     if (!error && !group_failed && m) try {
         // The shard model's weights are the global ones, so ℓ_c = log Σ_{k∈shard} w_k p(x|k).
-        compute_->score(shard, rows, options.precision, send.data(), nullptr);
+        if (keep) compute_->score_keeping(shard, rows, options.precision, send.data(), kept_);
+        else compute_->score(shard, rows, options.precision, send.data(), nullptr);
       } catch (...) {
         error = std::current_exception();
       }
@@ -258,7 +272,8 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
       }
       raise_for(report, data_.source(), first_row_);
       // r_k = w_k p(x|k) / p(x), folded without storing rows × K_c responsibilities.
-      compute_->accumulate_normalised(shard, rows, options.precision, norm.data(), out.stats);
+      if (keep) compute_->accumulate_normalised_kept(shard, rows, options.precision, norm.data(), kept_, out.stats);
+      else compute_->accumulate_normalised(shard, rows, options.precision, norm.data(), out.stats);
     } catch (...) {
       error = std::current_exception();
     }

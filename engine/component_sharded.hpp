@@ -75,7 +75,6 @@ class ShardedEstimator {
   MStepResult m_step(const Model& shard, const ShardEStep& step, const EstimatorOptions& options) const;
 
   const ShardMesh& mesh() const noexcept { return mesh_; }
-  std::size_t chunk_rows() const noexcept { return chunk_rows_; }
   std::size_t local_rows() const noexcept { return data_.rows(); }
   std::size_t max_components() const noexcept { return max_shard_components_; }
   /// Bytes handed to the group sub-communicators (the world communicator counts its own).
@@ -84,6 +83,14 @@ class ShardedEstimator {
   }
 
  private:
+  /// Rows per collective chunk and chunks per E-step (the largest group's), the same on every
+  /// rank; whether the chunk's log-densities fit the budget for keeping them.
+  struct Chunking {
+    std::size_t rows = 0, count = 0;
+    bool keep = false;
+  };
+  Chunking chunking(Precision precision) const;
+
   Dataset data_;
   std::size_t first_row_;
   std::vector<RowRange> group_rows_;
@@ -92,9 +99,8 @@ class ShardedEstimator {
   std::unique_ptr<comms::Communicator> component_comm_;  // the G ranks sharing this rank's rows
   std::unique_ptr<comms::Communicator> data_comm_;       // the D ranks holding this rank's shard
   std::unique_ptr<Compute> compute_;
-  std::size_t chunk_rows_ = 0;  // rows per collective chunk, the same on every rank
   std::size_t max_shard_components_ = 1;
-  std::size_t chunks_ = 0;      // chunks per E-step, the same on every rank (the largest group's)
+  std::vector<unsigned char> kept_;  // a chunk's log-densities between scoring and folding (reused)
 };
 
 /// EM over shards, mirroring run_em (engine/em.hpp): info.model in the callback is this rank's

@@ -44,6 +44,21 @@ class Compute {
   /// caller owns the log-likelihood and row count). Backends without it throw NotCompiled.
   virtual void accumulate_normalised(const Model& model, const Dataset& rows, Precision precision,
                                      const double* log_norm, std::vector<double>& stats);
+
+  /// Bytes per row that score_keeping keeps for a `components`-component model at `precision`;
+  /// 0 when this backend does not keep log-densities (then the two calls below fall back to
+  /// score and accumulate_normalised, recomputing the log-densities).
+  virtual std::size_t kept_bytes_per_row(std::size_t components, Precision precision) const;
+  /// score(model, rows, precision, loglik, nullptr) that also keeps every row's log-densities in
+  /// `kept` (rows × kept_bytes_per_row bytes), for an accumulate_normalised_kept over the same
+  /// rows and model — component sharding scores a chunk, exchanges, then folds it.
+  virtual kernels::PassReport score_keeping(const Model& model, const Dataset& rows, Precision precision,
+                                            double* loglik, std::vector<unsigned char>& kept);
+  /// accumulate_normalised from the log-densities `kept` by score_keeping (bit-identical to
+  /// recomputing them).
+  virtual void accumulate_normalised_kept(const Model& model, const Dataset& rows, Precision precision,
+                                          const double* log_norm, const std::vector<unsigned char>& kept,
+                                          std::vector<double>& stats);
 };
 
 /// The CPU backend; `threads` 0 = OpenMP's default. `component_workers` > 1 threads each

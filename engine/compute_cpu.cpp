@@ -51,6 +51,24 @@ class CpuCompute final : public Compute {
     normalised<float>(model, rows, log_norm, stats);
   }
 
+  std::size_t kept_bytes_per_row(std::size_t components, Precision precision) const override {
+    return components * (precision == Precision::fp64 ? sizeof(double) : sizeof(float));
+  }
+
+  kernels::PassReport score_keeping(const Model& model, const Dataset& rows, Precision precision, double* loglik,
+                                    std::vector<unsigned char>& kept) override {
+    if (precision == Precision::fp64) return keep_as<double>(model, rows, loglik, kept);
+    if (precision == Precision::tf32) throw InvalidInput(kNoTf32);
+    return keep_as<float>(model, rows, loglik, kept);
+  }
+
+  void accumulate_normalised_kept(const Model& model, const Dataset& rows, Precision precision, const double* log_norm,
+                                  const std::vector<unsigned char>& kept, std::vector<double>& stats) override {
+    if (precision == Precision::fp64) return fold_kept<double>(model, rows, log_norm, kept, stats);
+    if (precision == Precision::tf32) throw InvalidInput(kNoTf32);
+    fold_kept<float>(model, rows, log_norm, kept, stats);
+  }
+
  private:
   template <class T>
   kernels::PassReport run(const Model& model, const Dataset& rows, std::vector<double>& stats) {
@@ -58,6 +76,32 @@ class CpuCompute final : public Compute {
     if (rows.dtype() == DType::f32)
       return kernels::cpu::accumulate(packed.view, rows.as<float>(), rows.rows(), rows.cols(), stats.data(), options_);
     return kernels::cpu::accumulate(packed.view, rows.as<double>(), rows.rows(), rows.cols(), stats.data(), options_);
+  }
+
+  template <class T>
+  kernels::PassReport keep_as(const Model& model, const Dataset& rows, double* loglik, std::vector<unsigned char>& kept) {
+    const auto packed = pack_model<T>(model, rows.cols());
+    // Whole blocks (the kernels' layout): a little more than rows × kept_bytes_per_row.
+    kept.resize(kernels::cpu::log_density_cache_size(rows.rows(), packed.view.components) * sizeof(T));
+    T* cache = reinterpret_cast<T*>(kept.data());
+    if (rows.dtype() == DType::f32)
+      return kernels::cpu::score_keeping(packed.view, rows.as<float>(), rows.rows(), rows.cols(), loglik, cache, options_);
+    return kernels::cpu::score_keeping(packed.view, rows.as<double>(), rows.rows(), rows.cols(), loglik, cache, options_);
+  }
+
+  template <class T>
+  void fold_kept(const Model& model, const Dataset& rows, const double* log_norm, const std::vector<unsigned char>& kept,
+                 std::vector<double>& stats) {
+    const auto packed = pack_model<T>(model, rows.cols());
+    if (kept.size() != kernels::cpu::log_density_cache_size(rows.rows(), packed.view.components) * sizeof(T))
+      throw InvalidInput("accumulate_normalised_kept: the kept log-densities are not those of these rows and model");
+    const T* cache = reinterpret_cast<const T*>(kept.data());
+    if (rows.dtype() == DType::f32)
+      kernels::cpu::accumulate_normalised_kept(packed.view, rows.as<float>(), rows.rows(), rows.cols(), cache, log_norm,
+                                               stats.data(), options_);
+    else
+      kernels::cpu::accumulate_normalised_kept(packed.view, rows.as<double>(), rows.rows(), rows.cols(), cache, log_norm,
+                                               stats.data(), options_);
   }
 
   template <class T>
@@ -85,6 +129,21 @@ class CpuCompute final : public Compute {
 void Compute::accumulate_normalised(const Model&, const Dataset&, Precision, const double*, std::vector<double>&) {
   // Not pure: a backend (the CUDA one is a separate file) need not implement it to build.
   throw NotCompiled("component-sharded statistics on the \"" + name() + "\" compute backend");
+}
+
+// Backends that do not keep log-densities recompute them: the fallbacks are the plain passes.
+std::size_t Compute::kept_bytes_per_row(std::size_t, Precision) const { return 0; }
+
+kernels::PassReport Compute::score_keeping(const Model& model, const Dataset& rows, Precision precision, double* loglik,
+                                           std::vector<unsigned char>& kept) {
+  kept.clear();
+  return score(model, rows, precision, loglik, nullptr);
+}
+
+void Compute::accumulate_normalised_kept(const Model& model, const Dataset& rows, Precision precision,
+                                         const double* log_norm, const std::vector<unsigned char>&,
+                                         std::vector<double>& stats) {
+  accumulate_normalised(model, rows, precision, log_norm, stats);
 }
 
 std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers) {

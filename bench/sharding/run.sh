@@ -24,8 +24,11 @@ PY
 for G in 1 2; do
   mode=$([ "$G" = 1 ] && echo "replicated (2 data-parallel ranks)" || echo "sharded (1 data group x 2 component shards)")
   echo "== $mode"
-  "$MIXLE" launch --nproc 2 -- /usr/bin/time -f "rank peak RSS (VmHWM): %M KiB" \
+  # Each rank's /usr/bin/time writes its own file (RANK is set by mixle launch), so its line
+  # cannot interleave with rank 0's output.
+  "$MIXLE" launch --nproc 2 -- bash -c 'exec /usr/bin/time -f "%M" -o "rss.$RANK" "$@"' _ \
       "$MIXLE" fit --data data.npy -k 4096 --init select --init-p 1 --max-iter "$ITERS" --tol 0 \
       --threads 1 --quiet --shard-components "$G" 2>&1 |
-    grep -E 'throughput|parallel:|parameter bytes|statistic bytes|peak RSS'
+    grep -E '^(throughput|parallel:|model parameter bytes|resident)'
+  echo "rank peak RSS (VmHWM), KiB: rank 0 $(cat rss.0), rank 1 $(cat rss.1)"
 done

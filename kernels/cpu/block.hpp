@@ -29,8 +29,11 @@ struct Block {
   }
   const T* column(int c) const { return xt.data() + static_cast<std::size_t>(c) * kBlockRows; }
   const T* row(int b) const { return xr.data() + static_cast<std::size_t>(b) * cols; }
-  T* logp(int k) { return lp.data() + static_cast<std::size_t>(k) * kBlockRows; }
-  const T* resp(int k) const { return lp.data() + static_cast<std::size_t>(k) * kBlockRows; }
+  /// When set, log-densities/responsibilities live there ([K][kBlockRows], the caller's memory:
+  /// a pass that keeps log-densities between two passes) instead of in `lp`.
+  T* lp_at = nullptr;
+  T* logp(int k) { return (lp_at ? lp_at : lp.data()) + static_cast<std::size_t>(k) * kBlockRows; }
+  const T* resp(int k) const { return (lp_at ? lp_at : lp.data()) + static_cast<std::size_t>(k) * kBlockRows; }
 };
 
 }  // namespace mixle::kernels::cpu

@@ -56,4 +56,21 @@ template <class T, class X>
 void accumulate_normalised(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
                            const double* log_norm, double* stats, const Options& options);
 
+/// Values a log-density cache for `rows` rows of a K-component model holds: whole blocks.
+inline std::size_t log_density_cache_size(std::size_t rows, int K) {
+  return (rows + kBlockRows - 1) / kBlockRows * kBlockRows * static_cast<std::size_t>(K);
+}
+
+/// score() of per-row log-likelihoods that also keeps every row's K log-densities (compute
+/// precision, log_density_cache_size values, the kernels' block layout) in `log_densities`.
+template <class T, class X>
+PassReport score_keeping(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, double* loglik,
+                         T* log_densities, const Options& options);
+
+/// accumulate_normalised() from log-densities kept by score_keeping() over the same rows and
+/// model (bit-identical to recomputing them, without the cost).
+template <class T, class X>
+void accumulate_normalised_kept(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
+                                const T* log_densities, const double* log_norm, double* stats, const Options& options);
+
 }  // namespace mixle::kernels::cpu

@@ -203,6 +203,43 @@ void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& repor
   }
 }
 
+/// Each row's log-likelihood (log-sum-exp of its log-densities) without touching the
+/// log-densities: the same arithmetic as normalise(), so the same bits; impossible rows get −inf,
+/// NaN rows NaN, rows with a +inf log-density +inf, and the first two are reported.
+template <class T>
+void row_logliks(int K, std::int64_t first_row, Block<T>& block, PassReport& report) {
+  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  T mx[kBlockRows], sum[kBlockRows], nan_seen[kBlockRows];
+  for (int b = 0; b < kBlockRows; ++b) mx[b] = kNegInf, sum[b] = T(0), nan_seen[b] = T(0);
+  for (int k = 0; k < K; ++k) {
+    const T* l = block.logp(k);
+#pragma omp simd
+    for (int b = 0; b < kBlockRows; ++b) {
+      mx[b] = l[b] > mx[b] ? l[b] : mx[b];
+      nan_seen[b] = l[b] != l[b] ? T(1) : nan_seen[b];
+    }
+  }
+  for (int k = 0; k < K; ++k) {
+    const T* l = block.logp(k);
+#pragma omp simd
+    for (int b = 0; b < kBlockRows; ++b) sum[b] += exp_nonpositive(l[b] - mx[b]);
+  }
+  for (int b = 0; b < block.rows; ++b) {
+    if (std::isfinite(mx[b]) && std::isfinite(sum[b])) {
+      block.loglik[b] = static_cast<double>(mx[b]) + std::log(static_cast<double>(sum[b]));
+      continue;
+    }
+    const bool nan = nan_seen[b] != T(0) || (mx[b] != kNegInf && mx[b] != -kNegInf);
+    if (!nan && mx[b] == -kNegInf) {
+      block.loglik[b] = std::numeric_limits<double>::infinity();
+      continue;
+    }
+    block.loglik[b] = nan ? std::numeric_limits<double>::quiet_NaN() : -std::numeric_limits<double>::infinity();
+    (nan ? report.nan_rows : report.impossible_rows) += 1;
+    if (report.num_listed < PassReport::kMaxListed) report.listed[report.num_listed++] = first_row + b;
+  }
+}
+
 /// Turns log-densities into responsibilities against a normaliser computed elsewhere (one
 /// per row, float64): r = exp(l − L). L is the log-likelihood under a larger mixture than this
 /// model (component sharding), so l ≤ L up to rounding; the clamp keeps r ≤ 1. Rows whose L is
@@ -316,7 +353,7 @@ std::int64_t tiles_per_round(std::int64_t stat_size) {
 template <class T, class X>
 PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_t rows,
                     std::size_t ld, double* stats, double* loglik, double* resp,
-                    const double* given, const Options& options) {
+                    const double* given, const Options& options, T* cache = nullptr) {
   const std::int64_t tile_rows = static_cast<std::int64_t>(kBlockRows) * kBlocksPerTile;
   const std::int64_t tiles = (static_cast<std::int64_t>(rows) + tile_rows - 1) / tile_rows;
   const int K = model.components;
@@ -354,10 +391,22 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
             fold_block(model, ws, tile);
             continue;
           }
-          log_densities(model, ws);
+          // The cache holds each block's log-densities in the block's own [K][kBlockRows]
+          // layout, in place: a score pass writes them there and leaves them, a normalised
+          // pass turns them into responsibilities there instead of recomputing them.
+          ws.block.lp_at = cache ? cache + static_cast<std::size_t>(row0 / kBlockRows) * K * kBlockRows : nullptr;
+          if (!(cache && mode == Mode::normalised)) log_densities(model, ws);
+          if (mode == Mode::score && !resp) {  // log-likelihoods only: the log-densities stay
+            row_logliks(K, row0, ws.block, ws.report);
+            if (loglik)
+              for (int b = 0; b < n; ++b) loglik[row0 + b] = ws.block.loglik[b];
+            ws.block.lp_at = nullptr;
+            continue;
+          }
           if (mode == Mode::normalised) {
             tile[1] += normalise_external(K, given + row0, n, ws.block);
             fold_block(model, ws, tile);
+            ws.block.lp_at = nullptr;
             continue;
           }
           normalise(K, row0, ws.block, ws.report);
@@ -427,6 +476,22 @@ void accumulate_normalised(const ModelView<T>& model, const X* x, std::size_t ro
   stats[0] = header[0], stats[1] = header[1];  // the caller owns log-likelihood and rows
 }
 
+template <class T, class X>
+PassReport score_keeping(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, double* loglik,
+                         T* log_densities, const Options& options) {
+  return run_pass<T, X>(Mode::score, model, x, rows, ld, nullptr, loglik, nullptr, nullptr, options, log_densities);
+}
+
+template <class T, class X>
+void accumulate_normalised_kept(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
+                                const T* log_densities, const double* log_norm, double* stats, const Options& options) {
+  const double header[2] = {stats[0], stats[1]};
+  // The normalised pass only reads the cache (its blocks are copied into the workspace).
+  run_pass<T, X>(Mode::normalised, model, x, rows, ld, stats, nullptr, nullptr, log_norm, options,
+                 const_cast<T*>(log_densities));
+  stats[0] = header[0], stats[1] = header[1];
+}
+
 #define MIXLE_INSTANTIATE(T, X)                                                                   \
   template PassReport accumulate<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t,  \
                                        double*, const Options&);                                 \
@@ -435,7 +500,12 @@ void accumulate_normalised(const ModelView<T>& model, const X* x, std::size_t ro
   template void accumulate_given<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t,  \
                                        const double*, double*, const Options&);                  \
   template void accumulate_normalised<T, X>(const ModelView<T>&, const X*, std::size_t,          \
-                                            std::size_t, const double*, double*, const Options&);
+                                            std::size_t, const double*, double*, const Options&);  \
+  template PassReport score_keeping<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, \
+                                          double*, T*, const Options&);                           \
+  template void accumulate_normalised_kept<T, X>(const ModelView<T>&, const X*, std::size_t,     \
+                                                 std::size_t, const T*, const double*, double*,   \
+                                                 const Options&);
 MIXLE_INSTANTIATE(float, float)
 MIXLE_INSTANTIATE(float, double)
 MIXLE_INSTANTIATE(double, float)

@@ -6,12 +6,14 @@
 #include "engine/component_sharded.hpp"
 #include "engine/compute.hpp"
 
+#include <mixle/error.hpp>
 #include <mixle/fit.hpp>
 #include <mixle/model.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <ostream>
 
@@ -98,6 +100,30 @@ INSTANTIATE_TEST_SUITE_P(Families, NormalisedFold,
                          [](const auto& info) {
                            return std::string(info.param.kind) + (info.param.precision == Precision::fp64 ? "_fp64" : "_fp32");
                          });
+
+TEST_P(NormalisedFold, KeptLogDensitiesFoldBitIdenticallyToRecomputedOnes) {
+  const Case c = GetParam();
+  const Model whole = mixture(c.kind);
+  const Dataset rows = sample(whole, 1000, 5);
+  auto compute = engine::make_cpu_compute(2);
+  std::vector<double> loglik(rows.rows());
+  compute->score(whole, rows, Precision::fp64, loglik.data(), nullptr);
+  const Model slice = engine::slice_components(whole, 1, whole.components());
+  ASSERT_GT(compute->kept_bytes_per_row(slice.components(), c.precision), 0u);
+  std::vector<double> shard_ll(rows.rows()), shard_ll_kept(rows.rows());
+  std::vector<unsigned char> kept;
+  compute->score(slice, rows, c.precision, shard_ll.data(), nullptr);
+  compute->score_keeping(slice, rows, c.precision, shard_ll_kept.data(), kept);
+  EXPECT_EQ(std::memcmp(shard_ll.data(), shard_ll_kept.data(), rows.rows() * sizeof(double)), 0);
+  const std::size_t size = static_cast<std::size_t>(engine::stat_layout(slice).size);
+  std::vector<double> recomputed(size, 0.0), from_kept(size, 0.0);
+  compute->accumulate_normalised(slice, rows, c.precision, loglik.data(), recomputed);
+  compute->accumulate_normalised_kept(slice, rows, c.precision, loglik.data(), kept, from_kept);
+  EXPECT_EQ(std::memcmp(recomputed.data(), from_kept.data(), size * sizeof(double)), 0);
+  // Log-densities kept for other rows are refused, not folded.
+  EXPECT_THROW(compute->accumulate_normalised_kept(slice, rows.slice(0, 500), c.precision, loglik.data(), kept, from_kept),
+               InvalidInput);
+}
 
 TEST(NormalisedFold, RowsWithoutAFiniteNormaliserFoldNothing) {
   const Model whole = mixture("diag");
