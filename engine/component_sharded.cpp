@@ -188,22 +188,29 @@ ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::ve
   // holders of this rank's shard sum its statistics.
   component_comm_ = comm_.split(mesh_.data_group(), mesh_.component_group());
   data_comm_ = comm_.split(mesh_.component_group(), mesh_.data_group());
+  // Chunking depends on whether every rank's backend keeps log-densities (one flag, once).
+  std::vector<double> cannot{compute_->kept_bytes_per_row(1, Precision::fp32) > 0 ? 0.0 : 1.0};
+  comm_.all_reduce_max(std::span<double>(cannot));
+  every_rank_keeps_ = cannot[0] == 0.0;
 }
 
 ShardedEstimator::Chunking ShardedEstimator::chunking(Precision precision) const {
   // A collective chunk (a multiple of the kernels' 128-row block) is what one exchange of per-row
-  // shard log-likelihoods covers: few, large collectives, because on a loaded host each one
-  // waits for every rank to be scheduled. Between scoring a chunk and folding it, a backend may
-  // keep the chunk's log-densities (chunk × K_c values) rather than recompute them; the chunk is
-  // sized so that they fit kKeptBudget, unless that would make chunks smaller than kMinKeptRows
-  // (then the fold recomputes them). The rule reads only the largest shard and the precision —
-  // never the backend — so every rank walks the same chunks.
-  constexpr std::size_t kMaxRows = 65536, kMinKeptRows = 1024, kKeptBudget = std::size_t{16} << 20;
-  const std::size_t bytes_per_row = max_shard_components_ * (precision == Precision::fp64 ? sizeof(double) : sizeof(float));
-  const std::size_t fit = kKeptBudget / bytes_per_row / 128 * 128;
+  // shard log-likelihoods covers. Where every rank's backend keeps a chunk's log-densities
+  // between scoring and folding, chunks are sized so that they take kKeptBudget (chunk × K_c
+  // values): the kept values stay in cache, and every chunk holds the same number of
+  // row-components (≈ 4Mi in fp32), so the per-collective latency weighs the same whatever K_c.
+  // Otherwise (CUDA recomputes) chunks are large: few collectives, each waiting for every rank.
+  // The rule reads only the largest shard, the precision and the world-wide keep decision, so
+  // every rank walks the same chunks.
+  constexpr std::size_t kMaxRows = 65536, kKeptBudget = std::size_t{16} << 20;
   Chunking c;
-  c.keep = fit >= kMinKeptRows;
-  c.rows = c.keep ? std::min(kMaxRows, fit) : kMaxRows;
+  c.keep = every_rank_keeps_;
+  c.rows = kMaxRows;
+  if (c.keep) {
+    const std::size_t bytes_per_row = max_shard_components_ * (precision == Precision::fp64 ? sizeof(double) : sizeof(float));
+    c.rows = std::clamp<std::size_t>(kKeptBudget / bytes_per_row / 128 * 128, 128, kMaxRows);
+  }
   std::size_t largest = 0;
   for (const RowRange& g : group_rows_) largest = std::max(largest, g.end - g.begin);
   // No bigger than the largest group needs (keeps the exchange buffers small for small data).
@@ -215,7 +222,7 @@ ShardedEstimator::Chunking ShardedEstimator::chunking(Precision precision) const
 ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& options) {
   const Chunking chunks = chunking(options.precision);
   const std::size_t K = shard.components(), R = chunks.rows;
-  const bool keep = chunks.keep && compute_->kept_bytes_per_row(K, options.precision) > 0;
+  const bool keep = chunks.keep;
   const std::size_t D = static_cast<std::size_t>(mesh_.data_groups), d = static_cast<std::size_t>(mesh_.data_group());
   const std::size_t G = static_cast<std::size_t>(mesh_.groups);
   const bool counts_rows = mesh_.component_group() == 0;  // per-row log-likelihood once per data group

@@ -100,6 +100,7 @@ class ShardedEstimator {
   std::unique_ptr<comms::Communicator> data_comm_;       // the D ranks holding this rank's shard
   std::unique_ptr<Compute> compute_;
   std::size_t max_shard_components_ = 1;
+  bool every_rank_keeps_ = false;    // every rank's backend keeps log-densities (chunking)
   std::vector<unsigned char> kept_;  // a chunk's log-densities between scoring and folding (reused)
 };
 
