@@ -341,4 +341,3 @@ EmResult run_sharded_em(ShardedEstimator& estimator, Model shard, std::size_t co
 }
 
 }  // namespace mixle::engine
-
