@@ -178,6 +178,31 @@ Model gather_global_model(const Model& shard, const std::vector<RowRange>& range
   return global;
 }
 
+std::vector<std::string> gather_warnings(const std::vector<std::string>& warnings, comms::Communicator& comm) {
+  std::string mine;
+  for (const auto& w : warnings) mine += w + '\n';
+  const std::vector<double> size{static_cast<double>(mine.size())};
+  std::vector<double> sizes(static_cast<std::size_t>(comm.size()));
+  comm.all_gather(std::span<const double>(size), std::span<double>(sizes));
+  const std::size_t widest = static_cast<std::size_t>(*std::max_element(sizes.begin(), sizes.end()));
+  std::vector<std::string> out;
+  if (widest == 0) return out;
+  mine.resize(widest, '\0');
+  std::string all(widest * sizes.size(), '\0');
+  comm.all_gather_bytes(mine.data(), widest, all.data());
+  for (std::size_t r = 0; r < sizes.size(); ++r) {
+    std::size_t at = r * widest;
+    const std::size_t end = at + static_cast<std::size_t>(sizes[r]);
+    while (at < end) {
+      const std::size_t eol = all.find('\n', at);
+      std::string w = all.substr(at, eol - at);
+      if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(std::move(w));
+      at = eol + 1;
+    }
+  }
+  return out;
+}
+
 ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::vector<RowRange> group_rows, ShardMesh mesh,
                                    std::size_t max_shard_components, comms::Communicator& comm,
                                    std::unique_ptr<Compute> compute)

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace mixle::engine {
@@ -47,6 +48,10 @@ std::uint64_t model_parameter_bytes(const Model& model);
 /// component shard, from the shard's owner in data group 0). Other ranks get an empty Model.
 Model gather_global_model(const Model& shard, const std::vector<RowRange>& ranges, const ShardMesh& mesh,
                           comms::Communicator& comm, int root = 0);
+
+/// Every rank's `warnings` (each names global components of its own shard), merged in rank
+/// order without repeats, on every rank (collective: two all-gathers).
+std::vector<std::string> gather_warnings(const std::vector<std::string>& warnings, comms::Communicator& comm);
 
 /// Result of one sharded E-step (identical on every rank of a component group where noted).
 struct ShardEStep {

@@ -83,6 +83,7 @@ FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) 
                                                       own.begin, mine);
           const engine::ShardEStep last = estimator.e_step(r.model, em.estimator);  // the final model's log-likelihood
           r.model = engine::gather_global_model(r.model, ranges, mesh, comm);
+          r.warnings = engine::gather_warnings(r.warnings, comm);  // every shard's empty components
           if (g == 0) final_rows = last.rows, final_loglik = last.loglik;
           results[static_cast<std::size_t>(g)] = std::move(r);
         } catch (...) {
@@ -102,10 +103,6 @@ FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) 
     for (const auto& e : errors)
       if (e) std::rethrow_exception(e);
     engine::EmResult out = std::move(results[0]);
-    // Empty-component warnings name global components; every shard reports its own.
-    for (int g = 1; g < G; ++g)
-      for (auto& w : results[static_cast<std::size_t>(g)].warnings)
-        if (std::find(out.warnings.begin(), out.warnings.end(), w) == out.warnings.end()) out.warnings.push_back(std::move(w));
     return out;
   };
   return fit_handle(*handle, options, hooks);

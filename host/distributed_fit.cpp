@@ -231,6 +231,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
       if (options.progress) options.progress(host::fit_progress(restart, options.max_iter, it));
     };
     engine::EmResult r = engine::run_sharded_em(sharded, std::move(shard), own.begin, em);
+    r.warnings = engine::gather_warnings(r.warnings, *comm);  // every shard's empty components
     const engine::ShardEStep final_step = sharded.e_step(r.model, est);  // the final model's log-likelihood
     const double final_ll = final_step.loglik / final_step.rows;
     if (restart == 0 || final_ll > best_ll) {

@@ -112,6 +112,35 @@ TEST(ComponentShardedThreads, AnImpossibleRowIsReportedByTheShardsNotAsAHang) {
   }
 }
 
+TEST(ComponentShardedThreads, EmptyComponentsOfEveryShardAreReportedAsUnsharded) {
+  // Components 1 and 3 start far from every row: they end empty, in shards 0 and 1.
+  const Dataset data = sample(truth("diag"), 2000, 6);
+  FitOptions o;
+  o.init = InitMethod::model;
+  o.init_model = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.25,0.25,0.25,0.25],"parts":[
+      {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[900,900,900],[0,4,0],[-900,0,900]],
+       "var":[[1,1,1],[1,1,1],[1,1,1],[1,1,1]]}]})");
+  o.max_iter = 4;
+  o.tol = 0;
+  o.precision = "fp64";
+  o.threads = 1;
+  const FitResult plain = fit(data, o);
+  FitOptions s = o;
+  s.backend = "component_sharded";
+  s.num_workers = 2;
+  const FitResult sharded = fit(data, s);
+  auto mentions = [](const std::vector<std::string>& warnings, const std::string& what) {
+    for (const auto& w : warnings)
+      if (w.find(what) != std::string::npos) return true;
+    return false;
+  };
+  ASSERT_TRUE(mentions(plain.warnings, "component 3 captured no rows")) << "the test needs shard 1 to hold an empty component";
+  for (const auto& w : plain.warnings)
+    EXPECT_TRUE(std::find(sharded.warnings.begin(), sharded.warnings.end(), w) != sharded.warnings.end())
+        << "missing from the sharded fit: " << w;
+  EXPECT_EQ(sharded.warnings.size(), plain.warnings.size());
+}
+
 TEST(ComponentShardedThreads, MoreShardsThanComponentsIsAUsageError) {
   const Dataset data = sample(truth("diag"), 500, 2);
   FitOptions o;
