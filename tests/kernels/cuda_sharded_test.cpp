@@ -10,6 +10,8 @@
 #include "backend_compare.hpp"
 #include "engine/component_sharded.hpp"
 
+#include <mixle/fit.hpp>
+
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
@@ -440,6 +442,33 @@ TEST(CudaSharded, EmptyRowsAndMissingInputs) {
   EXPECT_THROW(cuda->accumulate_normalised(s.shard, data, s.precision, nullptr, stats), InvalidInput);
   std::vector<double> wrong(size + 1, 0.0);
   EXPECT_THROW(cuda->accumulate_normalised(s.shard, data, s.precision, s.log_norm.data(), wrong), InvalidInput);
+}
+
+TEST(CudaSharded, InProcessShardedFitOnTheGpuMatchesTheCpuFitFp64) {
+  // The whole sharded EM on the device (backend component_sharded, 2 shards, each a CUDA
+  // compute on the available GPUs) against the unsharded CPU fit: fp64 on both sides.
+  MIXLE_CUDA_OR_SKIP(cuda);
+  const Model truth = full_model(Record::gaussian_diag, 6, 17);
+  const Dataset data = sample(truth, 4000, 3);
+  FitOptions o;
+  o.init = InitMethod::model;
+  o.init_model = truth;
+  o.max_iter = 5;
+  o.tol = 0;
+  o.precision = "fp64";
+  o.threads = 1;
+  const FitResult cpu = fit(data, o);
+  FitOptions g = o;
+  g.device = "cuda";
+  g.backend = "component_sharded";
+  g.num_workers = 2;
+  const FitResult gpu = fit(data, g);
+  ASSERT_EQ(gpu.model.components(), cpu.model.components());
+  EXPECT_NEAR(gpu.final_mean_loglik, cpu.final_mean_loglik, 1e-9 * std::abs(cpu.final_mean_loglik));
+  for (std::size_t i = 0; i < cpu.model.parts[0].mean.size(); ++i)
+    EXPECT_NEAR(gpu.model.parts[0].mean[i], cpu.model.parts[0].mean[i], 1e-8 * (1.0 + std::abs(cpu.model.parts[0].mean[i])));
+  for (std::size_t k = 0; k < cpu.model.weights.size(); ++k)
+    EXPECT_NEAR(gpu.model.weights[k], cpu.model.weights[k], 1e-9);
 }
 
 }  // namespace
