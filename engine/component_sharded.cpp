@@ -1,13 +1,12 @@
 // Component-sharded EM (engine/component_sharded.hpp, docs/sharding.md).
 #include "engine/component_sharded.hpp"
+#include "engine/error_marks.hpp"
 #include "engine/report.hpp"
 
 #include <mixle/error.hpp>
 #include <mixle/plan/placement.hpp>
 
 #include <algorithm>
-#include <array>
-#include <cstdio>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -21,44 +20,6 @@ constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 /// The arrays of a part that hold parameters, in a fixed order (flattening, byte counts).
 std::vector<std::vector<double>*> part_arrays(Part& p) { return {&p.mean, &p.var, &p.cov, &p.prob, &p.rate}; }
 std::vector<const std::vector<double>*> part_arrays(const Part& p) { return {&p.mean, &p.var, &p.cov, &p.prob, &p.rate}; }
-
-/// This rank's error mark for a sum all-reduce: 2^rank (exact in float64 up to 52 ranks).
-double error_mark(const std::exception_ptr& error, int rank) {
-  return error ? (rank < 52 ? std::ldexp(1.0, rank) : 1.0) : 0.0;
-}
-
-/// After a reduce that carried error marks (collective: every rank calls it with the same
-/// `failed`): the failing rank rethrows its own error; every other rank throws naming it and
-/// quoting its message, which the lowest failing rank broadcasts — so whichever rank's output
-/// a user reads (a launcher stops the others once one exits), it says what went wrong.
-void raise_marks(double failed, const std::exception_ptr& error, comms::Communicator& comm, const char* what) {
-  if (failed == 0.0) return;
-  std::string ranks;
-  int first = -1;  // unknown beyond 52 ranks (the marks are then all 1)
-  if (comm.size() <= 52) {
-    for (int r = 0; r < comm.size(); ++r)
-      if (std::fmod(std::floor(failed / std::ldexp(1.0, r)), 2.0) == 1.0) {
-        ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-        if (first < 0) first = r;
-      }
-  } else {
-    ranks = "some rank";
-  }
-  std::array<char, 1024> message{};
-  if (first >= 0) {
-    if (comm.rank() == first && error) try {
-        std::rethrow_exception(error);
-      } catch (const std::exception& e) {
-        std::snprintf(message.data(), message.size(), "%s", e.what());
-      } catch (...) {
-      }
-    comm.broadcast(std::span<char>(message), first);
-  }
-  if (error) std::rethrow_exception(error);
-  throw InvalidInput(std::string(what) + " failed on rank " + ranks +
-                     (message[0] ? " (rank " + std::to_string(first) + ": " + message.data() + ")" : " (its own message says why)") +
-                     "; rank " + std::to_string(comm.rank()) + " stops too");
-}
 
 }  // namespace
 

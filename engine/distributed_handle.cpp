@@ -1,4 +1,5 @@
 #include "engine/distributed_handle.hpp"
+#include "engine/error_marks.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 
 #include <mixle/error.hpp>
@@ -39,28 +40,15 @@ void DistributedEncodedData::reduce_with_errors(std::vector<double>& values, Fn&
   } catch (...) {
     error = std::current_exception();
   }
-  // One extra slot: Σ 2^rank over failing ranks (exact in float64 up to 52 ranks) — the reduce
-  // stays a single collective and names who failed.
-  const int rank = comm_.rank();
-  const double mark = error ? (rank < 52 ? std::ldexp(1.0, rank) : 1.0) : 0.0;
-  values.push_back(mark);
+  // One extra slot: Σ 2^rank over failing ranks — the reduce stays a single collective and
+  // names who failed (engine/error_marks.hpp).
+  values.push_back(error_mark(error, comm_.rank()));
   const auto t0 = std::chrono::steady_clock::now();
   comm_.all_reduce_sum(std::span<double>(values));
   collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double failed = values.back();
   values.pop_back();
-  if (error) std::rethrow_exception(error);
-  if (failed != 0.0) {
-    std::string ranks;
-    if (comm_.size() <= 52) {
-      for (int r = 0; r < comm_.size(); ++r)
-        if (std::fmod(std::floor(failed / std::ldexp(1.0, r)), 2.0) == 1.0) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-    } else {
-      ranks = "some rank";
-    }
-    throw InvalidInput(std::string(what) + " failed on rank " + ranks + " (its own message says why); rank " +
-                       std::to_string(rank) + " stops too");
-  }
+  raise_marks(failed, error, comm_, what);
 }
 
 void DistributedEncodedData::check(const Model& model) {
