@@ -54,7 +54,8 @@ FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) 
   const int threads_each = std::max(1, (options.threads > 0 ? options.threads : cores) / G);
 
   // Initialisation runs through the ordinary local handle, so the sharded fit starts from the
-  // unsharded fit's initial model; the handle's encoded rows are freed with it.
+  // unsharded fit's initial model. The handle lives until the fit returns (fit_handle drives the
+  // restarts through it); the shards read `data` itself.
   engine::EncodedDataOptions enc;
   enc.device = options.device;
   enc.threads = options.threads;
@@ -102,8 +103,7 @@ FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) 
         }
     for (const auto& e : errors)
       if (e) std::rethrow_exception(e);
-    engine::EmResult out = std::move(results[0]);
-    return out;
+    return std::move(results[0]);
   };
   return fit_handle(*handle, options, hooks);
 }
