@@ -2,6 +2,8 @@
 // issue 6 item 3): the fit equals the unsharded fit (fp64, rtol 1e-9) for gaussian_diag, a mixed
 // record and gaussian_full at several shard counts; a failure inside the shards reaches the
 // caller as the root cause; K < shards is a usage error.
+#include "engine_test_util.hpp"
+
 #include <mixle/error.hpp>
 #include <mixle/fit.hpp>
 
@@ -14,22 +16,7 @@
 namespace mixle {
 namespace {
 
-Model truth(const std::string& kind) {
-  const std::string text =
-      kind == "diag"
-          ? R"({"format":"mixle-model","version":1,"weights":[0.25,0.25,0.25,0.25],"parts":[
-               {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[4,0,0],[0,4,0],[0,0,4]],
-                "var":[[1,1,1],[1,2,1],[0.5,1,1],[1,1,0.3]]}]})"
-      : kind == "full"
-          ? R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
-               {"family":"gaussian_full","columns":[0,2],"mean":[[0,0],[5,5]],
-                "cov":[[[2,1],[1,2]],[[1,-0.3],[-0.3,0.5]]]}]})"
-          : R"({"format":"mixle-model","version":1,"weights":[0.6,0.4],"parts":[
-               {"family":"gaussian_diag","columns":[0,2],"mean":[[0,0],[3,3]],"var":[[1,1],[1,1]]},
-               {"family":"categorical","columns":[2,3],"categories":3,"prob":[[0.8,0.1,0.1],[0.1,0.1,0.8]]},
-               {"family":"poisson","columns":[3,4],"rate":[[2],[9]]}]})";
-  return model_from_json(text);
-}
+using test::truth_model;
 
 /// Largest relative difference over every parameter of two models of the same shape.
 double max_relative_difference(const Model& a, const Model& b) {
@@ -61,7 +48,7 @@ class ComponentShardedThreads : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ComponentShardedThreads, EqualsTheUnshardedFitFp64) {
   const Case c = GetParam();
-  const Dataset data = sample(truth(c.kind), 3000, 11);
+  const Dataset data = sample(truth_model(c.kind), 3000, 11);
   FitOptions o;
   o.components = c.K;
   o.layout = c.layout;
@@ -114,7 +101,7 @@ TEST(ComponentShardedThreads, AnImpossibleRowIsReportedByTheShardsNotAsAHang) {
 
 TEST(ComponentShardedThreads, EmptyComponentsOfEveryShardAreReportedAsUnsharded) {
   // Components 1 and 3 start far from every row: they end empty, in shards 0 and 1.
-  const Dataset data = sample(truth("diag"), 2000, 6);
+  const Dataset data = sample(truth_model("diag"), 2000, 6);
   FitOptions o;
   o.init = InitMethod::model;
   o.init_model = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.25,0.25,0.25,0.25],"parts":[
@@ -142,7 +129,7 @@ TEST(ComponentShardedThreads, EmptyComponentsOfEveryShardAreReportedAsUnsharded)
 }
 
 TEST(ComponentShardedThreads, MoreShardsThanComponentsIsAUsageError) {
-  const Dataset data = sample(truth("diag"), 500, 2);
+  const Dataset data = sample(truth_model("diag"), 500, 2);
   FitOptions o;
   o.components = 2;
   o.layout = "gaussian_diag";
