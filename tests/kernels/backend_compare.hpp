@@ -99,6 +99,13 @@ struct Tolerance {
   double sum;
 };
 
+/// Checks the per-component statistics of `got` against `want` (masses, then every part's
+/// blocks; the header entries are the caller's): each entry within 2 · Σ_n weight[n·K+k] ·
+/// |term_j(x_n)| of the oracle, terms about `shifts` (kernels/model_view.hpp layout).
+void check_component_statistics(const Model& model, const std::vector<double>& values, std::size_t rows,
+                                const std::vector<double>& weight, const engine::ShiftTable& shifts,
+                                const std::vector<double>& want, const std::vector<double>& got);
+
 /// Runs score and accumulate on the CPU oracle and on `cuda` for `precision` (fp32 or fp64),
 /// the data stored as `dtype`, and checks:
 ///   · score outputs are poisoned (NaN) before each run, so unwritten elements fail;

@@ -84,78 +84,6 @@ std::vector<double> baseline(std::int64_t size) {
   return s;
 }
 
-/// |term_j(x)| of one component's statistics block (kernels/model_view.hpp layout).
-void abs_terms(const Part& part, const double* x, const double* shift, std::vector<double>& out) {
-  const std::size_t D = part.dims();
-  switch (part.family) {
-    case Family::gaussian_diag:
-      out.resize(2 * D);
-      for (std::size_t d = 0; d < D; ++d) {
-        const double t = std::abs(x[d] - shift[d]);
-        out[d] = t, out[D + d] = t * t;
-      }
-      break;
-    case Family::gaussian_full:
-      out.resize(D + D * D);
-      for (std::size_t i = 0; i < D; ++i) out[i] = std::abs(x[i] - shift[i]);
-      for (std::size_t i = 0; i < D; ++i)
-        for (std::size_t j = 0; j < D; ++j) out[D + i * D + j] = out[i] * out[j];
-      break;
-    case Family::categorical:
-      out.assign(D * part.categories, 0.0);
-      for (std::size_t d = 0; d < D; ++d) out[d * part.categories + static_cast<std::size_t>(x[d])] = 1.0;
-      break;
-    default:
-      out.resize(D);
-      for (std::size_t d = 0; d < D; ++d) out[d] = std::abs(x[d]);
-  }
-}
-
-/// Every statistic entry j ≥ 2 of `got` within 2·Σ_n w_nk·|term_j(x_n)| of `want` (masses:
-/// 2·Σ_n w_nk): the propagation of per-(row, component) responsibility error bounds w plus
-/// summation rounding — a dropped or extra row, a wrong shift or index shows at full size.
-/// Rows with w = 0 for every component must contribute nothing on either side.
-void check_statistics(const Model& model, const std::vector<double>& values, std::size_t rows,
-                      const std::vector<double>& weight, const engine::ShiftTable& shifts,
-                      const std::vector<double>& want, const std::vector<double>& got) {
-  const std::size_t K = model.components();
-  const std::size_t C = model.columns();
-  const engine::StatLayout layout = engine::stat_layout(model);
-  ASSERT_EQ(want.size(), got.size());
-  for (std::size_t k = 0; k < K; ++k) {
-    double bound = 1e-300;
-    for (std::size_t n = 0; n < rows; ++n) bound += weight[n * K + k];
-    EXPECT_NEAR(got[kernels::kStatHeader + k], want[kernels::kStatHeader + k], 2 * bound) << "mass of component " << k;
-  }
-  std::vector<double> terms, bound;
-  for (std::size_t p = 0; p < model.parts.size(); ++p) {
-    const Part& part = model.parts[p];
-    const std::size_t stride = static_cast<std::size_t>(layout.part_stride[p]);
-    const std::vector<double> zero(part.dims(), 0.0);
-    for (std::size_t k = 0; k < K; ++k) {
-      const double* shift = shifts.part_offset[p] >= 0
-                                ? shifts.values.data() + shifts.part_offset[p] + k * part.dims()
-                                : zero.data();
-      bound.assign(stride, 0.0);
-      for (std::size_t n = 0; n < rows; ++n) {
-        const double w = weight[n * K + k];
-        if (w == 0.0) continue;
-        abs_terms(part, values.data() + n * C + part.col_begin, shift, terms);
-        for (std::size_t j = 0; j < stride; ++j) bound[j] += w * terms[j];
-      }
-      const std::size_t off = static_cast<std::size_t>(layout.part_offset[p]) + k * stride;
-      int reported = 0;
-      for (std::size_t j = 0; j < stride; ++j) {
-        const double diff = std::abs(got[off + j] - want[off + j]);
-        if (!(diff <= 2 * bound[j] + 1e-300) && reported++ < 5)
-          ADD_FAILURE() << family_name(part.family) << " part " << p << " component " << k << " entry " << j
-                        << ": candidate " << got[off + j] << " oracle " << want[off + j] << " |Δ| " << diff
-                        << " > bound " << 2 * bound[j];
-      }
-    }
-  }
-}
-
 /// One sharding scenario: a full model of 7 components, its shard [2, 5) with the global
 /// weights, rows sampled from the full model, the CPU's per-row log-likelihood under the full
 /// model in `precision` as the normaliser, and bad rows: row 3 gets L = −inf, rows 130 and 400
@@ -245,7 +173,7 @@ void compare_normalised(engine::Compute& oracle, engine::Compute& candidate, con
       weight[n * K + k] = r * (4 * tol.log_density * (1.0 + std::abs(s.log_norm[n]) + log_r) + tol.sum) + 1e-17;
     }
   }
-  check_statistics(s.shard, s.values, s.rows, weight, engine::shift_table(s.shard, s.precision), want, got);
+  check_component_statistics(s.shard, s.values, s.rows, weight, engine::shift_table(s.shard, s.precision), want, got);
 
   std::vector<double> again = baseline(size);
   candidate.accumulate_normalised(s.shard, data, s.precision, s.log_norm.data(), again);
