@@ -139,7 +139,7 @@ class CudaCompute final : public Compute {
   void accumulate_given(const Model& model, const Dataset& rows, const double* resp,
                         std::vector<double>& stats) override {
     check_door(model, rows, &stats);
-    run<double>(kc::PassMode::given, model, rows, {.given = resp, .zero_shift = true}, &stats, nullptr, nullptr, false);
+    run<double>(kc::PassMode::given, model, rows, {.given = resp}, &stats, nullptr, nullptr, false);
   }
 
   void accumulate_normalised(const Model& model, const Dataset& rows, Precision precision, const double* log_norm,
@@ -196,11 +196,10 @@ class CudaCompute final : public Compute {
   }
 
   /// Host per-row inputs of a pass: given responsibilities (rows × K, given mode) or external
-  /// normalisers (rows, normalised mode), and whether moments are about zero (accumulate_given).
+  /// normalisers (rows, normalised mode). Given mode folds about zero (accumulate_given).
   struct PerRow {
     const double* given = nullptr;
     const double* log_norm = nullptr;
-    bool zero_shift = false;
   };
 
   template <class T>
@@ -213,7 +212,7 @@ class CudaCompute final : public Compute {
     const double* log_norm = mode == kc::PassMode::normalised ? in.log_norm : nullptr;
     kc::DeviceGuard guard(device_);
     TypedState<T>& st = state<T>();
-    const auto packed = pack_model<T>(model, rows.cols(), in.zero_shift);
+    const auto packed = pack_model<T>(model, rows.cols(), /*zero_shift=*/mode == kc::PassMode::given);
     const kernels::ModelView<T>& host_view = packed.view;
     const int K = host_view.components;
     const int cols = static_cast<int>(rows.cols());
