@@ -81,10 +81,9 @@ class ShardedEstimator {
 
   const ShardMesh& mesh() const noexcept { return mesh_; }
   std::size_t local_rows() const noexcept { return data_.rows(); }
-  std::size_t max_components() const noexcept { return max_shard_components_; }
-  /// Bytes handed to the group sub-communicators (the world communicator counts its own).
-  std::uint64_t group_collective_bytes() const noexcept {
-    return component_comm_->collective_bytes() + data_comm_->collective_bytes();
+  /// Bytes handed to collectives so far: the world communicator's and the mesh groups'.
+  std::uint64_t collective_bytes() const noexcept {
+    return comm_.collective_bytes() + component_comm_->collective_bytes() + data_comm_->collective_bytes();
   }
 
  private:

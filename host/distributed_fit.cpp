@@ -169,7 +169,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
                                    engine::make_compute(device, options.threads));
 
   std::vector<std::string> receipts;
-  std::uint64_t bytes_before = comm->collective_bytes() + sharded.group_collective_bytes();
+  std::uint64_t bytes_before = sharded.collective_bytes();
   FitResult best;
   Model best_shard;
   double best_ll = -std::numeric_limits<double>::infinity();
@@ -191,7 +191,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
     if (checkpoint) em.start_iteration = checkpoint->iteration, em.prior_mean_loglik = checkpoint->mean_loglik;
     em.on_iteration = [&](const engine::IterationInfo& it) {
       history.push_back(it.mean_loglik);
-      const std::uint64_t bytes = comm->collective_bytes() + sharded.group_collective_bytes();
+      const std::uint64_t bytes = sharded.collective_bytes();
       // Every rank takes part in assembling the global model (a collective); rank 0 writes it.
       if (!dist.checkpoint_dir.empty() && dist.checkpoint_every > 0 && it.iteration % dist.checkpoint_every == 0) {
         Model global = engine::gather_global_model(*it.model, components, mesh, *comm);
@@ -227,7 +227,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
         for (const auto& line : receipts) all += line + "\n";
         write_file_atomic(dist.receipts_file, all);
       }
-      bytes_before = comm->collective_bytes() + sharded.group_collective_bytes();
+      bytes_before = sharded.collective_bytes();
       if (options.progress) options.progress(host::fit_progress(restart, options.max_iter, it));
     };
     engine::EmResult r = engine::run_sharded_em(sharded, std::move(shard), own.begin, em);
@@ -263,7 +263,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   result.comm = std::string(comm->backend());
   result.first_row = mine.begin;
   result.local_rows = local.rows();
-  result.collective_bytes = comm->collective_bytes() + sharded.group_collective_bytes();
+  result.collective_bytes = sharded.collective_bytes();
   result.resumed_from_iteration = checkpoint ? checkpoint->iteration : 0;
   result.shard_components = groups;
   result.component_begin = own.begin;
