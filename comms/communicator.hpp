@@ -75,7 +75,8 @@ struct CommOptions {
   std::string store_prefix = "mixle/";
   /// gloo: the local address the TCP transport binds and advertises to peers.
   std::string gloo_hostname = "127.0.0.1";
-  /// nccl: CUDA device ordinal this rank uses (normally LOCAL_RANK).
+  /// nccl: this rank's LOCAL_RANK; the device is chosen from it by device_for_local_rank
+  /// (comms/local_device.hpp).
   int cuda_device = 0;
 };
 

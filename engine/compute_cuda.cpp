@@ -3,7 +3,9 @@
 // the packed arrays to the device and runs kernels/cuda's chunk pass over the rows:
 //
 //   resident   when the whole dataset (converted to the compute precision) and one chunk's
-//              working memory fit in 70% of the free device memory, the rows are uploaded once
+//              working memory fit in 70% of the device memory available to the pass (free, plus
+//              what this backend already holds and reuses — kernels/cuda/chunk_plan.hpp), the
+//              rows are uploaded once
 //              and stay on the device for later passes over the same Dataset (identified by its
 //              address, shape and dtype; a copy of the Dataset is held so that owned storage
 //              cannot be freed and its address reused while cached). Callers that view their own
@@ -17,7 +19,8 @@
 // multiple of kSubBlockRows, so float32 partial sums are grouped as on the CPU); with the
 // slot-by-slot fold of kernels/cuda this makes the statistics bit-identical for any chunking,
 // resident or streamed. MIXLE_CUDA_STREAM_ROWS=<rows> forces streaming with chunks of that many
-// rows rounded up to that multiple (tests use it to exercise the streamed path on small data).
+// rows rounded up to that multiple (tests use it to exercise the streamed path on small data);
+// MIXLE_CUDA_CHUNK_ROWS=<rows> only caps the chunk (resident data in several chunks).
 //
 // Per-row inputs from the host — given responsibilities (rows × K, converted to T on the host)
 // and external normalisers (rows, kept float64) — are staged chunk by chunk through the same
@@ -47,16 +50,14 @@ namespace {
 
 namespace kc = kernels::cuda;
 
-constexpr double kDeviceMemoryShare = 0.7;
-
-/// MIXLE_CUDA_STREAM_ROWS, rounded up to a multiple of `unit`; 0 when unset.
-std::int64_t forced_stream_rows(std::int64_t unit) {
-  const char* text = std::getenv("MIXLE_CUDA_STREAM_ROWS");
+/// The row count in environment variable `name`, rounded up to a multiple of `unit`; 0 when unset.
+std::int64_t env_rows(const char* name, std::int64_t unit) {
+  const char* text = std::getenv(name);
   if (!text || !*text) return 0;
   char* end = nullptr;
   const long long v = std::strtoll(text, &end, 10);
   if (*end != '\0' || v <= 0)
-    throw InvalidInput(std::string("MIXLE_CUDA_STREAM_ROWS=\"") + text + "\": expected a positive row count");
+    throw InvalidInput(std::string(name) + "=\"" + text + "\": expected a positive row count");
   return (v + unit - 1) / unit * unit;
 }
 
@@ -89,6 +90,16 @@ struct TypedState {
   kc::PinnedBuffer<double> loglik_out;
   kc::DeviceBuffer<T> resident;
   std::optional<Dataset> resident_rows;  // the cached dataset (keeps owned storage alive)
+
+  /// Device bytes held that a pass reuses rather than allocates again (every buffer grows in
+  /// place): the cached rows, the workspace, the staging buffers.
+  std::size_t held_bytes() const {
+    std::size_t b = resident.size() * sizeof(T) + ws.resp.size() * sizeof(T) + ws.row_offset.size() * sizeof(T) +
+                    ws.loglik.size() * sizeof(double) + ws.status.size() * sizeof(int);
+    for (int i = 0; i < 2; ++i)
+      b += (x[i].size() + given[i].size()) * sizeof(T) + norm[i].size() * sizeof(double);
+    return b;
+  }
 };
 
 class CudaCompute final : public Compute {
@@ -224,32 +235,35 @@ class CudaCompute final : public Compute {
       st.resident = kc::DeviceBuffer<T>();
     }
 
-    // Chunk size and residency.
+    // Chunk size and residency (kernels/cuda/chunk_plan.hpp).
     std::size_t free_bytes = 0, total_bytes = 0;
     MIXLE_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-    const double budget = kDeviceMemoryShare * static_cast<double>(free_bytes) - static_cast<double>(kc::kPartialBudgetBytes);
-    const std::size_t row_bytes = kc::ChunkWorkspace<T>::bytes_per_row(K) +
-                                  (given ? 2 * sizeof(T) * K : 0) + (log_norm ? 2 * sizeof(double) : 0);
-    const std::int64_t unit = kc::slot_rows(host_view.stat_size);  // chunks start at multiples
-    const std::int64_t forced = std::min(forced_stream_rows(unit), std::max(unit, kc::kMaxChunkRows / unit * unit));
-    std::int64_t chunk = forced > 0 ? forced : std::max(unit, kc::kMaxChunkRows / unit * unit);
-    chunk = std::min(chunk, n);  // one chunk (starting at row 0) when everything fits in one
-    const double resident_bytes = static_cast<double>(n) * cols * sizeof(T) + static_cast<double>(chunk) * row_bytes;
-    const bool resident = forced == 0 && resident_bytes <= budget;
-    if (!resident && forced == 0) {
-      // Two staged copies of the rows (double buffering) plus the working memory per row.
-      const double per_row = 2.0 * cols * sizeof(T) + static_cast<double>(row_bytes);
-      const std::int64_t limit = static_cast<std::int64_t>(std::max(0.0, budget) / per_row);
-      if (limit < chunk) {
-        chunk = limit / unit * unit;
-        if (chunk < unit)
-          throw MemoryError("device " + name() + " has " + std::to_string(free_bytes >> 20) +
-                            " MiB free; one chunk of " + std::to_string(unit) + " rows needs " +
-                            std::to_string(static_cast<std::size_t>(per_row * static_cast<double>(unit) +
-                                                                    kc::kPartialBudgetBytes) >> 20) + " MiB");
-      }
+    kc::ChunkRequest request;
+    request.rows = n;
+    request.row_bytes = static_cast<std::size_t>(cols) * sizeof(T);
+    request.work_bytes_per_row = kc::work_bytes_per_row(host_view, given != nullptr, log_norm != nullptr, tf32);
+    request.unit = kc::slot_rows(host_view.stat_size);  // chunks start at multiples
+    request.forced_stream_rows = env_rows("MIXLE_CUDA_STREAM_ROWS", request.unit);
+    request.max_chunk_rows = env_rows("MIXLE_CUDA_CHUNK_ROWS", request.unit);
+    request.free_bytes = free_bytes;
+    request.held_bytes = st.held_bytes();
+    const kc::ChunkPlan chunk_plan = kc::plan_chunks(request);
+    const bool resident = chunk_plan.resident;
+    const std::int64_t chunk = chunk_plan.chunk;
+    if (chunk <= 0)
+      throw MemoryError("device " + name() + " has " + std::to_string(free_bytes >> 20) + " MiB free; one chunk of " +
+                        std::to_string(request.unit) + " rows needs " +
+                        std::to_string(static_cast<std::size_t>(chunk_plan.streamed_bytes_per_row *
+                                                                    static_cast<double>(request.unit) +
+                                                                static_cast<double>(kc::kPartialBudgetBytes)) >> 20) +
+                        " MiB");
+    if (resident) {
+      make_resident(st, rows, chunk);
+    } else if (st.resident_rows) {
+      // These rows are streamed this pass: a cached copy of them would only hold memory.
+      st.resident_rows.reset();
+      st.resident = kc::DeviceBuffer<T>();
     }
-    if (resident) make_resident(st, rows, chunk);
 
     const std::int64_t stat_size = host_view.stat_size;
     stats_dev_.reserve(static_cast<std::size_t>(std::max<std::int64_t>(stat_size, 1)));

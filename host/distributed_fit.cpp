@@ -1,5 +1,6 @@
 // fit_distributed (include/mixle/distributed.hpp): launch environment → communicator → this
 // rank's rows → the shared fit driver, with checkpoints, resume and receipts on rank 0.
+#include "comms/local_device.hpp"
 #include "engine/auto_parallel.hpp"
 #include "engine/component_sharded.hpp"
 #include "engine/compute.hpp"
@@ -69,9 +70,13 @@ std::vector<engine::RowRange> rank_row_ranges(std::size_t rows, std::size_t cols
 }
 
 std::string device_for_rank(const std::string& device, const host::LaunchEnv& env) {
-  // LOCAL_RANK picks the GPU (DESIGN.md §6).
-  if (device == "cuda" || (device == "auto" && engine::cuda_device_count() > 0))
-    return "cuda:" + std::to_string(env.local_rank);
+  // LOCAL_RANK picks the GPU, or the one visible GPU of a process bound to one (the rule the
+  // nccl communicator follows too: comms/local_device.hpp).
+  const int visible = engine::cuda_device_count();
+  // Without a visible device "cuda" stays as it is: make_compute then says why (not compiled,
+  // or no device).
+  if (visible > 0 && (device == "cuda" || device == "auto"))
+    return "cuda:" + std::to_string(comms::device_for_local_rank(env.local_rank, visible));
   return device;
 }
 
@@ -261,6 +266,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   result.rank = comm->rank();
   result.world_size = comm->size();
   result.comm = std::string(comm->backend());
+  result.device = device;
   result.first_row = mine.begin;
   result.local_rows = local.rows();
   result.collective_bytes = sharded.collective_bytes();
@@ -382,6 +388,7 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
     result.rank = comm->rank();
     result.world_size = comm->size();
     result.comm = std::string(comm->backend());
+    result.device = device;
     result.first_row = mine.begin;
     result.local_rows = local.rows();
     result.collective_bytes = comm->collective_bytes();

@@ -18,6 +18,7 @@
 //
 // split() uses ncclCommSplit with the same non-blocking config, polled like init.
 #include "comms/backends.hpp"
+#include "comms/local_device.hpp"
 #include "comms/peer_failure.hpp"
 
 #include <mixle/error.hpp>
@@ -92,7 +93,7 @@ class NcclCommunicator final : public Communicator {
     ncclResult_t r = ncclCommInitRankConfig(&comm_, size(), id, rank(), &config);
     if (r != ncclSuccess && r != ncclInProgress) nccl_check(r, "ncclCommInitRankConfig");
     wait_for("communicator init (rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
-             ", device " + std::to_string(options_.cuda_device) + ")", /*stream_work=*/false);
+             ", device " + std::to_string(shared_.cuda_device) + ")", /*stream_work=*/false);
   }
 
   // A split child: `comm` comes from ncclCommSplit and may still be initialising; the current
@@ -198,19 +199,19 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
-  // LOCAL_RANK picks the device. A launcher that binds one GPU per process (CUDA_VISIBLE_DEVICES
-  // with a single entry, as SLURM's --gpus-per-task or torch's virtual local rank do) leaves one
-  // visible device whatever LOCAL_RANK is: use it.
+  // LOCAL_RANK picks the device, by the rule every launched process follows
+  // (comms/local_device.hpp): one visible device is used whatever LOCAL_RANK is.
   void select_device() {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
-    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) count = 0;
-    else MIXLE_COMMS_CUDA_TRY(e);
-    if (count == 0) throw DeviceError("the nccl communicator needs a CUDA device; none is visible");
-    int device = count == 1 ? 0 : options_.cuda_device;
-    if (device < 0 || device >= count)
-      throw InvalidInput("nccl: local rank " + std::to_string(options_.cuda_device) + " has no GPU: " +
-                         std::to_string(count) + " devices are visible (start at most one rank per GPU)");
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+      (void)cudaGetLastError();
+      count = 0;
+    } else {
+      MIXLE_COMMS_CUDA_TRY(e);
+    }
+    const int device = device_for_local_rank(options_.cuda_device, count);
+    shared_.cuda_device = device;
     MIXLE_COMMS_CUDA_TRY(cudaSetDevice(device));
   }
 

@@ -147,7 +147,7 @@ std::function<int()> setup_fit(CLI::App& app) {
     if (is_distributed_backend(o.backend)) {
       const DistributedFitResult d = fit_distributed(args->data.path, args->data.read_options(), o, args->dist);
       result = d.fit;
-      where = " on " + std::to_string(d.world_size) + " rank(s) (" + d.comm + ", this rank's rows [" +
+      where = " on " + std::to_string(d.world_size) + " rank(s) (" + d.comm + ", " + d.device + ", this rank's rows [" +
               std::to_string(d.first_row) + ", " + std::to_string(d.first_row + d.local_rows) + "), " +
               std::to_string(d.collective_bytes) + " collective bytes" +
               (d.resumed_from_iteration ? ", resumed after iteration " + std::to_string(d.resumed_from_iteration) : "") + ")";

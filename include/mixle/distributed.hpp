@@ -44,6 +44,7 @@ struct DistributedFitResult {
   int rank = 0;
   int world_size = 1;
   std::string comm;                 // the communicator used
+  std::string device;               // this rank's compute device ("cpu", "cuda:0", …)
   std::size_t first_row = 0;        // this rank's rows: [first_row, first_row + local_rows)
   std::size_t local_rows = 0;
   std::uint64_t collective_bytes = 0;  // payload bytes this rank handed to collectives

@@ -17,10 +17,15 @@ constexpr float kFlushLogRatio = -40.0f;
 /// exp(x) for x ≤ 0 in float, vectorisable (no tables, no branches): Cody–Waite range reduction
 /// to 2^n · e^f with |f| ≤ ln2/2 and a degree-7 Taylor polynomial; relative error < 2e-7
 /// (tests/kernels/math_exp_test.cpp measures it over a dense grid; degree 6 alone gave 2.5e-7).
-/// Returns 0 for x < kFlushLogRatio (callers only need the flushed range).
+/// Returns 0 for x < kFlushLogRatio (callers only need the flushed range), and NaN for NaN.
 MIXLE_HD float exp_nonpositive(float x) {
   const float flushed = x < kFlushLogRatio ? 0.0f : 1.0f;
+  // NaN is carried through the arithmetic as 0 and returned at the end: converting NaN to an
+  // integer (the exponent below) is undefined in C++, and a GPU (0) and x86 (INT_MIN) differ.
+  const bool nan = x != x;
+  const float input = x;
   x = x < kFlushLogRatio ? kFlushLogRatio : x;
+  x = nan ? 0.0f : x;
   const float n = rintf(x * 1.44269504088896341f);
   // ln2 split in a high part exact in float and a low correction.
   float f = x - n * 0.693145751953125f;
@@ -40,7 +45,8 @@ MIXLE_HD float exp_nonpositive(float x) {
 #else
   std::memcpy(&scale, &bits, sizeof scale);
 #endif
-  return p * scale * flushed;
+  const float r = p * scale * flushed;
+  return nan ? input : r;
 }
 
 /// Double version: exact libm exp with the same flush rule.

@@ -172,8 +172,10 @@ void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& repor
   }
   for (int k = 0; k < K; ++k) {
     T* l = block.logp(k);
+    // inv > 0 exactly for the normal rows (sum ≥ 1); the others — past block.rows, impossible,
+    // NaN — get 0, not NaN · 0: a NaN row must fold nothing.
 #pragma omp simd
-    for (int b = 0; b < kBlockRows; ++b) l[b] *= inv[b];  // rows past block.rows get 0
+    for (int b = 0; b < kBlockRows; ++b) l[b] = inv[b] > T(0) ? l[b] * inv[b] : T(0);
   }
   if (!special) return;
   for (int b = 0; b < block.rows; ++b) {

@@ -13,15 +13,6 @@
 
 namespace mixle::kernels::cuda {
 
-std::int64_t slot_rows(std::int64_t stat_size) {
-  const double chunk_bytes = static_cast<double>(kMaxChunkRows) * static_cast<double>(std::max<std::int64_t>(stat_size, 1)) *
-                             sizeof(double) / kSubBlockRows;  // partials of a full chunk at one sub-block per slot
-  const std::int64_t sub_blocks_per_slot = std::clamp<std::int64_t>(
-      static_cast<std::int64_t>(std::ceil(chunk_bytes / static_cast<double>(kPartialBudgetBytes))), 1,
-      kMaxChunkRows / kSubBlockRows);
-  return sub_blocks_per_slot * kSubBlockRows;
-}
-
 template <class T>
 void DeviceModel<T>::upload(const ModelView<T>& host, cudaStream_t stream) {
   const std::size_t K = static_cast<std::size_t>(host.components);

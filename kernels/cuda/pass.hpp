@@ -21,6 +21,7 @@
 // Layouts are those of kernels/model_view.hpp; the statistics match the CPU backend's exactly.
 #pragma once
 
+#include "kernels/cuda/chunk_plan.hpp"
 #include "kernels/cuda/runtime.hpp"
 #include "kernels/model_view.hpp"
 
@@ -28,20 +29,6 @@
 #include <vector>
 
 namespace mixle::kernels::cuda {
-
-/// Rows summed in the compute precision before a float64 add (the CPU backend's kBlockRows, so
-/// both backends round the same partial sums when chunks start at multiples of it).
-constexpr int kSubBlockRows = 128;
-/// Most bytes the per-slot statistics partials of one chunk may take.
-constexpr std::size_t kPartialBudgetBytes = std::size_t(256) << 20;
-/// Most rows one chunk computes at once: the device working set is O(kMaxChunkRows·(D + K)).
-constexpr std::int64_t kMaxChunkRows = std::int64_t{1} << 20;
-
-/// Rows per statistics slot R for a model of `stat_size` statistics: a multiple of
-/// kSubBlockRows chosen so a chunk of kMaxChunkRows rows keeps its partials within
-/// kPartialBudgetBytes (one slot per chunk at most kMaxChunkRows rows when even that is over).
-/// Depends on the model only, so the slot boundaries do not move with memory or chunking.
-std::int64_t slot_rows(std::int64_t stat_size);
 
 /// accumulate: E-step statistics (log-densities, log-sum-exp, fold); score: per-row
 /// log-likelihood and responsibilities only; given: fold responsibilities supplied by the
@@ -88,9 +75,7 @@ struct ChunkWorkspace {
 
   void reserve(std::int64_t rows, int components, std::int64_t stat_size);
   /// Bytes reserve() takes per row, for sizing chunks.
-  static std::size_t bytes_per_row(int components) {
-    return sizeof(T) * (static_cast<std::size_t>(components) + 1) + sizeof(double) + sizeof(int);
-  }
+  static std::size_t bytes_per_row(int components) { return workspace_bytes_per_row<T>(components); }
 };
 
 /// One chunk on `stream`. x: device, rows × ld in T (ld ≥ model.columns). first_row: index of

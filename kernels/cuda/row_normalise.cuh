@@ -36,8 +36,21 @@ template <class T>
 __device__ void normalise_row_warp(T* l, int K, int lane, double* loglik, int* status, DeviceReport* report) {
   constexpr T kInf = static_cast<T>(INFINITY);
   T m = -kInf;
-  for (int k = lane; k < K; k += 32) m = l[k] > m ? l[k] : m;
+  bool nan_seen = false;  // the max skips NaN; a NaN log-density makes the row a NaN row
+  for (int k = lane; k < K; k += 32) {
+    m = l[k] > m ? l[k] : m;
+    nan_seen = nan_seen || l[k] != l[k];
+  }
   m = warp_max(m);
+  if (__any_sync(0xffffffffu, nan_seen)) {
+    for (int k = lane; k < K; k += 32) l[k] = T(0);
+    if (lane == 0) {
+      *loglik = static_cast<double>(NAN);
+      *status = kRowNan;
+      note_bad_row(report, false);
+    }
+    return;
+  }
   if (m == kInf) {
     int ties = 0;
     for (int k = lane; k < K; k += 32) ties += l[k] == kInf;
