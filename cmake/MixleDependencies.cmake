@@ -6,9 +6,27 @@ find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 2.1 REQUIRED)
 
 # ---- CUDA (optional) -------------------------------------------------------------------------
+# MIXLE_CUDA_LIBS is what code using the CUDA runtime and cuBLAS links: the toolkit's libraries,
+# or in a SIM build the simulator (tests/cudasim: header-only, on Boost.Context fibers), with
+# which every .cu file compiles as C++ with the host compiler — no nvcc, no GPU. MIXLE_NCCL_LIBS
+# likewise: NCCL, or the simulator's NCCL (collectives between simulated devices of one machine).
 set(MIXLE_HAVE_CUDA OFF)
 set(MIXLE_HAVE_NCCL OFF)
-if(NOT MIXLE_CUDA STREQUAL "OFF")
+set(MIXLE_CUDA_SIM OFF)
+set(MIXLE_CUDA_LIBS)
+set(MIXLE_NCCL_LIBS)
+if(MIXLE_CUDA STREQUAL "SIM")
+  find_package(Boost 1.74 REQUIRED COMPONENTS context)
+  add_library(mixle_cudasim INTERFACE)
+  target_include_directories(mixle_cudasim SYSTEM INTERFACE
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/tests/cudasim/include>)
+  target_link_libraries(mixle_cudasim INTERFACE Boost::context)
+  set(MIXLE_HAVE_CUDA ON)
+  set(MIXLE_CUDA_SIM ON)
+  set(MIXLE_CUDA_LIBS mixle_cudasim)
+  set(MIXLE_HAVE_NCCL ON)
+  set(MIXLE_NCCL_LIBS mixle_cudasim)
+elseif(NOT MIXLE_CUDA STREQUAL "OFF")
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
     set(CMAKE_CUDA_ARCHITECTURES 90)   # H100/H200; must be set before enable_language(CUDA)
   endif()
@@ -30,9 +48,11 @@ if(NOT MIXLE_CUDA STREQUAL "OFF")
     find_package(CUDAToolkit REQUIRED)
     find_package(CCCL CONFIG QUIET HINTS "${CUDAToolkit_LIBRARY_DIR}/cmake")
     set(MIXLE_HAVE_CUDA ON)
+    set(MIXLE_CUDA_LIBS CUDA::cudart CUDA::cublas)
     find_package(NCCL QUIET)
     if(NCCL_FOUND)
       set(MIXLE_HAVE_NCCL ON)
+      set(MIXLE_NCCL_LIBS NCCL::nccl)
     endif()
   elseif(MIXLE_CUDA STREQUAL "ON")
     message(FATAL_ERROR "MIXLE_CUDA=ON but no CUDA compiler was found (set CMAKE_CUDA_COMPILER or "
@@ -56,5 +76,5 @@ if(MIXLE_MPI)
   endif()
 endif()
 
-message(STATUS "mixle: CUDA=${MIXLE_HAVE_CUDA} NCCL=${MIXLE_HAVE_NCCL} Gloo=${MIXLE_HAVE_GLOO} "
+message(STATUS "mixle: CUDA=${MIXLE_HAVE_CUDA} (simulated: ${MIXLE_CUDA_SIM}) NCCL=${MIXLE_HAVE_NCCL} Gloo=${MIXLE_HAVE_GLOO} "
                "MPI=${MIXLE_HAVE_MPI} native-arch=${MIXLE_NATIVE_ARCH}")

@@ -30,7 +30,8 @@ std::string utc_now() {
 
 std::vector<std::string> build_features() {
   std::vector<std::string> f{"cpu"};
-  if (MIXLE_HAVE_CUDA) f.push_back("cuda");
+  // A simulator build's CUDA timings are CPU timings of the simulator: the feature says so.
+  if (MIXLE_HAVE_CUDA) f.push_back(MIXLE_CUDA_SIM ? "cuda-simulated" : "cuda");
   if (MIXLE_HAVE_NCCL) f.push_back("nccl");
   if (MIXLE_HAVE_GLOO) f.push_back("gloo");
   if (MIXLE_HAVE_MPI) f.push_back("mpi");

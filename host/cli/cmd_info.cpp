@@ -16,7 +16,8 @@ std::function<int()> setup_info(CLI::App& app) {
   return [] {
     std::cout << "mixle " << MIXLE_VERSION_STRING << "\n"
               << "features: cpu"
-              << (MIXLE_HAVE_CUDA ? " cuda" : "") << (MIXLE_HAVE_NCCL ? " nccl" : "")
+              << (MIXLE_HAVE_CUDA ? (MIXLE_CUDA_SIM ? " cuda (simulated)" : " cuda") : "")
+              << (MIXLE_HAVE_NCCL ? (MIXLE_CUDA_SIM ? " nccl (simulated)" : " nccl") : "")
               << (MIXLE_HAVE_GLOO ? " gloo" : "") << (MIXLE_HAVE_MPI ? " mpi" : "") << "\n";
     cpu_set_t set;
     const int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
@@ -25,6 +26,8 @@ std::function<int()> setup_info(CLI::App& app) {
                 memory ? static_cast<double>(*memory) / (1024.0 * 1024.0 * 1024.0) : 0.0);
     const auto gpus = cuda_devices();
     if (gpus.empty()) std::printf("cuda: no device%s\n", MIXLE_HAVE_CUDA ? "" : " (built without CUDA)");
+    if (MIXLE_CUDA_SIM && !gpus.empty())
+      std::printf("cuda: simulated on the CPU (a test build: no timing here is a GPU's)\n");
     for (std::size_t i = 0; i < gpus.size(); ++i)
       std::printf("cuda:%zu: %s, %.1f GiB, %lld SMs\n", i, gpus[i].product.c_str(),
                   static_cast<double>(gpus[i].memory_bytes) / (1024.0 * 1024.0 * 1024.0),

@@ -1,4 +1,5 @@
-// Device-side building blocks shared by the family kernels (nvcc only).
+// Device-side building blocks shared by the family kernels (nvcc, or the host compiler against
+// the CUDA simulator in a -DMIXLE_CUDA=SIM build: the same source either way).
 #pragma once
 
 #include "kernels/common/math.hpp"
@@ -6,7 +7,34 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <utility>
+
 namespace mixle::kernels::cuda {
+
+/// Every kernel launch goes through here — `launch_kernel<kernel>(grid, block, shared_bytes,
+/// stream, args…)`, followed by MIXLE_CUDA_CHECK_LAUNCH() at the call — never `<<<>>>` directly:
+/// under nvcc it is that launch; in a simulator build, the simulator's launch of the same kernel
+/// (which names the kernel in its reports). This is the one place the two builds differ.
+template <auto Kernel, class... Args>
+void launch_kernel(dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t stream, Args&&... args) {
+#if MIXLE_CUDA_SIM
+  ::mixle::cudasim::launch<Kernel>(grid, block, shared_bytes, stream, std::forward<Args>(args)...);
+#else
+  Kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
+#endif
+}
+
+/// `T* name` for the launch's dynamic shared memory (its third argument, in bytes), inside a
+/// kernel: `MIXLE_DYNAMIC_SHARED(float, tile);`. In a simulator build the memory is a heap block
+/// of exactly that size, so an overrun is caught by AddressSanitizer.
+#if MIXLE_CUDA_SIM
+#define MIXLE_DYNAMIC_SHARED(T, name) T* name = ::mixle::cudasim::dynamic_shared<T>()
+#else
+#define MIXLE_DYNAMIC_SHARED(T, name)                                   \
+  extern __shared__ __align__(16) unsigned char mixle_dynamic_shared_[]; \
+  T* name = reinterpret_cast<T*>(mixle_dynamic_shared_)
+#endif
 
 /// Most threads of a statistics block (one statistic entry each); narrower blocks for narrow
 /// statistics (gaussian_diag at D = 32 has 64 entries per component) so no warp idles.
@@ -72,7 +100,7 @@ void launch_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const Slo
                        cudaStream_t s, int entries = -1) {
   if (entries < 0) entries = part.stat_stride;
   if (c.rows == 0 || entries == 0) return;
-  accumulate_kernel<T, Term><<<accumulate_grid(entries, c.components, plan), stat_threads(entries), 0, s>>>(
+  launch_kernel<accumulate_kernel<T, Term>>(accumulate_grid(entries, c.components, plan), stat_threads(entries), 0, s,
       part, c.x, c.ld, c.resp, c.components, c.rows, plan.rows_per_slot, plan.partials, plan.stat_size, entries);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
@@ -94,7 +122,7 @@ __global__ void log_density_kernel(PartView<T> part, const T* __restrict__ x, in
 template <class T, class Term>
 void launch_log_density(const PartView<T>& part, const ChunkArgs<T>& c, Term term, cudaStream_t s) {
   if (c.rows == 0) return;
-  log_density_kernel<T, Term><<<log_density_grid(c.rows, c.components), log_density_block(), 0, s>>>(
+  launch_kernel<log_density_kernel<T, Term>>(log_density_grid(c.rows, c.components), log_density_block(), 0, s,
       part, c.x, c.ld, c.resp, c.components, c.rows, term);
   MIXLE_CUDA_CHECK_LAUNCH();
 }

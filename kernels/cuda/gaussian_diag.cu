@@ -143,7 +143,7 @@ void launch_gaussian_diag_accumulate(const PartView<T>& part, const ChunkArgs<T>
   comps_per_block = comps_per_block < c.components ? comps_per_block : c.components;
   const dim3 grid(static_cast<unsigned>(plan.slots), ceil_div(c.components, comps_per_block),
                   ceil_div(part.dims, dims_per_block));
-  diag_stats_tiled_kernel<T><<<grid, kDiagThreads, 0, s>>>(part, c.x, c.ld, c.resp, c.components, c.rows,
+  launch_kernel<diag_stats_tiled_kernel<T>>(grid, kDiagThreads, 0, s, part, c.x, c.ld, c.resp, c.components, c.rows,
                                                            plan.rows_per_slot, plan.partials, plan.stat_size,
                                                            comps_per_block, dims_per_block);
   MIXLE_CUDA_CHECK_LAUNCH();

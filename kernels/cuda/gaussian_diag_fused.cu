@@ -131,7 +131,7 @@ bool gaussian_diag_fused_eligible(const ModelView<float>& model) {
 void launch_gaussian_diag_fused(const ModelView<float>& model, const ChunkArgs<float>& c, const SlotPlan& plan,
                                 DeviceReport* report, cudaStream_t s) {
   if (c.rows == 0) return;
-  diag_fused_kernel<<<static_cast<unsigned>(plan.slots), kFusedThreads, 0, s>>>(
+  launch_kernel<diag_fused_kernel>(static_cast<unsigned>(plan.slots), kFusedThreads, 0, s,
       model.parts[0], model.log_const, c.x, c.ld, c.components, c.rows, plan.rows_per_slot, c.loglik, c.status,
       report, plan.partials, plan.stat_size);
   MIXLE_CUDA_CHECK_LAUNCH();

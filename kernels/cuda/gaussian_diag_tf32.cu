@@ -66,9 +66,9 @@ void launch_gaussian_diag_log_density_tf32(cublasHandle_t handle, const PartView
   float* a = static_cast<float*>(a_raw);
   float* w = static_cast<float*>(w_raw);
   float* ck = w + static_cast<std::size_t>(K) * 2 * D;
-  tf32_weights_kernel<<<ceil_div(K, 128), 128, 0, s>>>(part, K, w, ck);
+  launch_kernel<tf32_weights_kernel>(ceil_div(K, 128), 128, 0, s, part, K, w, ck);
   MIXLE_CUDA_CHECK_LAUNCH();
-  tf32_features_kernel<<<ceil_div(c.rows * D, 256), 256, 0, s>>>(part, c.x, c.ld, c.rows, a);
+  launch_kernel<tf32_features_kernel>(ceil_div(c.rows * D, 256), 256, 0, s, part, c.x, c.ld, c.rows, a);
   MIXLE_CUDA_CHECK_LAUNCH();
   // Column-major view: Lᵀ (K × rows, ld K) += Wᵀᵀ · Aᵀ where the row-major buffers W (K × 2D)
   // and A (rows × 2D) are column-major 2D × K and 2D × rows.
@@ -77,7 +77,7 @@ void launch_gaussian_diag_log_density_tf32(cublasHandle_t handle, const PartView
   MIXLE_CUBLAS_TRY(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, K, static_cast<int>(c.rows), 2 * D,
                                 &one, w, CUDA_R_32F, 2 * D, a, CUDA_R_32F, 2 * D, &one, c.resp,
                                 CUDA_R_32F, K, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
-  add_constant_kernel<<<log_density_grid(c.rows, K), log_density_block(), 0, s>>>(ck, c.resp, K, c.rows);
+  launch_kernel<add_constant_kernel>(log_density_grid(c.rows, K), log_density_block(), 0, s, ck, c.resp, K, c.rows);
   MIXLE_CUDA_CHECK_LAUNCH();
   MIXLE_CUDA_TRY(cudaFreeAsync(a_raw, s));
   MIXLE_CUDA_TRY(cudaFreeAsync(w_raw, s));

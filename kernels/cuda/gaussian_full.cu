@@ -171,7 +171,7 @@ template <class T>
 void launch_gaussian_full_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s) {
   if (c.rows == 0) return;
   const dim3 grid(ceil_div(c.rows, kFullRows), static_cast<unsigned>(c.components));
-  full_log_density_kernel<T><<<grid, kFullRows, 0, s>>>(part, c.x, c.ld, c.resp, c.components, c.rows);
+  launch_kernel<full_log_density_kernel<T>>(grid, kFullRows, 0, s, part, c.x, c.ld, c.resp, c.components, c.rows);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 
@@ -188,7 +188,7 @@ void launch_gaussian_full_accumulate(const PartView<T>& part, const ChunkArgs<T>
   const int spans = static_cast<int>(ceil_div(part.dims, kFullSpan));
   const dim3 grid(static_cast<unsigned>(plan.slots), static_cast<unsigned>(c.components),
                   static_cast<unsigned>(spans * (spans + 1) / 2));
-  full_second_moment_kernel<T><<<grid, kFullTileThreads, 0, s>>>(part, c.x, c.ld, c.resp, c.components, c.rows,
+  launch_kernel<full_second_moment_kernel<T>>(grid, kFullTileThreads, 0, s, part, c.x, c.ld, c.resp, c.components, c.rows,
                                                                  plan.rows_per_slot, plan.partials, plan.stat_size, spans);
   MIXLE_CUDA_CHECK_LAUNCH();
 }

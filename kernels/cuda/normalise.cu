@@ -1,7 +1,8 @@
 // Row-wise normalisation on CUDA: L[n,k] = log_const[k] (+ row offset) to start, then one warp
 // per row turns log-densities into responsibilities (log-sum-exp), the per-row log-likelihood
 // and a row status, with the CPU backend's rules (kernels/cpu/pass.cpp normalise):
-//   · max over k ignores NaN (comparisons with NaN are false), as on the CPU;
+//   · max over k ignores NaN (comparisons with NaN are false), as on the CPU; a row with any NaN
+//     log-density is a NaN row, whatever its other values (an all-NaN row is not impossible);
 //   · m = +inf: the components at +inf share the row equally, log-likelihood +inf;
 //   · responsibilities below exp(kFlushLogRatio)·max are exactly 0 (exp_nonpositive);
 //   · a row whose max or sum is not finite (m = −inf: impossible; else NaN) gets zero
@@ -67,7 +68,7 @@ __global__ void list_bad_rows_kernel(const int* __restrict__ status, std::int64_
 template <class T>
 void launch_init_log_density(const ModelView<T>& model, const ChunkArgs<T>& c, cudaStream_t s) {
   if (c.rows == 0) return;
-  init_kernel<T><<<log_density_grid(c.rows, c.components), log_density_block(), 0, s>>>(
+  launch_kernel<init_kernel<T>>(log_density_grid(c.rows, c.components), log_density_block(), 0, s,
       model.log_const, model.row_offset ? c.row_offset : nullptr, c.resp, c.components, c.rows);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
@@ -75,7 +76,7 @@ void launch_init_log_density(const ModelView<T>& model, const ChunkArgs<T>& c, c
 template <class T>
 void launch_normalise(const ChunkArgs<T>& c, DeviceReport* report, cudaStream_t s) {
   if (c.rows == 0) return;
-  normalise_kernel<T><<<ceil_div(c.rows, kNormaliseThreads / 32), kNormaliseThreads, 0, s>>>(
+  launch_kernel<normalise_kernel<T>>(ceil_div(c.rows, kNormaliseThreads / 32), kNormaliseThreads, 0, s,
       c.resp, c.loglik, c.status, c.components, c.rows, report);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
@@ -84,7 +85,7 @@ template <class T>
 void launch_list_bad_rows(const ChunkArgs<T>& c, std::int64_t first_row, DeviceReport* report,
                           cudaStream_t s) {
   if (c.rows == 0) return;
-  list_bad_rows_kernel<<<1, kListThreads, 0, s>>>(c.status, c.rows, first_row, report);
+  launch_kernel<list_bad_rows_kernel>(1, kListThreads, 0, s, c.status, c.rows, first_row, report);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 

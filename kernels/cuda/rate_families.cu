@@ -59,7 +59,7 @@ void launch_rate_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, cons
 template <class T>
 void launch_poisson_row_offset(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s) {
   if (c.rows == 0) return;
-  poisson_row_offset_kernel<T><<<ceil_div(c.rows, 256), 256, 0, s>>>(part, c.x, c.ld, c.row_offset, c.rows);
+  launch_kernel<poisson_row_offset_kernel<T>>(ceil_div(c.rows, 256), 256, 0, s, part, c.x, c.ld, c.row_offset, c.rows);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 

@@ -74,7 +74,7 @@ void launch_header_partials(PassMode mode, const ChunkArgs<T>& c, const SlotPlan
   const int header_mode = mode == PassMode::given        ? kHeaderGiven
                           : mode == PassMode::normalised ? kHeaderNormalised
                                                          : kHeaderAccumulate;
-  header_kernel<T><<<static_cast<unsigned>(plan.slots), kHeaderThreads, 0, s>>>(
+  launch_kernel<header_kernel<T>>(static_cast<unsigned>(plan.slots), kHeaderThreads, 0, s,
       header_mode, c.resp, c.loglik, c.status, c.components, c.rows,
       plan.rows_per_slot, plan.partials, plan.stat_size);
   MIXLE_CUDA_CHECK_LAUNCH();
@@ -82,7 +82,7 @@ void launch_header_partials(PassMode mode, const ChunkArgs<T>& c, const SlotPlan
 
 void launch_reduce_slots(const SlotPlan& plan, double* stats, cudaStream_t s) {
   if (plan.stat_size == 0) return;
-  reduce_slots_kernel<<<ceil_div(plan.stat_size, kReduceThreads), kReduceThreads, 0, s>>>(
+  launch_kernel<reduce_slots_kernel>(ceil_div(plan.stat_size, kReduceThreads), kReduceThreads, 0, s,
       plan.partials, plan.slots, plan.stat_size, stats);
   MIXLE_CUDA_CHECK_LAUNCH();
 }

@@ -2,7 +2,7 @@
 // before any GPU runs them: the CPU backend with 3 threads passes as the candidate (no false
 // failures, the tolerance arithmetic is sound), and a candidate with one statistic or one
 // responsibility slightly wrong is caught (the tests can fail).
-#include "backend_compare.hpp"
+#include "common/backend_compare.hpp"
 
 #include <gtest/gtest-spi.h>
 

@@ -7,7 +7,7 @@
 // without a device and fail under MIXLE_REQUIRE_GPU=1. The same comparison also runs CPU
 // against CPU (another thread count) everywhere, so the harness and its bounds are exercised
 // by every build.
-#include "backend_compare.hpp"
+#include "common/backend_compare.hpp"
 #include "engine/component_sharded.hpp"
 
 #include <mixle/fit.hpp>
@@ -42,7 +42,7 @@ const char* record_name(Record r) {
   return "?";
 }
 
-/// Tolerances of the per-family CUDA-vs-CPU tests (tests/kernels/<family>_test.cpp).
+/// Tolerances of the per-family CUDA-vs-CPU tests (tests/cuda/<family>_test.cpp).
 Tolerance tolerance(Record r, engine::Precision precision) {
   const bool fp32 = precision != engine::Precision::fp64;
   switch (r) {

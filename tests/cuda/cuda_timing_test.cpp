@@ -4,7 +4,7 @@
 // it timed: the statistics of the timed passes are bit-identical to the warm-up's, and the
 // masses add up to the row count. Results are recorded as test properties (ms per pass and the
 // % of the fp32 roofline from performance-anchors §3.3), which gtest writes to its JSON output.
-#include "backend_compare.hpp"
+#include "common/backend_compare.hpp"
 
 #include <chrono>
 #include <cstdio>

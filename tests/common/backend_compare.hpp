@@ -109,7 +109,9 @@ void check_component_statistics(const Model& model, const std::vector<double>& v
 /// Runs score and accumulate on the CPU oracle and on `cuda` for `precision` (fp32 or fp64),
 /// the data stored as `dtype`, and checks:
 ///   · score outputs are poisoned (NaN) before each run, so unwritten elements fail;
-///   · |Δ loglik_n| ≤ tol.log_density·(1 + |loglik_n|);
+///   · |Δ loglik_n| ≤ tol.log_density·(1 + |loglik_n|); a row whose CPU log-likelihood is not
+///     finite (impossible −inf, NaN, a +inf tie) must get the same verdict and exactly the same
+///     responsibilities (zero, or equal shares);
 ///   · |Δ r_nk| ≤ 2·tol.log_density·(1 + |loglik_n| + 40) (only components within e^40 of the
 ///     row's best carry responsibility, and there L ≈ loglik ± 40);
 ///   · statistics start from the same non-zero values (accumulate adds to them); the row count
@@ -117,7 +119,8 @@ void check_component_statistics(const Model& model, const std::vector<double>& v
 ///     the propagation of the measured responsibility differences plus summation rounding, the
 ///     terms computed here from the layout in kernels/model_view.hpp — so a dropped row, a
 ///     wrong index or a wrong shift shows up at full size;
-///   · the bad-row reports agree exactly;
+///   · the bad-row reports agree exactly, and bad rows fold nothing: with any, the oracle
+///     statistics are the CPU's over the data without them;
 ///   · a second CUDA accumulate gives bit-identical statistics (deterministic reduction).
 void compare_backends(engine::Compute& cuda, const Model& model, const std::vector<double>& values,
                       std::size_t rows, DType dtype, engine::Precision precision, Tolerance tol);
@@ -135,9 +138,11 @@ struct Case {
 /// A fresh random model and data for `c`, compared with compare_backends.
 void run_case(engine::Compute& cuda, Family family, const Case& c, Tolerance tol);
 
-/// The CUDA statistics of `c` resident and streamed in chunks of `stream_rows` rows must be
+/// The CUDA statistics of `c` in one resident chunk and in chunks of `chunk_rows` rows — streamed
+/// (MIXLE_CUDA_STREAM_ROWS, the default) or resident (`env` MIXLE_CUDA_CHUNK_ROWS) — must be
 /// bit-identical (slots are fixed rows of the pass and folded in row order).
-void expect_chunking_invariant(engine::Compute& cuda, Family family, const Case& c, std::size_t stream_rows);
+void expect_chunking_invariant(engine::Compute& cuda, Family family, const Case& c, std::size_t chunk_rows,
+                               const char* env = "MIXLE_CUDA_STREAM_ROWS");
 
 /// Statistics of the default kernels against those with the environment variable `env` set to
 /// `value` (the generic statistics kernel, or the unfused pass): per entry the same operations

@@ -1,5 +1,6 @@
-// The nccl communicator on a real GPU (world size 1 still runs init, the collectives, the polling,
-// host-buffer staging, a split and the clean shutdown). Skipped visibly without NCCL or a device;
+// The nccl communicator on a GPU, or on the CUDA simulator's NCCL (world size 1 still runs init,
+// the collectives, the polling, host-buffer staging, a split and the clean shutdown; several ranks
+// run in tests/cuda/cuda_cli_test.cpp). Skipped visibly without NCCL or a device;
 // MIXLE_REQUIRE_GPU=1 turns the skip into a failure on machines that must have one.
 #include "comms/communicator.hpp"
 #include "comms/store.hpp"

@@ -1,5 +1,5 @@
 // gaussian_diag: the CUDA backend against the CPU oracle (through engine::Compute).
-#include "backend_compare.hpp"
+#include "common/backend_compare.hpp"
 
 namespace mixle::test {
 namespace {
