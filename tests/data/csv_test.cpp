@@ -97,6 +97,26 @@ TEST(DataCsv, NoHeaderMeansFirstLineIsData) {
   EXPECT_EQ(d.at(1, 1), 4.0);
 }
 
+// Excel and Windows tools start UTF-8 CSV files with a byte-order mark: it is not part of the
+// first name or the first number.
+TEST(DataCsv, Utf8ByteOrderMarkIsSkipped) {
+  TempDir dir;
+  const std::string named = dir.file("bom_header.csv");
+  test::write_bytes(named, "\xEF\xBB\xBFx,y\n1.5,2\n3,4\n");
+  Dataset d = read_data(named);
+  ASSERT_EQ(d.rows(), 2u);
+  ASSERT_EQ(d.cols(), 2u);
+  EXPECT_EQ(d.at(0, 0), 1.5);
+  EXPECT_EQ(d.at(1, 1), 4.0);
+
+  const std::string bare = dir.file("bom_data.csv");
+  test::write_bytes(bare, "\xEF\xBB\xBF-0.25,2\n3,4\n");
+  d = read_data(bare);
+  ASSERT_EQ(d.rows(), 2u);
+  EXPECT_EQ(d.at(0, 0), -0.25);
+  EXPECT_EQ(d.at(0, 1), 2.0);
+}
+
 TEST(DataCsv, TabAndWhitespaceDelimiters) {
   TempDir dir;
   const std::string tsv = dir.file("t.tsv");

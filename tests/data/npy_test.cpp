@@ -103,6 +103,37 @@ TEST(DataNpy, HandWrittenV2V3AndOneDimensional) {
   EXPECT_EQ(d.at(2, 0), 2.5);
 }
 
+// numpy writes int32 for np.array([...], dtype=np.int32) and on platforms whose default int
+// is 32-bit: read as exact float64, negatives and the extremes included.
+TEST(DataNpy, Int32ReadsAsExactF64) {
+  TempDir dir;
+  const std::vector<std::int32_t> v = {0, -1, 7, std::numeric_limits<std::int32_t>::min(),
+                                       std::numeric_limits<std::int32_t>::max(), 12345};
+  const std::string path = dir.file("i4.npy");
+  test::write_bytes(path, make_npy(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (3, 2), }",
+                                   test::bytes_of(v.data(), v.size())));
+  const Dataset d = read_data(path);
+  ASSERT_EQ(d.dtype(), DType::f64);
+  ASSERT_EQ(d.rows(), 3u);
+  ASSERT_EQ(d.cols(), 2u);
+  for (std::size_t i = 0; i < v.size(); ++i) EXPECT_EQ(d.at(i / 2, i % 2), static_cast<double>(v[i])) << i;
+}
+
+// numpy switches to a version-2 header (4-byte length) when the header passes 65535 bytes; the
+// length must be read whole, not its low 16 bits.
+TEST(DataNpy, Version2HeaderLongerThan64KiB) {
+  TempDir dir;
+  const std::vector<double> v = {1.5, -2.5, 3.25, 4.0};
+  std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }";
+  dict.append(70000, ' ');
+  const std::string path = dir.file("long_header.npy");
+  test::write_bytes(path, make_npy(2, dict, test::bytes_of(v.data(), v.size())));
+  const Dataset d = read_data(path);
+  ASSERT_EQ(d.rows(), 2u);
+  ASSERT_EQ(d.cols(), 2u);
+  for (std::size_t i = 0; i < v.size(); ++i) EXPECT_EQ(d.at(i / 2, i % 2), v[i]) << i;
+}
+
 TEST(DataNpy, RowRangeReturnsExactlyThoseRows) {
   TempDir dir;
   const std::string path = dir.file("r.npy");

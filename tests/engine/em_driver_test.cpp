@@ -76,6 +76,35 @@ TEST(EngineEm, StopsOnToleranceOrMaxIter) {
   EXPECT_FALSE(r.warnings.empty());
 }
 
+// The rule is |Δ mean log-likelihood| < tol, strictly, compared from iteration 2 on: with tol set
+// to one of the changes of an unconverged run, the fit must stop exactly where that run's trace
+// says — the first later-or-equal iteration whose change is strictly below tol.
+TEST(EngineEm, StopsAtTheIterationTheTraceDerives) {
+  const Dataset data = sample(two_blobs(), 2000, 8);
+  FitOptions o;
+  o.components = 2;
+  o.seed = 5;
+  o.precision = "fp64";
+  o.tol = 0.0;
+  o.max_iter = 25;
+  const FitResult full = fit(data, o);
+  ASSERT_EQ(full.mean_loglik.size(), 25u);
+  for (const int j : {3, 6, 10}) {
+    SCOPED_TRACE(j);
+    const double tol = std::abs(full.mean_loglik[j - 1] - full.mean_loglik[j - 2]);  // Δ at iteration j
+    ASSERT_GT(tol, 0.0);
+    int expected = 0;
+    for (int i = 2; i <= 25 && !expected; ++i)
+      if (std::abs(full.mean_loglik[i - 1] - full.mean_loglik[i - 2]) < tol) expected = i;
+    ASSERT_NE(expected, j) << "Δ at j equals tol: it must not stop there";
+    o.tol = tol;
+    const FitResult r = fit(data, o);
+    EXPECT_EQ(r.iterations, expected ? expected : 25);
+    EXPECT_EQ(r.converged, expected != 0);
+    for (std::size_t i = 0; i < r.mean_loglik.size(); ++i) EXPECT_EQ(r.mean_loglik[i], full.mean_loglik[i]) << i;
+  }
+}
+
 TEST(EngineEm, RestartsKeepTheBest) {
   const Dataset data = sample(two_blobs(), 2000, 6);
   FitOptions o;
