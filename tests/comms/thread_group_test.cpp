@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -43,6 +44,7 @@ TEST(ThreadGroup, CollectivesGiveEveryMemberTheSameCorrectBytes) {
   constexpr int W = 4;
   std::vector<std::vector<double>> sums(W), maxes(W), gathered(W), broadcasts(W);
   std::vector<std::vector<float>> fsums(W);
+  std::vector<std::uint64_t> payload(W);
   const auto errors = run_group(W, 10s, [&](int r, Communicator& c) {
     EXPECT_EQ(c.rank(), r);
     EXPECT_EQ(c.size(), W);
@@ -62,6 +64,7 @@ TEST(ThreadGroup, CollectivesGiveEveryMemberTheSameCorrectBytes) {
     broadcasts[static_cast<std::size_t>(r)] = {r == 2 ? 42.0 : 0.0, r == 2 ? 7.0 : 0.0};
     c.broadcast(std::span<double>(broadcasts[static_cast<std::size_t>(r)]), 2);
     c.barrier();
+    payload[static_cast<std::size_t>(r)] = c.collective_bytes();
   });
   for (int r = 0; r < W; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "member " << r;
   for (int r = 0; r < W; ++r) {
@@ -73,6 +76,9 @@ TEST(ThreadGroup, CollectivesGiveEveryMemberTheSameCorrectBytes) {
     EXPECT_EQ(fsums[static_cast<std::size_t>(r)], (std::vector<float>{9.0f}));
     EXPECT_EQ(gathered[static_cast<std::size_t>(r)], (std::vector<double>{0, 0, 1, 10, 2, 20, 3, 30}));
     EXPECT_EQ(broadcasts[static_cast<std::size_t>(r)], (std::vector<double>{42.0, 7.0}));
+    // Payload handed to collectives: the three all-reduces, the all-gather's whole result
+    // (W members × 2 doubles), the broadcast; the barrier carries none.
+    EXPECT_EQ(payload[static_cast<std::size_t>(r)], 1000u * 8 + 2 * 8 + 4 + W * 2 * 8 + 2 * 8) << "member " << r;
   }
 }
 

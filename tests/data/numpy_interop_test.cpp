@@ -1,7 +1,9 @@
-// Interoperability with real numpy output (skipped, visibly, when python3 or numpy is missing).
+// Interoperability with real numpy output (skipped, visibly, when no Python with numpy was found;
+// a failure instead under MIXLE_REQUIRE_TOOLS=1, as in scripts/test).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "data_test_util.hpp"
@@ -32,17 +34,14 @@ if len(sys.argv) > 2:
 double expected(std::size_t i, std::size_t j) { return 0.5 * double(i) - 0.25 * double(j); }
 
 TEST(DataNumpy, ReadsAndWritesRealNumpyFiles) {
-  // The first python3 on PATH may be a virtualenv or pyenv without numpy; Debian's has it.
-  std::string python;
-  for (const char* candidate : {"python3", "/usr/bin/python3"}) {
-    const std::string probe = std::string(candidate) + " -c 'import numpy' >/dev/null 2>&1";
-    if (std::system(probe.c_str()) == 0) {
-      python = candidate;
-      break;
-    }
-  }
+  // The interpreter CMake found with numpy (tests/CMakeLists.txt).
+  const std::string python = MIXLE_TEST_PYTHON;
   if (python.empty()) {
-    GTEST_SKIP() << "no python3 with numpy found (Debian: apt-get install python3-numpy)";
+    const char* require = std::getenv("MIXLE_REQUIRE_TOOLS");
+    if (require && std::string(require) == "1")
+      FAIL() << "no Python with numpy was found at configure time, and MIXLE_REQUIRE_TOOLS=1 "
+                "(Debian: apt-get install python3-numpy, then configure again)";
+    GTEST_SKIP() << "no Python with numpy was found at configure time (Debian: apt-get install python3-numpy)";
   }
   TempDir dir;
   test::write_bytes(dir.file("make.py"), kScript);
