@@ -1,0 +1,54 @@
+// Guards of the M-step and of parameter validation that no fit reaches in the ordinary way:
+// statistics with no responsibility mass at all, and a bad parameter in the first entry.
+#include "engine_test_util.hpp"
+
+#include "engine/estimator.hpp"
+
+#include <mixle/error.hpp>
+#include <mixle/model.hpp>
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace mixle {
+namespace {
+
+using test::make_part;
+
+Model bernoulli_pair() {
+  Model m;
+  m.weights = {0.5, 0.5};
+  Part b = make_part(Family::bernoulli, 0, 2);
+  b.prob = {0.25, 0.5, 0.75, 0.5};
+  m.parts = {b};
+  return m;
+}
+
+TEST(EngineMStep, NoResponsibilityMassAtAllIsAnError) {
+  const Model m = bernoulli_pair();
+  const engine::StatLayout layout = engine::stat_layout(m);
+  const std::vector<double> stats(static_cast<std::size_t>(layout.size), 0.0);
+  engine::EstimatorOptions o;
+  o.precision = engine::Precision::fp64;
+  try {
+    engine::m_step(m, stats, engine::shift_table(m, o.precision), o);
+    FAIL() << "an M-step over no mass must not succeed";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("no responsibility mass"), std::string::npos) << e.what();
+  }
+}
+
+// Every entry is checked, the first and the last included.
+TEST(EngineValidate, BernoulliProbabilityOutsideTheUnitIntervalAnywhere) {
+  for (const std::size_t i : {std::size_t{0}, std::size_t{3}}) {
+    Model m = bernoulli_pair();
+    m.parts[0].prob[i] = 1.5;
+    EXPECT_THROW(validate_model(m), InvalidInput) << "entry " << i;
+  }
+  EXPECT_NO_THROW(validate_model(bernoulli_pair()));
+}
+
+}  // namespace
+}  // namespace mixle
