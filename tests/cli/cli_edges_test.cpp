@@ -1,0 +1,76 @@
+// Edges of the CLI's options that a mutation run showed no test touched: the smallest accepted
+// values (one row), a device index accepted by the syntax check, the options a local fit accepts,
+// and what the fit summary and the bench report always print.
+#include "common/bad_files.hpp"
+
+#include <mixle/data.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace mixle {
+namespace {
+
+using test::TempDir;
+
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+};
+
+CliResult mixle(const TempDir& dir, const std::string& args) {
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  const int status = std::system((std::string(MIXLE_CLI_PATH) + " " + args + " >" + out + " 2>" + err).c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, test::read_text(out), test::read_text(err)};
+}
+
+constexpr const char* kTruth = R"({"format": "mixle-model", "version": 1, "weights": [0.5, 0.5],
+  "parts": [{"family": "gaussian_diag", "columns": [0, 2],
+             "mean": [[0, 0], [6, 6]], "var": [[1, 1], [1, 1]]}]})";
+
+TEST(CliEdges, OneRowIsTheSmallestGenerateAndBench) {
+  TempDir dir("cli-edges-one");
+  test::write_bytes(dir.file("truth.json"), kTruth);
+  const CliResult g = mixle(dir, "generate -m " + dir.file("truth.json") + " -n 1 --seed 1 -o " + dir.file("one.npy"));
+  ASSERT_EQ(g.code, 0) << g.err;
+  EXPECT_EQ(read_data(dir.file("one.npy")).rows(), 1u);
+  const CliResult b = mixle(dir, "bench --rows 1 --dims 2 --components 2 --iters 1");
+  EXPECT_EQ(b.code, 0) << b.err;
+}
+
+TEST(CliEdges, DeviceIndexSyntax) {
+  TempDir dir("cli-edges-device");
+  // cuda:<digits> passes the syntax check (then runs, or is refused as not built/not present:
+  // never a usage error); anything else after "cuda:" is a usage error naming what is accepted.
+  for (const char* device : {"cuda:0", "cuda:1"}) {
+    const CliResult r = mixle(dir, std::string("bench --rows 64 --dims 2 --components 2 --iters 1 --device ") + device);
+    EXPECT_NE(r.code, 2) << device << ": " << r.err;
+  }
+  for (const char* device : {"cuda:", "cuda:x", "cuda:1a"}) {
+    const CliResult r = mixle(dir, std::string("bench --rows 64 --device ") + device);
+    EXPECT_EQ(r.code, 2) << device;
+    EXPECT_NE(r.err.find("cuda:<index>"), std::string::npos) << r.err;
+  }
+}
+
+TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {
+  TempDir dir("cli-edges-fit");
+  test::write_bytes(dir.file("truth.json"), kTruth);
+  ASSERT_EQ(mixle(dir, "generate -m " + dir.file("truth.json") + " -n 500 --seed 2 -o " + dir.file("d.npy")).code, 0);
+  // A local fit takes --shard-components 1 (one shard: nothing to distribute).
+  const CliResult f = mixle(dir, "fit --data " + dir.file("d.npy") + " -k 2 --seed 3 --shard-components 1 --out " +
+                               dir.file("m.json"));
+  ASSERT_EQ(f.code, 0) << f.err;
+  for (const char* line : {"fitted 2 components on 500 rows", "mean log-likelihood per row:",
+                           "log-likelihood per iteration:", "throughput:", "component 0", "component 1"})
+    EXPECT_NE(f.out.find(line), std::string::npos) << "fit output lacks \"" << line << "\":\n" << f.out;
+  const CliResult b = mixle(dir, "bench --rows 200 --dims 2 --components 2 --iters 1");
+  ASSERT_EQ(b.code, 0) << b.err;
+  for (const char* phase : {"cpu      e_step", "cpu      m_step", "cpu      iteration"})
+    EXPECT_NE(b.out.find(phase), std::string::npos) << "bench report lacks \"" << phase << "\":\n" << b.out;
+}
+
+}  // namespace
+}  // namespace mixle
