@@ -1,0 +1,59 @@
+// Rows at +inf log-density under several components (a data value at the edge of a family's
+// support, e.g. x = −inf under an exponential): the CPU pass shares such a row equally among the
+// components at +inf and reports log-likelihood +inf — for every such row, wherever it lies
+// among finite rows of its block. (No fit reaches this through validated input; the kernels'
+// contract still holds it, and the CUDA normalisation follows the same rule.)
+#include "engine/estimator.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+
+#include <mixle/model.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace mixle {
+namespace {
+
+template <class T>
+void check_ties() {
+  Model m;
+  m.weights = {0.3, 0.7};
+  Part e;
+  e.family = Family::exponential;
+  e.col_begin = 0;
+  e.col_end = 1;
+  e.rate = {0.5, 2.0};
+  m.parts = {e};
+  const auto packed = engine::pack_model<T>(m, 1);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // +inf rows first, between finite rows, and last.
+  const std::vector<double> x = {-kInf, 1.0, -kInf, 2.0, 0.5, -kInf, -kInf, 3.0, -kInf};
+  const std::size_t n = x.size();
+  std::vector<double> loglik(n), resp(2 * n);
+  kernels::cpu::Options o;
+  o.threads = 1;
+  kernels::cpu::score(packed.view, x.data(), n, 1, loglik.data(), resp.data(), o);
+  for (std::size_t i = 0; i < n; ++i) {
+    SCOPED_TRACE(i);
+    if (std::isinf(x[i])) {
+      EXPECT_EQ(loglik[i], kInf);
+      EXPECT_EQ(resp[2 * i], 0.5);
+      EXPECT_EQ(resp[2 * i + 1], 0.5);
+    } else {
+      // The ordinary rows keep the ordinary rule: finite, responsibilities summing to 1.
+      const double a = std::log(0.3 * 0.5) - 0.5 * x[i], b = std::log(0.7 * 2.0) - 2.0 * x[i];
+      const double want = std::max(a, b) + std::log(std::exp(a - std::max(a, b)) + std::exp(b - std::max(a, b)));
+      EXPECT_NEAR(loglik[i], want, 1e-5 * std::abs(want) + 1e-5);
+      EXPECT_NEAR(resp[2 * i] + resp[2 * i + 1], 1.0, 1e-6);
+    }
+  }
+}
+
+TEST(CpuPassTies, PlusInfinityRowsAreSharedAmongTheirComponentsFp64) { check_ties<double>(); }
+TEST(CpuPassTies, PlusInfinityRowsAreSharedAmongTheirComponentsFp32) { check_ties<float>(); }
+
+}  // namespace
+}  // namespace mixle
