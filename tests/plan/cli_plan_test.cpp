@@ -134,6 +134,27 @@ TEST_F(PlanCli, PlanReadsTheModelFile) {
   EXPECT_NE(table.out.find("[0, 10)"), std::string::npos);
 }
 
+// A categorical part described by its prob table alone: the categories are its rows' length,
+// for one component (a single K×V row) and for a part over several columns (K×D×V).
+TEST_F(PlanCli, PlanTakesCategoriesFromTheProbTable) {
+  Resources::single_cpu().save(path("res.json"));
+  write("one.json", R"({"format": "mixle-model", "version": 1, "weights": [1],
+      "parts": [{"family": "categorical", "columns": [0, 1], "prob": [[0.25, 0.25, 0.25, 0.25]]}]})");
+  write("cols.json", R"({"format": "mixle-model", "version": 1, "weights": [0.5, 0.5],
+      "parts": [{"family": "categorical", "columns": [0, 2],
+                 "prob": [[[0.5, 0.5], [0.1, 0.9]], [[0.3, 0.7], [1, 0]]]}]})");
+  for (const auto& [file, expected] :
+       {std::pair{"one.json", ModelSummary{1, {{"categorical", 1, 4}}}},
+        std::pair{"cols.json", ModelSummary{2, {{"categorical", 2, 2}}}}}) {
+    SCOPED_TRACE(file);
+    CliRun r = run(std::string("plan --rows 10 --model ") + path(file) + " --resources " + path("res.json") +
+                   " --json --safety-factor 1");
+    ASSERT_EQ(r.code, 0) << r.err;
+    Placement p = Placement::from_json(nlohmann::json::parse(r.out).at("placement").dump());
+    EXPECT_EQ(p.model_bytes, expected.parameter_bytes());
+  }
+}
+
 TEST_F(PlanCli, PlanErrorsExitWithTheRightCodes) {
   Resources::single_cpu({.memory_bytes = 1}).save(path("tiny.json"));
   Resources::single_cpu().save(path("res.json"));
