@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -153,6 +156,43 @@ TEST_F(PlanCli, PlanTakesCategoriesFromTheProbTable) {
     Placement p = Placement::from_json(nlohmann::json::parse(r.out).at("placement").dump());
     EXPECT_EQ(p.model_bytes, expected.parameter_bytes());
   }
+}
+
+// The table: every line of a table has the same width (headers and values padded to the same
+// columns), and the defaults --help states are the ones used (chunks of 65536 rows; one
+// component per shard at least, so K = 3 over three devices gives three model shards).
+TEST_F(PlanCli, PlanTableAlignsAndUsesTheStatedDefaults) {
+  Resources({DeviceSpec{.name = "cpu:0"}, DeviceSpec{.name = "cpu:1"}, DeviceSpec{.name = "cpu:2"}})
+      .save(path("res.json"));
+  const std::string args = "plan --rows 1000 --family gaussian_diag --components 3 --dims 2 --resources " +
+                           path("res.json") + " --shard-components";
+  CliRun r = run(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("chunks of 65536 rows"), std::string::npos) << r.out;
+  // Tables are the runs of lines after a blank line (the first line of each is its header).
+  std::vector<std::vector<std::string>> tables;
+  std::istringstream lines(r.out);
+  std::string line;
+  bool blank = false;
+  while (std::getline(lines, line)) {
+    if (line.empty()) {
+      blank = true;
+      continue;
+    }
+    if (line.back() == ':') continue;  // a table's title
+    if (blank) tables.emplace_back();
+    blank = false;
+    if (!tables.empty()) tables.back().push_back(line);
+  }
+  ASSERT_EQ(tables.size(), 2u) << r.out;
+  for (const auto& table : tables) {
+    ASSERT_GE(table.size(), 2u);
+    for (const std::string& row : table) EXPECT_EQ(row.size(), table[0].size()) << "\"" << row << "\"\n" << r.out;
+  }
+  EXPECT_EQ(tables[1].size(), 4u) << "a header and one model shard per device:\n" << r.out;
+  CliRun j = run(args + " --json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out).at("model_shards").size(), 3u);
 }
 
 TEST_F(PlanCli, PlanErrorsExitWithTheRightCodes) {
