@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace mixle {
 namespace {
@@ -70,6 +71,27 @@ TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {
   ASSERT_EQ(b.code, 0) << b.err;
   for (const char* phase : {"cpu      e_step", "cpu      m_step", "cpu      iteration"})
     EXPECT_NE(b.out.find(phase), std::string::npos) << "bench report lacks \"" << phase << "\":\n" << b.out;
+}
+
+// Raw data take their shape from --shape N,C (N may be left out); anything but two
+// non-negative integers is a usage error naming the option.
+TEST(CliEdges, RawShapeOption) {
+  TempDir dir("cli-edges-raw");
+  std::vector<float> v(400);
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i % 2 ? 6.0 : 0.0) + 0.01 * static_cast<double>(i % 7));
+  test::write_bytes(dir.file("d.f32"), std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
+  for (const char* shape : {"200,2", ",2"}) {
+    const CliResult r = mixle(dir, "fit --data " + dir.file("d.f32") + " --shape " + shape + " -k 2 -q --out " +
+                                       dir.file("m.json"));
+    EXPECT_EQ(r.code, 0) << shape << ": " << r.err;
+    EXPECT_NE(r.out.find("on 200 rows"), std::string::npos) << shape << ": " << r.out;
+  }
+  for (const char* shape : {"2x0,2", "200,", "200,2,1", "-1,2"}) {
+    const CliResult r = mixle(dir, "fit --data " + dir.file("d.f32") + " --shape " + shape + " -k 2 --out " +
+                                       dir.file("m.json"));
+    EXPECT_EQ(r.code, 2) << shape << ": " << r.err;
+    EXPECT_NE(r.err.find("--shape"), std::string::npos) << shape << ": " << r.err;
+  }
 }
 
 }  // namespace

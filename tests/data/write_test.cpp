@@ -4,6 +4,8 @@
 
 #include <csignal>
 #include <filesystem>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "data_test_util.hpp"
@@ -106,6 +108,23 @@ TEST(DataWriteMatrix, ArgumentChecks) {
   o.format = DataFormat::npy;
   EXPECT_EQ(read_data(unknown, o).at(1, 0), 3.0);
   EXPECT_EQ(read_data(unknown).at(1, 1), 4.0);  // sniffed by the .npy magic
+}
+
+// The delimiter follows the extension: tabs for .tsv, commas for .csv; both read back exactly.
+TEST(DataWriteMatrix, TsvUsesTabsAndCsvCommas) {
+  TempDir dir;
+  const std::vector<double> v = {1.5, -2, 3, 4.25};
+  for (const auto& [name, delimiter, other] : {std::tuple{"m.tsv", '\t', ','}, std::tuple{"m.csv", ',', '\t'}}) {
+    SCOPED_TRACE(name);
+    const std::string path = dir.file(name);
+    write_matrix(path, v.data(), 2, 2, DataFormat::automatic, {"a", "b"});
+    const std::string text = test::read_bytes(path);
+    EXPECT_EQ(text.rfind(std::string("a") + delimiter + "b\n", 0), 0u) << text;
+    EXPECT_EQ(text.find(other), std::string::npos) << text;
+    const Dataset d = read_data(path);
+    ASSERT_EQ(d.cols(), 2u);
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(d.at(i / 2, i % 2), v[i]) << i;
+  }
 }
 
 }  // namespace

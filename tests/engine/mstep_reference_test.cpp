@@ -118,11 +118,13 @@ TEST(EngineHand, MixedMStepMatchesNaiveReferenceFp64) {
 
 TEST(EngineHand, MixedMStepMatchesNaiveReferenceFp32) { check_against_reference("fp32", 2, kFp32RelTol); }
 
-// gaussian_diag wide enough for the vectorised statistics loops (8 doubles or 16 floats a lane
-// group) plus a tail: D = 37, K = 4, against the same naive reference.
+// gaussian_diag wide enough for the vectorised statistics loops — lane groups of 8 doubles or
+// 16 floats, four groups per pass over the rows — to make several passes and leave a tail:
+// D = 83 (fp64: passes at columns 0, 32, 64; fp32: 0, 64; 3 tail columns), K = 4, against the
+// same naive reference.
 void check_wide_diag(const std::string& precision, double rel_tol) {
   SCOPED_TRACE(precision);
-  constexpr std::size_t N = 3001, K = 4, D = 37;
+  constexpr std::size_t N = 3001, K = 4, D = 83;
   Model truth;
   truth.weights = {0.1, 0.2, 0.3, 0.4};
   Part g = make_part(Family::gaussian_diag, 0, D);

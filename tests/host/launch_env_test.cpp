@@ -83,7 +83,12 @@ TEST(LaunchEnv, OpenMpiVariables) {
   EXPECT_EQ(e.rank, 3);
   EXPECT_EQ(e.world_size, 4);
   EXPECT_EQ(e.local_rank, 1);
+  EXPECT_EQ(e.local_world_size, 2);
   if (comms::is_compiled(comms::CommKind::mpi)) EXPECT_EQ(resolve_comm("auto", e, false), comms::CommKind::mpi);
+  // Without the local variables (a launcher that sets only rank and size): one process per node.
+  e = detect_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}}));
+  EXPECT_EQ(e.local_rank, 0);
+  EXPECT_EQ(e.local_world_size, 1);
 }
 
 TEST(LaunchEnv, TorchrunVariablesWinOverMpiAndSlurm) {
