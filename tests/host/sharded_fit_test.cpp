@@ -93,6 +93,11 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
     const auto resident = numbers_after(out, "resident parameter bytes per rank:");
     ASSERT_EQ(resident.size(), 4u) << out;
     for (std::uint64_t b : resident) EXPECT_EQ(b * static_cast<std::uint64_t>(G), model_bytes) << "G = " << G << "\n" << out;
+    // The summary counts the payload rank 0 handed to collectives: never nothing on 4 ranks.
+    const auto at = out.find(" collective bytes");
+    ASSERT_NE(at, std::string::npos) << out;
+    const auto begin = out.rfind(' ', at - 1) + 1;
+    EXPECT_GT(std::stoull(out.substr(begin, at - begin)), 0u) << "G = " << G << "\n" << out;
   }
 }
 
