@@ -6,6 +6,9 @@
 
 #include "plan/test_util.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -224,6 +227,26 @@ TEST(Receipt, OneJsonLineRoundTripsExactly) {
   EXPECT_EQ(r.global_examples(), 1000);
   r.global_examples_observed = 999;
   EXPECT_EQ(r.global_examples(), 999);
+}
+
+// Each built-in describes itself under the name it is registered by; the JSON form lists axes
+// and each incompatible set sorted (the reference's as_dict), whatever order they were given in.
+TEST(ContractBackends, CapabilitiesCarryTheirNameAndSortedLists) {
+  for (const std::string& n : available_training_backends())
+    EXPECT_EQ(get_training_backend(n)->capabilities().name, n);
+  BackendCapabilities c;
+  c.name = "probe";
+  // tp before cp in the axes' fixed order, after it alphabetically.
+  c.axes = {ParallelAxis::tp, ParallelAxis::cp};
+  c.incompatible_axis_sets = {{ParallelAxis::tp, ParallelAxis::cp}};
+  const auto doc = nlohmann::json::parse(c.to_json());
+  const auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  const auto set = doc.at("incompatible_axis_sets").at(0).get<std::vector<std::string>>();
+  EXPECT_EQ(set, (std::vector<std::string>{"cp", "tp"}));
+  EXPECT_EQ(doc.at("axes").get<std::vector<std::string>>(), sorted(doc.at("axes").get<std::vector<std::string>>()));
 }
 
 TEST(ContractBackends, BuiltinsDescribeWhatTheyExecute) {

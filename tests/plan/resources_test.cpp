@@ -10,7 +10,10 @@
 #include <fstream>
 #include <limits>
 #include <set>
+#include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include <unistd.h>
 
@@ -29,6 +32,19 @@ DeviceSpec cpu(std::string name, double throughput = 1.0) {
 }
 
 }  // namespace
+
+// Every spelling the reference accepts maps to its canonical name, case-insensitively.
+TEST(Resources, PrecisionNamesAndTheirAliases) {
+  for (const auto& [canonical, aliases] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"float16", {"float16", "fp16", "f16", "half", "FP16"}},
+           {"bfloat16", {"bfloat16", "bf16", "BF16"}},
+           {"float32", {"float32", "fp32", "f32", "float", "Float32"}},
+           {"float64", {"float64", "fp64", "f64", "double", "DOUBLE"}}}) {
+    for (const std::string& alias : aliases) EXPECT_EQ(precision_name(alias), canonical) << alias;
+  }
+  EXPECT_THROW(precision_name("fp8"), mixle::InvalidInput);
+}
 
 TEST(Resources, RejectsNonFiniteThroughputWithFieldAndValue) {
   for (double bad : {std::nan(""), 0.0, -1.0, std::numeric_limits<double>::infinity()}) {
