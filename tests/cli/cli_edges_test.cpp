@@ -67,6 +67,10 @@ TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {
   for (const char* line : {"fitted 2 components on 500 rows", "mean log-likelihood per row:",
                            "log-likelihood per iteration:", "throughput:", "component 0", "component 1"})
     EXPECT_NE(f.out.find(line), std::string::npos) << "fit output lacks \"" << line << "\":\n" << f.out;
+  // A backend outside the distributed driver takes one shard too, and refuses two.
+  const std::string threaded = "fit --data " + dir.file("d.npy") + " -k 2 --seed 3 -q --backend component_parallel";
+  EXPECT_EQ(mixle(dir, threaded + " --shard-components 1 --out " + dir.file("t.json")).code, 0);
+  EXPECT_EQ(mixle(dir, threaded + " --shard-components 2 --out " + dir.file("t.json")).code, 2);
   const CliResult b = mixle(dir, "bench --rows 200 --dims 2 --components 2 --iters 1");
   ASSERT_EQ(b.code, 0) << b.err;
   for (const char* phase : {"cpu      e_step", "cpu      m_step", "cpu      iteration"})

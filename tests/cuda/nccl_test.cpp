@@ -14,6 +14,9 @@
 #if MIXLE_HAVE_NCCL
 #include <cuda_runtime_api.h>
 #endif
+#if MIXLE_CUDA_SIM
+#include <mixle/cudasim/testing.hpp>
+#endif
 
 namespace mixle::comms {
 namespace {
@@ -35,6 +38,9 @@ TEST(CommNccl, WorldSizeOneOnDeviceBuffers) {
     if (gpu_required()) FAIL() << "MIXLE_REQUIRE_GPU=1 but no CUDA device";
     GTEST_SKIP() << "no CUDA device";
   }
+#if MIXLE_CUDA_SIM
+  const std::size_t held_before = cudasim::device_memory_used(0);
+#endif
   StoreServer server("127.0.0.1", 0, "tok");
   CommOptions o;
   o.timeout = 60s;
@@ -78,6 +84,11 @@ TEST(CommNccl, WorldSizeOneOnDeviceBuffers) {
   child.reset();
   comm->all_reduce_sum(std::span<double>(staged), MemorySpace::host);
   EXPECT_EQ(staged, host);
+#if MIXLE_CUDA_SIM
+  // Closing the communicator gives back its device memory (the staging buffer included).
+  comm.reset();
+  EXPECT_EQ(cudasim::device_memory_used(0), held_before);
+#endif
 #endif
 }
 
