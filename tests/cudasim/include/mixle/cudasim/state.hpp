@@ -102,7 +102,11 @@ struct Counters {
 
 constexpr std::size_t kGuardBytes = MIXLE_SIM_ASAN ? 0 : 64;
 constexpr unsigned char kGuardByte = 0xCD;
+/// Freed device memory is held back from the host heap (quarantined, and poisoned under ASan)
+/// for the most recent kFreedRemembered frees up to kFreedHeldBytes, so an address reported as
+/// "freed device memory" really is that, never a host allocation that reused the bytes.
 constexpr std::size_t kFreedRemembered = 4096;
+constexpr std::size_t kFreedHeldBytes = std::size_t(256) << 20;
 
 class Simulator {
  public:
@@ -110,8 +114,9 @@ class Simulator {
   std::vector<int> visible;  // physical ordinals, index = device number
   std::vector<DeviceState> devices;
   std::map<const char*, Allocation> allocations;  // by base address
-  std::map<const char*, std::size_t> freed;       // recently freed device ranges (for messages)
+  std::map<const char*, std::size_t> freed;       // recently freed device ranges, still held
   std::deque<const char*> freed_order;
+  std::size_t freed_bytes = 0;
   std::unordered_map<const void*, std::shared_ptr<StreamState>> streams;
   std::unordered_map<const void*, std::shared_ptr<EventState>> events;
   Counters counters;
@@ -224,7 +229,6 @@ class Simulator {
     std::memset(p, 0xA5, bytes);
     if (kGuardBytes) std::memset(a.base + bytes, kGuardByte, kGuardBytes);
     allocations[a.base] = a;
-    freed.erase(a.base);
     if (device_access_depth == 0) poison(a);
     d.used += bytes;
     if (d.used > d.peak) d.peak = d.used;
@@ -236,20 +240,30 @@ class Simulator {
     auto it = allocations.find(static_cast<const char*>(p));
     if (it == allocations.end() || it->second.device < 0) return cudaErrorInvalidValue;
     const Allocation a = it->second;
-    unpoison(a);
     allocations.erase(it);
     devices[static_cast<std::size_t>(a.device)].used -= a.bytes;
+    poison(a);  // held back, unreachable, until remember_freed lets it go
     remember_freed(a.base, a.bytes);
-    std::free(a.base);
     return cudaSuccess;
   }
 
-  void remember_freed(const char* base, std::size_t bytes) {
+  /// Holds a freed device allocation back from the host heap; releases the oldest beyond the
+  /// limits (kFreedRemembered, kFreedHeldBytes).
+  void remember_freed(char* base, std::size_t bytes) {
     freed[base] = bytes;
     freed_order.push_back(base);
-    if (freed_order.size() > kFreedRemembered) {
-      freed.erase(freed_order.front());
+    freed_bytes += bytes;
+    while (freed_order.size() > kFreedRemembered || freed_bytes > kFreedHeldBytes) {
+      char* oldest = const_cast<char*>(freed_order.front());
       freed_order.pop_front();
+      const auto held = freed.find(oldest);
+      if (held == freed.end()) continue;
+      freed_bytes -= held->second;
+#if MIXLE_SIM_ASAN
+      ASAN_UNPOISON_MEMORY_REGION(oldest, held->second);
+#endif
+      freed.erase(held);
+      std::free(oldest);
     }
   }
 
