@@ -50,5 +50,21 @@ TEST(EngineValidate, BernoulliProbabilityOutsideTheUnitIntervalAnywhere) {
   EXPECT_NO_THROW(validate_model(bernoulli_pair()));
 }
 
+// A model file that parses but breaks a rule: the message names the file once, then the rule —
+// not the validator's own "model:" prefix after it.
+TEST(EngineValidate, ModelFileErrorsNameTheSourceThenTheRule) {
+  const std::string text = R"({"format": "mixle-model", "version": 1, "weights": [0.5, 0.7],
+    "parts": [{"family": "poisson", "columns": [0, 1], "rate": [[1], [2]]}]})";
+  try {
+    model_from_json(text, "weights.json");
+    FAIL() << "weights summing to 1.2 must be refused";
+  } catch (const InvalidInput& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("weights.json:", 0), 0u) << what;
+    EXPECT_EQ(what.find("model:"), std::string::npos) << what;
+    EXPECT_NE(what.find("weights sum to"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace mixle

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -193,6 +194,18 @@ TEST_F(PlanCli, PlanTableAlignsAndUsesTheStatedDefaults) {
   CliRun j = run(args + " --json");
   ASSERT_EQ(j.code, 0) << j.err;
   EXPECT_EQ(nlohmann::json::parse(j.out).at("model_shards").size(), 3u);
+}
+
+// Byte counts in the table use the largest binary unit that keeps the number at least 1,
+// up to PiB: a device of 2^62 bytes (4 EiB) shows as 4096.0 PiB.
+TEST_F(PlanCli, PlanTableBytesStopAtPiB) {
+  Resources({DeviceSpec{.name = "huge", .memory_bytes = std::uint64_t{1} << 62},
+             DeviceSpec{.name = "small", .memory_bytes = std::uint64_t{3} << 30}})
+      .save(path("res.json"));
+  CliRun r = run("plan --rows 100 --family poisson --components 2 --resources " + path("res.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("4096.0 PiB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3.0 GiB"), std::string::npos) << r.out;
 }
 
 TEST_F(PlanCli, PlanErrorsExitWithTheRightCodes) {
