@@ -1,5 +1,6 @@
 // `mixle bench --comm` across real ranks: a checked all-reduce per message size, nccl-tests'
 // algbw/busbw, a versioned JSON document from rank 0.
+#include "common/require.hpp"
 #include "comms/process_util.hpp"
 
 #include <gtest/gtest.h>
@@ -11,9 +12,7 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(BenchComm, TwoRanksUnderMixleLaunch) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   const auto json = dir.path / "comm.json";
   Process p = run_process({MIXLE_CLI_PATH, "launch", "--nproc", "2", "--", MIXLE_CLI_PATH, "bench", "--comm",

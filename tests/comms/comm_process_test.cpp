@@ -2,6 +2,7 @@
 // (tests/comms/probe/main.cpp) runs as every rank, under `mixle launch`, mpirun, or as processes
 // this test starts itself with torchrun's variables (so that no launcher masks how the surviving
 // ranks react to a dead one). Every wait is bounded, so a hang fails the test instead of the suite.
+#include "common/require.hpp"
 #include "comms/process_util.hpp"
 #include "comms/socket.hpp"
 
@@ -45,9 +46,7 @@ std::vector<Process> run_ranks(int n, const std::vector<std::string>& probe_args
 class GlooProcesses : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
-#if !MIXLE_HAVE_GLOO
-    GTEST_SKIP() << "built without gloo";
-#endif
+    MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   }
 };
 
@@ -67,9 +66,7 @@ INSTANTIATE_TEST_SUITE_P(WorldSizes, GlooProcesses, ::testing::Values(2, 3, 4));
 // Sub-communicators of a world of 4: pairs r/2, parities r%2, reversed and equal keys, a nested
 // split; the probe checks membership, ranks and exact collectives in each (probe/main.cpp).
 TEST(GlooSplit, SubCommunicatorsUnderMixleLaunch) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   Process p = run_process({MIXLE_CLI_PATH, "launch", "--nproc", "4", "--", MIXLE_PROBE_PATH, "--comm", "gloo",
                            "--scenario", "split", "--timeout-ms", "20000"},
@@ -83,9 +80,7 @@ TEST(GlooSplit, SubCommunicatorsUnderMixleLaunch) {
 class GlooFaults : public ::testing::Test {
  protected:
   void SetUp() override {
-#if !MIXLE_HAVE_GLOO
-    GTEST_SKIP() << "built without gloo";
-#endif
+    MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   }
   // Checks that every rank but `victim` failed with exit 3, in time, naming `expected`.
   void expect_survivors_report(const std::vector<Process>& ranks, int victim, const std::string& expected) {
@@ -211,9 +206,7 @@ std::vector<std::string> mpirun(int n, std::vector<std::string> probe_args) {
 class MpiProcesses : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override {
-#if !MIXLE_HAVE_MPI
-    GTEST_SKIP() << "built without MPI";
-#endif
+    MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
   }
 };
 
@@ -229,9 +222,7 @@ TEST_P(MpiProcesses, CollectivesUnderMpirunGiveIdenticalBytes) {
 INSTANTIATE_TEST_SUITE_P(WorldSizes, MpiProcesses, ::testing::Values(1, 2, 4));
 
 TEST(MpiSplit, SubCommunicatorsUnderMpirun) {
-#if !MIXLE_HAVE_MPI
-  GTEST_SKIP() << "built without MPI";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
   TempDir dir;
   Process p = run_process(mpirun(4, {"--comm", "mpi", "--scenario", "split", "--timeout-ms", "20000"}), {},
                           dir.path / "mpi.log", 60s);
@@ -244,9 +235,7 @@ TEST(MpiSplit, SubCommunicatorsUnderMpirun) {
 class MpiFaults : public ::testing::Test {
  protected:
   void SetUp() override {
-#if !MIXLE_HAVE_MPI
-    GTEST_SKIP() << "built without MPI";
-#endif
+    MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
   }
 };
 

@@ -1,6 +1,7 @@
 // `mixle fit`, `mixle score` and `mixle bench` with --device cuda, end to end as users run them
 // (real processes), against the same commands on the CPU; and a launched job whose ranks each
 // see one GPU — on a GPU, or on the simulator.
+#include "common/require.hpp"
 #include "common/backend_compare.hpp"
 #include "host/fit_process_util.hpp"
 
@@ -117,9 +118,7 @@ TEST(CudaCli, InfoNamesTheCudaBackend) {
 // Under SLURM --gpus-per-task=1, or torchrun with CUDA_VISIBLE_DEVICES set per rank, every
 // process sees exactly one GPU while LOCAL_RANK runs 0, 1, …: each rank must use its one GPU.
 TEST(CudaCli, LaunchedRanksThatEachSeeOneGpuUseIt) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   MIXLE_CUDA_OR_SKIP(gate);
   TempDir dir;
   const fs::path data = generate_data(dir, kTruth, 3000);
@@ -175,9 +174,7 @@ TEST(CudaCli, LaunchedFitOverNcclMatchesTheCpuFit) {
 // Two simulated GPUs shared by the ranks of a node: LOCAL_RANK picks one; a third rank has none
 // and the job fails naming it.
 TEST(CudaCli, MoreRanksThanSharedGpusFailsNamingTheLocalRank) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   const fs::path data = generate_data(dir, kTruth, 1000);
   std::vector<std::string> argv{kCli, "launch", "--nproc", "3", "--"};

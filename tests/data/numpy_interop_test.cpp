@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/require.hpp"
 #include "data_test_util.hpp"
 
 namespace mixle {
@@ -37,8 +38,7 @@ TEST(DataNumpy, ReadsAndWritesRealNumpyFiles) {
   // The interpreter CMake found with numpy (tests/CMakeLists.txt).
   const std::string python = MIXLE_TEST_PYTHON;
   if (python.empty()) {
-    const char* require = std::getenv("MIXLE_REQUIRE_TOOLS");
-    if (require && std::string(require) == "1")
+    if (test::tools_required())
       FAIL() << "no Python with numpy was found at configure time, and MIXLE_REQUIRE_TOOLS=1 "
                 "(Debian: apt-get install python3-numpy, then configure again)";
     GTEST_SKIP() << "no Python with numpy was found at configure time (Debian: apt-get install python3-numpy)";

@@ -2,6 +2,7 @@
 // and mpirun (mpi) give the single-process model at every world size; a SIGKILLed rank makes
 // the others fail in bounded time naming it, leaves an intact checkpoint, and `--resume` at a
 // different world size reaches the uninterrupted run's model. Every wait is bounded.
+#include "common/require.hpp"
 #include "host/fit_process_util.hpp"
 #include "comms/socket.hpp"
 
@@ -45,9 +46,7 @@ std::vector<std::string> fit_args(const fs::path& data, const fs::path& out, int
 }
 
 TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   const fs::path data = make_data(dir, 20000);
   Process one = run_process(fit_args(data, dir.path / "w1.json", 50, "1e-6"), {}, dir.path / "w1.log", 120s);
@@ -79,9 +78,7 @@ TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
 }
 
 TEST(DistributedFit, CalibratedThroughputSplitsRows) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   const fs::path data = make_data(dir, 12800);
   // Two ranks whose devices were calibrated at 1000 and 3000 rows/s: rank 0 gets a quarter of
@@ -98,9 +95,7 @@ TEST(DistributedFit, CalibratedThroughputSplitsRows) {
 }
 
 TEST(DistributedFit, MpirunMatchesOneProcess) {
-#if !MIXLE_HAVE_MPI
-  GTEST_SKIP() << "built without MPI";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
   TempDir dir;
   const fs::path data = make_data(dir, 20000);
   Process one = run_process(fit_args(data, dir.path / "w1.json", 50, "1e-6"), {}, dir.path / "w1.log", 120s);
@@ -115,9 +110,7 @@ TEST(DistributedFit, MpirunMatchesOneProcess) {
 }
 
 TEST(DistributedFit, KilledRankFailsTheOthersAndResumeAtAnotherWorldSizeFinishes) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   const fs::path data = make_data(dir, 120000);
   constexpr int kIterations = 200;

@@ -1,5 +1,6 @@
 // Launch-environment detection (torchrun → OpenMPI/PMIx → SLURM → single), the store-port rule,
 // --comm resolution and the torchelastic error file.
+#include "common/require.hpp"
 #include "host/launch_env.hpp"
 
 #include <mixle/error.hpp>
@@ -151,7 +152,7 @@ TEST(LaunchEnv, ExplicitCommChoices) {
 
 TEST(LaunchEnv, GlooWithoutMasterAddressIsExplained) {
   LaunchEnv e = detect_launch_env(fake({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}}));
-  if (!comms::is_compiled(comms::CommKind::gloo)) GTEST_SKIP() << "built without gloo";
+  MIXLE_SKIP_UNLESS_BUILT_WITH(comms::is_compiled(comms::CommKind::gloo), "gloo");
   try {
     communicator_from_env(e, comms::CommKind::gloo, std::chrono::seconds(1));
     FAIL();

@@ -2,6 +2,7 @@
 // --nproc 4 -- mixle fit --shard-components G` equals the one-process fit at G = 1, 2, 4, each
 // rank holds only its shard's parameters, and a Resources file whose devices cannot hold the
 // whole model makes the planner cut it and the fit run sharded. Every wait is bounded.
+#include "common/require.hpp"
 #include "host/fit_process_util.hpp"
 #include "comms/socket.hpp"
 
@@ -66,9 +67,7 @@ std::vector<std::uint64_t> numbers_after(const std::string& output, const std::s
 }
 
 TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   const fs::path data = make_data(dir, 20000);
   Process one = run_process(fit_args(data, dir.path / "one.json"), {}, dir.path / "one.log", 120s);
@@ -102,9 +101,7 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
 }
 
 TEST(ShardedFit, MpirunShardedMatchesOneProcessFp64) {
-#if !MIXLE_HAVE_MPI
-  GTEST_SKIP() << "built without MPI";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
   TempDir dir;
   const fs::path data = make_data(dir, 12000);
   Process one = run_process(fit_args(data, dir.path / "one.json"), {}, dir.path / "one.log", 120s);
@@ -125,9 +122,7 @@ TEST(ShardedFit, MpirunShardedMatchesOneProcessFp64) {
 }
 
 TEST(ShardedFit, ManyComponentsPerShardMatchOneProcessFp64) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   // K_c = 160 components per shard over 10000-row groups: the fold's per-row normaliser
   // (the whole mixture's log-likelihood) must give the unsharded fit with many components.
   TempDir dir;
@@ -151,9 +146,7 @@ TEST(ShardedFit, ManyComponentsPerShardMatchOneProcessFp64) {
 }
 
 TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   const fs::path data = make_data(dir, 20000);
   Process one = run_process(fit_args(data, dir.path / "one.json"), {}, dir.path / "one.log", 120s);
@@ -196,9 +189,7 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
 }
 
 TEST(ShardedFit, AnImpossibleRowInOneDataGroupStopsEveryRankNamingIt) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   // 2 data groups × 2 shards; only data group 1's rows hold the impossible row (category 2 has
   // probability 0 in every component of the initial model, and pseudo-count 0 keeps it so).
   // Group 0 never sees it in its own gathers: the failure must still reach every rank through
@@ -226,9 +217,7 @@ TEST(ShardedFit, AnImpossibleRowInOneDataGroupStopsEveryRankNamingIt) {
 }
 
 TEST(ShardedFit, ShardComponentsMustDivideTheWorld) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   const fs::path data = make_data(dir, 2000);
   Process p = launch(3, {"--shard-components", "2"}, data, dir.path / "bad.json", dir.path / "bad.log");
@@ -237,9 +226,7 @@ TEST(ShardedFit, ShardComponentsMustDivideTheWorld) {
 }
 
 TEST(ShardedFit, KilledRankFailsTheOthersAndTheGlobalCheckpointResumesAtAnotherG) {
-#if !MIXLE_HAVE_GLOO
-  GTEST_SKIP() << "built without gloo";
-#endif
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   using Clock = std::chrono::steady_clock;
   TempDir dir;
   const fs::path data = make_data(dir, 60000);
