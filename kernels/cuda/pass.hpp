@@ -73,9 +73,8 @@ struct ChunkWorkspace {
   DeviceBuffer<int> status;    // rows (RowStatus)
   DeviceBuffer<double> partials;  // slots × stat_size
 
+  /// Takes workspace_bytes_per_row<T>(components) per row (kernels/cuda/chunk_plan.hpp).
   void reserve(std::int64_t rows, int components, std::int64_t stat_size);
-  /// Bytes reserve() takes per row, for sizing chunks.
-  static std::size_t bytes_per_row(int components) { return workspace_bytes_per_row<T>(components); }
 };
 
 /// One chunk on `stream`. x: device, rows × ld in T (ld ≥ model.columns). first_row: index of
