@@ -17,15 +17,30 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
 namespace mixle::comms::detail {
 namespace {
 
-// Largest element count handed to one MPI call (MPI counts are int).
-constexpr std::size_t kMaxChunk = std::size_t{1} << 30;
+// Largest element count handed to one MPI call (MPI counts are int): 2^30, or
+// MIXLE_MPI_MAX_CHUNK (a positive integer up to 2^30) — small values let the process tests cover
+// the chunk loop without sending gigabytes.
+std::size_t max_chunk_elements() {
+  constexpr std::size_t kDefault = std::size_t{1} << 30;
+  const char* text = std::getenv("MIXLE_MPI_MAX_CHUNK");
+  if (text == nullptr || *text == '\0') return kDefault;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno != 0 || *end != '\0' || text[0] == '-' || v < 1 || v > kDefault)
+    throw InvalidInput(std::string("MIXLE_MPI_MAX_CHUNK='") + text + "': expected an integer from 1 to " +
+                       std::to_string(kDefault));
+  return static_cast<std::size_t>(v);
+}
 
 std::string mpi_error_text(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -68,8 +83,8 @@ class MpiCommunicator final : public Communicator {
     MPI_Datatype dt = type == DataType::float64 ? MPI_DOUBLE : MPI_FLOAT;
     MPI_Op mop = op == ReduceOp::sum ? MPI_SUM : MPI_MAX;
     const std::size_t esize = element_bytes(type);
-    for (std::size_t off = 0; off < count; off += kMaxChunk) {
-      int n = static_cast<int>(std::min(kMaxChunk, count - off));
+    for (std::size_t off = 0; off < count; off += max_chunk_) {
+      int n = static_cast<int>(std::min(max_chunk_, count - off));
       char* p = static_cast<char*>(data) + off * esize;
       MPI_Request req;
       check(MPI_Ireduce(rank() == 0 ? MPI_IN_PLACE : p, p, n, dt, mop, 0, comm_, &req), "reduce");
@@ -80,8 +95,8 @@ class MpiCommunicator final : public Communicator {
   }
 
   void broadcast_impl(void* data, std::size_t bytes, int root, MemorySpace) override {
-    for (std::size_t off = 0; off < bytes; off += kMaxChunk) {
-      int n = static_cast<int>(std::min(kMaxChunk, bytes - off));
+    for (std::size_t off = 0; off < bytes; off += max_chunk_) {
+      int n = static_cast<int>(std::min(max_chunk_, bytes - off));
       MPI_Request req;
       check(MPI_Ibcast(static_cast<char*>(data) + off, n, MPI_BYTE, root, comm_, &req), "broadcast");
       wait(req, "broadcast from rank " + std::to_string(root));
@@ -168,6 +183,7 @@ class MpiCommunicator final : public Communicator {
 
   MPI_Comm comm_;
   std::shared_ptr<MpiRuntime> runtime_;
+  std::size_t max_chunk_ = max_chunk_elements();
   bool broken_ = false;
 };
 

@@ -221,6 +221,30 @@ TEST_P(MpiProcesses, CollectivesUnderMpirunGiveIdenticalBytes) {
 }
 INSTANTIATE_TEST_SUITE_P(WorldSizes, MpiProcesses, ::testing::Values(1, 2, 4));
 
+// A reduction larger than one MPI call's count is split into chunks; MIXLE_MPI_MAX_CHUNK shrinks
+// the chunk so that the probe's 1000-, 4099- and 2^20-element reductions and its broadcasts cross
+// several chunk boundaries, with a partial last chunk, and must still give every rank the right bytes.
+TEST(MpiChunks, CollectivesSplitIntoManyCallsGiveTheSameBytes) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
+  TempDir dir;
+  std::vector<std::string> argv = mpirun(3, {"--comm", "mpi", "--timeout-ms", "20000"});
+  argv.insert(argv.begin() + 1, {"-x", "MIXLE_MPI_MAX_CHUNK"});
+  Process p = run_process(argv, {{"MIXLE_MPI_MAX_CHUNK", "333"}}, dir.path / "mpi.log", 60s);
+  std::string out = p.output();
+  ASSERT_EQ(p.exit_code(), 0) << out;
+  for (int r = 0; r < 3; ++r) EXPECT_TRUE(contains(out, "probe: rank " + std::to_string(r) + "/3 mpi ok")) << out;
+}
+
+TEST(MpiChunks, AMalformedChunkSizeIsNamed) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
+  TempDir dir;
+  std::vector<std::string> argv = mpirun(1, {"--comm", "mpi", "--timeout-ms", "20000"});
+  argv.insert(argv.begin() + 1, {"-x", "MIXLE_MPI_MAX_CHUNK"});
+  Process p = run_process(argv, {{"MIXLE_MPI_MAX_CHUNK", "0"}}, dir.path / "mpi.log", 40s);
+  EXPECT_NE(p.exit_code(), 0);
+  EXPECT_TRUE(contains(p.output(), "MIXLE_MPI_MAX_CHUNK='0': expected an integer from 1 to 1073741824")) << p.output();
+}
+
 TEST(MpiSplit, SubCommunicatorsUnderMpirun) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
   TempDir dir;
