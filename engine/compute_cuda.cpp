@@ -41,6 +41,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -92,10 +93,11 @@ struct TypedState {
   std::optional<Dataset> resident_rows;  // the cached dataset (keeps owned storage alive)
 
   /// Device bytes held that a pass reuses rather than allocates again (every buffer grows in
-  /// place): the cached rows, the workspace, the staging buffers.
+  /// place): the cached rows, the workspace (its partials included), the staging buffers.
   std::size_t held_bytes() const {
     std::size_t b = resident.size() * sizeof(T) + ws.resp.size() * sizeof(T) + ws.row_offset.size() * sizeof(T) +
-                    ws.loglik.size() * sizeof(double) + ws.status.size() * sizeof(int);
+                    ws.loglik.size() * sizeof(double) + ws.status.size() * sizeof(int) +
+                    ws.partials.size() * sizeof(double);
     for (int i = 0; i < 2; ++i)
       b += (x[i].size() + given[i].size()) * sizeof(T) + norm[i].size() * sizeof(double);
     return b;
@@ -187,6 +189,24 @@ class CudaCompute final : public Compute {
     return a.data() == b.data() && a.rows() == b.rows() && a.cols() == b.cols() && a.dtype() == b.dtype();
   }
 
+  static bool trace_enabled() {
+    const char* v = std::getenv("MIXLE_CUDA_TRACE");
+    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  }
+
+  /// MIXLE_CUDA_TRACE: one line per pass on stderr — how its rows move and the memory that
+  /// decided it (free + held is what the pass may plan with; it stays the same from pass to pass
+  /// while nothing else allocates on the device).
+  void trace_pass(kc::PassMode mode, std::int64_t n, const kc::ChunkPlan& plan, const kc::ChunkRequest& r) const {
+    const char* what = mode == kc::PassMode::score ? "score" : mode == kc::PassMode::given ? "given" :
+                       mode == kc::PassMode::normalised ? "normalised" : "accumulate";
+    std::fprintf(stderr,
+                 "mixle cuda: %s pass on %s, %lld rows: %s in chunks of %lld rows; free %zu + held %zu bytes, "
+                 "budget %.0f bytes\n",
+                 what, name().c_str(), static_cast<long long>(n), plan.resident ? "resident" : "streamed",
+                 static_cast<long long>(plan.chunk), r.free_bytes, r.held_bytes, plan.budget_bytes);
+  }
+
   /// Uploads all rows into state.resident unless they are already there.
   template <class T>
   void make_resident(TypedState<T>& st, const Dataset& rows, std::int64_t chunk) {
@@ -246,7 +266,9 @@ class CudaCompute final : public Compute {
     request.forced_stream_rows = env_rows("MIXLE_CUDA_STREAM_ROWS", request.unit);
     request.max_chunk_rows = env_rows("MIXLE_CUDA_CHUNK_ROWS", request.unit);
     request.free_bytes = free_bytes;
-    request.held_bytes = st.held_bytes();
+    // The statistics and report buffers are reused too (allocated after the first measurement).
+    request.held_bytes = st.held_bytes() + stats_dev_.size() * sizeof(double) +
+                         report_dev_.size() * sizeof(kc::DeviceReport);
     const kc::ChunkPlan chunk_plan = kc::plan_chunks(request);
     const bool resident = chunk_plan.resident;
     const std::int64_t chunk = chunk_plan.chunk;
@@ -257,6 +279,8 @@ class CudaCompute final : public Compute {
                                                                     static_cast<double>(request.unit) +
                                                                 static_cast<double>(kc::kPartialBudgetBytes)) >> 20) +
                         " MiB");
+    if (trace_enabled())
+      trace_pass(mode, n, chunk_plan, request);
     if (resident) {
       make_resident(st, rows, chunk);
     } else if (st.resident_rows) {

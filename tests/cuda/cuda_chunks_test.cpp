@@ -4,6 +4,9 @@
 #include "common/backend_compare.hpp"
 #include "kernels/cuda/chunk_plan.hpp"
 
+#include <cstdio>
+#include <sstream>
+
 #if MIXLE_CUDA_SIM
 #include <mixle/cudasim/testing.hpp>
 #endif
@@ -100,6 +103,97 @@ TEST(CudaResidency, RowsThatFitAreNotUploadedAgain) {
   EXPECT_GE(uploaded[0], data_bytes) << "the first pass uploads the rows";
   EXPECT_LT(uploaded[1], data_bytes / 64) << "the second pass uploaded the rows again";
   EXPECT_LT(uploaded[2], data_bytes / 64) << "the third pass uploaded the rows again";
+  EXPECT_EQ(stats[0], stats[1]);
+  EXPECT_EQ(stats[0], stats[2]);
+}
+
+/// What MIXLE_CUDA_TRACE said about one pass.
+struct TracedPass {
+  std::string how;  // "resident" or "streamed"
+  long long chunk = 0;
+  std::size_t free = 0, held = 0;
+};
+
+std::vector<TracedPass> parse_trace(const std::string& text) {
+  std::vector<TracedPass> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::size_t at = line.find(" rows: ");
+    if (line.rfind("mixle cuda: ", 0) != 0 || at == std::string::npos) continue;
+    TracedPass p;
+    char how[16] = {0};
+    if (std::sscanf(line.c_str() + at, " rows: %15s in chunks of %lld rows; free %zu + held %zu", how, &p.chunk, &p.free,
+                    &p.held) == 4)
+      p.how = how, out.push_back(p);
+  }
+  return out;
+}
+
+// The memory a pass plans with is free + held (what the backend holds and reuses). Nothing else
+// allocates on the device here, so it must be the same in every pass: held must count every
+// buffer the backend keeps (rows, workspace and partials, staging, statistics). A buffer left out
+// shrinks the next pass's budget — with rows this close to a chunk boundary, a smaller chunk.
+TEST(CudaResidency, StreamedPassesPlanWithTheSameMemory) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  namespace kc = kernels::cuda;
+  constexpr std::size_t rows = 4096, cols = 512, K = 2;
+  const Model model = random_model(Family::gaussian_diag, K, 1, 93);
+  std::vector<float> values(rows * cols, 0.25f);
+  std::mt19937_64 rng(94);
+  const std::vector<double> first = sample_rows(model, rows, rng);
+  for (std::size_t r = 0; r < rows; ++r) values[r * cols] = static_cast<float>(first[r]);
+  const Dataset data = Dataset::from_vector(values, rows, cols);
+  const std::int64_t size = engine::stat_layout(model).size;
+  const std::int64_t unit = kc::slot_rows(size);
+  const double per_row = 2.0 * cols * sizeof(float) + static_cast<double>(kc::workspace_bytes_per_row<float>(K));
+  // The first pass's budget 1 KiB above four units of streamed rows (the rows need ~8 MiB: not
+  // resident). The packed model is allocated before the pass measures free memory, so a first
+  // compute measures what the budget comes to; a second one, on a device sized by that, runs.
+  const double target = 4.0 * static_cast<double>(unit) * per_row + 1024.0;
+  std::size_t free0 = 0, total0 = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free0, &total0), cudaSuccess);
+  auto device_for = [&](double budget) {
+    return (total0 - free0) + static_cast<std::size_t>((static_cast<double>(kc::kPartialBudgetBytes) + budget) /
+                                                       kc::kDeviceMemoryShare);
+  };
+  std::vector<std::vector<double>> stats(3, std::vector<double>(static_cast<std::size_t>(size), 0.0));
+  ScopedEnv trace("MIXLE_CUDA_TRACE", "1");
+  double budget = 0.0;
+  {
+    ScopedEnv memory("MIXLE_SIM_DEVICE_MEMORY", std::to_string(device_for(target)));
+    ::testing::internal::CaptureStderr();
+    cuda->accumulate(model, data, Precision::fp32, stats[0]);
+    const std::string text = ::testing::internal::GetCapturedStderr();
+    const std::size_t at = text.find("budget ");
+    ASSERT_NE(at, std::string::npos) << text;
+    budget = std::stod(text.substr(at + 7));
+    cuda.reset();
+  }
+  cuda = engine::make_cuda_compute(0);
+  ScopedEnv memory("MIXLE_SIM_DEVICE_MEMORY", std::to_string(device_for(2 * target - budget)));
+  stats[0].assign(stats[0].size(), 0.0);
+  std::vector<double> loglik(rows), resp(rows * K);
+  ::testing::internal::CaptureStderr();
+  cuda->accumulate(model, data, Precision::fp32, stats[0]);
+  cuda->score(model, data, Precision::fp32, loglik.data(), resp.data());
+  cuda->accumulate(model, data, Precision::fp32, stats[1]);
+  cuda->accumulate(model, data, Precision::fp32, stats[2]);
+  const std::string text = ::testing::internal::GetCapturedStderr();
+  const std::vector<TracedPass> passes = parse_trace(text);
+  ASSERT_EQ(passes.size(), 4u) << text;
+  EXPECT_EQ(passes[0].how, "streamed") << text;
+  EXPECT_EQ(passes[0].chunk, 4 * unit) << text;
+  const double margin = std::stod(text.substr(text.find("budget ") + 7)) - 4.0 * static_cast<double>(unit) * per_row;
+  EXPECT_GE(margin, 0.0) << text;
+  EXPECT_LT(margin, 2048.0) << "the budget is not close enough to the boundary to notice a missing buffer\n" << text;
+  EXPECT_LT(passes[0].chunk, static_cast<long long>(rows)) << text;
+  for (std::size_t i = 1; i < passes.size(); ++i) {
+    EXPECT_EQ(passes[i].free + passes[i].held, passes[0].free + passes[0].held) << "pass " << i << "\n" << text;
+    EXPECT_EQ(passes[i].how, passes[0].how) << "pass " << i << "\n" << text;
+    EXPECT_EQ(passes[i].chunk, passes[0].chunk) << "pass " << i << "\n" << text;
+  }
+  EXPECT_GT(passes[1].held, 0u) << "the second pass holds the first pass's buffers";
   EXPECT_EQ(stats[0], stats[1]);
   EXPECT_EQ(stats[0], stats[2]);
 }

@@ -184,6 +184,23 @@ TEST(CudaCli, MoreRanksThanSharedGpusFailsNamingTheLocalRank) {
   EXPECT_NE(p.exit_code(), 0) << p.output();
   EXPECT_NE(p.output().find("local rank 2 has no GPU"), std::string::npos) << p.output();
 }
+
+// An nccl run on a process that sees no GPU (the simulator's cudaGetDeviceCount then fails with
+// cudaErrorNoDevice, as CUDA's does) stops with the launcher-binding advice, not a CUDA error.
+TEST(CudaCli, NcclWithoutAVisibleGpuSaysSo) {
+#if !MIXLE_HAVE_NCCL
+  GTEST_SKIP() << "built without NCCL";
+#endif
+  TempDir dir;
+  const fs::path data = generate_data(dir, kTruth, 1000);
+  std::vector<std::string> argv{kCli, "launch", "--nproc", "1", "--"};
+  for (const std::string& a : fit_args(data, dir.path / "truth.json", dir.path / "m.json", "cpu", "fp64")) argv.push_back(a);
+  argv.insert(argv.end(), {"--comm", "nccl", "--timeout", "20"});
+  Process p = run_process(argv, {{"MIXLE_SIM_DEVICES", "0"}}, dir.path / "launch.log", 120s);
+  EXPECT_NE(p.exit_code(), 0) << p.output();
+  EXPECT_NE(p.output().find("no CUDA device is visible to this process (local rank 0)"), std::string::npos)
+      << p.output();
+}
 #endif
 
 }  // namespace
