@@ -4,8 +4,13 @@
 #include "engine/compute.hpp"
 
 #include <mixle/error.hpp>
+#include <mixle/plan/resources.hpp>
 
 #include <gtest/gtest.h>
+
+#if MIXLE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 namespace mixle::engine {
 namespace {
@@ -46,6 +51,25 @@ TEST(CudaRuntime, AutoPicksCpuWithoutDeviceAndCudaWithOne) {
     EXPECT_EQ(compute->name(), "cuda:0");
     EXPECT_EQ(make_compute("cuda:0", 1)->name(), "cuda:0");
   }
+}
+
+// Resource discovery lists one cuda:i per visible device, described as the runtime describes it.
+TEST(CudaRuntime, DiscoveredGpusAreDescribedAsTheRuntimeSeesThem) {
+  const plan::Resources found = plan::Resources::discover({});
+  std::vector<plan::DeviceSpec> gpus;
+  for (const plan::DeviceSpec& d : found.devices())
+    if (d.kind == "cuda") gpus.push_back(d);
+  ASSERT_EQ(gpus.size(), static_cast<std::size_t>(cuda_device_count()));
+#if MIXLE_HAVE_CUDA
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    cudaDeviceProp props{};
+    ASSERT_EQ(cudaGetDeviceProperties(&props, static_cast<int>(i)), cudaSuccess);
+    EXPECT_EQ(gpus[i].name, "cuda:" + std::to_string(i));
+    EXPECT_EQ(gpus[i].product, std::optional<std::string>(props.name));
+    EXPECT_EQ(gpus[i].memory_bytes, std::optional<std::uint64_t>(props.totalGlobalMem));
+    EXPECT_EQ(gpus[i].compute_units, std::optional<std::int64_t>(props.multiProcessorCount));
+  }
+#endif
 }
 
 TEST(CudaRuntime, CudaRefusesTooFewDataColumns) {
