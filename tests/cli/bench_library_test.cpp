@@ -2,6 +2,7 @@
 // or non-finite result must fail), the timing summary, the work model and the peak sources.
 #include "host/bench/bench.hpp"
 #include "host/bench/calibration.hpp"
+#include "host/bench/comm_bench.hpp"
 
 #include "engine/compute.hpp"
 
@@ -68,6 +69,85 @@ TEST(BenchLibrary, WorkModelFollowsThePerformanceAnchors) {
 
   c.family = mixle::Family::gaussian_full;
   EXPECT_EQ(mb::work_model(c, p.evaluated).flops, 4.0 * 1000 * 4 * 64 + 4.0 * 1000 * 4 * 8);
+}
+
+// The timed model is the generating one perturbed as bench/README.md says: means moved by
+// 0.5 σ·N(0, 1) (so |Δμ|/σ averages 0.5·√(2/π) ≈ 0.40; 1024 draws put the estimate within ±0.03
+// at 3 standard errors), variances and rates scaled by U(0.8, 1.25), categorical probabilities
+// mixed 20% with uniform.
+TEST(BenchLibrary, TheTimedModelIsPerturbedByTheStatedAmounts) {
+  mb::BenchCase c;
+  c.rows = 10;
+  c.dims = 16;
+  c.components = 64;
+  const mb::PreparedCase diag = mb::prepare_case(c);
+  const mixle::Part& g = diag.generating.parts.front();
+  const mixle::Part& e = diag.evaluated.parts.front();
+  double moved = 0.0;
+  for (std::size_t i = 0; i < g.mean.size(); ++i) {
+    moved += std::abs(e.mean[i] - g.mean[i]) / std::sqrt(g.var[i]);
+    EXPECT_GE(e.var[i] / g.var[i], 0.8 - 1e-12) << i;
+    EXPECT_LE(e.var[i] / g.var[i], 1.25 + 1e-12) << i;
+  }
+  EXPECT_NEAR(moved / static_cast<double>(g.mean.size()), 0.5 * std::sqrt(2.0 / M_PI), 0.03);
+  EXPECT_NE(diag.evaluated.weights, diag.generating.weights);
+
+  c.family = mixle::Family::gaussian_full;
+  c.dims = 4;
+  c.components = 256;
+  const mb::PreparedCase full = mb::prepare_case(c);
+  const mixle::Part& gf = full.generating.parts.front();
+  const mixle::Part& ef = full.evaluated.parts.front();
+  moved = 0.0;
+  for (std::size_t k = 0; k < c.components; ++k) {
+    const double f = ef.cov[k * 16] / gf.cov[k * 16];  // one factor per component
+    EXPECT_GE(f, 0.8 - 1e-12);
+    EXPECT_LE(f, 1.25 + 1e-12);
+    for (std::size_t i = 0; i < 16; ++i) EXPECT_NEAR(ef.cov[k * 16 + i], f * gf.cov[k * 16 + i], 1e-12 * std::abs(gf.cov[k * 16 + i]) + 1e-300);
+    for (std::size_t d = 0; d < 4; ++d)
+      moved += std::abs(ef.mean[k * 4 + d] - gf.mean[k * 4 + d]) / std::sqrt(gf.cov[k * 16 + d * 5]);
+  }
+  EXPECT_NEAR(moved / 1024.0, 0.5 * std::sqrt(2.0 / M_PI), 0.03);
+
+  c.family = mixle::Family::categorical;
+  c.dims = 1;
+  c.components = 8;
+  c.categories = 5;
+  const mb::PreparedCase cat = mb::prepare_case(c);
+  const std::vector<double>& gq = cat.generating.parts.front().prob;
+  const std::vector<double>& eq = cat.evaluated.parts.front().prob;
+  ASSERT_EQ(gq.size(), eq.size());
+  for (std::size_t i = 0; i < gq.size(); ++i) EXPECT_NEAR(eq[i], 0.8 * gq[i] + 0.2 / 5.0, 1e-15) << i;
+}
+
+/// A world of one whose sum reductions of more than 64 elements come back with the last one
+/// wrong: what a broken transport (a short copy, an offset error) looks like to the benchmark.
+class ShortSumCommunicator final : public mixle::comms::Communicator {
+ public:
+  ShortSumCommunicator() : Communicator(0, 1, std::chrono::seconds(10)) {}
+  std::string_view backend() const noexcept override { return "short-sum"; }
+  mixle::comms::MemorySpace memory_space() const noexcept override { return mixle::comms::MemorySpace::host; }
+
+ protected:
+  std::unique_ptr<Communicator> split_impl(const SplitGroup&) override { return nullptr; }
+  void all_reduce_impl(void* data, std::size_t count, mixle::comms::DataType type, mixle::comms::ReduceOp op,
+                       mixle::comms::MemorySpace) override {
+    if (op == mixle::comms::ReduceOp::sum && type == mixle::comms::DataType::float64 && count > 64)
+      static_cast<double*>(data)[count - 1] = 0.0;
+  }
+  void broadcast_impl(void*, std::size_t, int, mixle::comms::MemorySpace) override {}
+  void all_gather_impl(const void*, std::size_t, void*, mixle::comms::MemorySpace) override {}
+  void barrier_impl() override {}
+};
+
+TEST(BenchLibrary, CommBenchFlagsAReductionThatReturnsWrongBytes) {
+  ShortSumCommunicator comm;
+  const std::vector<mb::CommBenchRow> rows = mb::run_comm_bench(comm, 8, 8 << 10, 2, 1);
+  ASSERT_EQ(rows.size(), 6u);  // 8 B … 8 KiB in ×4 steps: 1 … 1024 elements
+  for (const mb::CommBenchRow& r : rows) EXPECT_EQ(r.correct, r.count <= 64) << r.count << " elements";
+  const std::string table = mb::format_comm_table(comm, rows);
+  EXPECT_NE(table.find("WRONG"), std::string::npos) << table;
+  EXPECT_NE(table.find(" ok"), std::string::npos) << table;
 }
 
 TEST(BenchLibrary, PeakSourcesAreStated) {
