@@ -1,6 +1,8 @@
 // A row range of a large .npy or raw file maps only about those rows, not the whole file
 // (checked in /proc/self/maps, Linux only).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <fstream>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "data_test_util.hpp"
+#include "host/data/mapped_file.hpp"
 
 namespace mixle {
 namespace {
@@ -55,6 +58,30 @@ TEST(DataMapping, RowRangeMapsOnlyItsRows) {
     EXPECT_GT(mapped, 0u) << path << ": rows are not in a mapping";
     EXPECT_LE(mapped, kMaxMapped) << path << ": the whole file seems mapped";
   }
+}
+
+// read_at continues after a short read. Regular files return everything asked for, so the
+// test reads /proc/self/maps, which the kernel hands out at most a page per read: the rest must
+// land right after what came first, never before the destination.
+TEST(DataMapping, ReadAtContinuesAfterShortReads) {
+  if (!std::ifstream("/proc/self/maps")) GTEST_SKIP() << "no /proc/self/maps on this system";
+  constexpr std::size_t kBefore = 64 << 10, kLength = 256 << 10;
+  constexpr unsigned char kUntouched = 0xAB;  // never in the file's text
+  std::vector<unsigned char> buffer(kBefore + kLength, kUntouched);
+  // 128 pages of alternating protection: 128 more lines (~9 KiB), so the file spans pages.
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  void* region = ::mmap(nullptr, 128 * page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(region, MAP_FAILED);
+  for (std::size_t i = 1; i < 128; i += 2) ::mprotect(static_cast<char*>(region) + i * page, page, PROT_NONE);
+  const host::ReadOnlyFile file("/proc/self/maps");
+  const std::size_t got = file.read_at(0, buffer.data() + kBefore, kLength);
+  ::munmap(region, 128 * page);
+  ASSERT_GT(got, std::size_t{8192}) << "expected a maps file of several pages";
+  ASSERT_LT(got, kLength);
+  for (std::size_t i = 0; i < kBefore; ++i) ASSERT_EQ(buffer[i], kUntouched) << "written before the destination at " << i;
+  for (std::size_t i = 0; i < got; ++i) ASSERT_NE(buffer[kBefore + i], kUntouched) << "a hole in what was read at " << i;
+  EXPECT_EQ(buffer[kBefore + got - 1], '\n');  // the last line arrived whole
+  for (std::size_t i = got; i < kLength; ++i) ASSERT_EQ(buffer[kBefore + i], kUntouched) << i;
 }
 
 }  // namespace

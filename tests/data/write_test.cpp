@@ -1,6 +1,8 @@
 // write_matrix argument checks and write_file_atomic's all-or-nothing behaviour.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
@@ -32,6 +34,29 @@ TEST(DataAtomicWrite, ReplacesContents) {
   write_file_atomic(path, "first");
   write_file_atomic(path, "second, longer");
   EXPECT_EQ(test::read_bytes(path), "second, longer");
+  expect_only(dir, 1);
+}
+
+// With standard input closed, open() hands out descriptor 0 — a valid one.
+TEST(DataAtomicWrite, WorksWhenTheTemporaryFileGetsDescriptorZero) {
+  TempDir dir;
+  const std::string path = dir.file("out.txt");
+  const int saved = ::dup(0);
+  ASSERT_GE(saved, 0);
+  ::close(0);
+  errno = 0;
+  std::string error;
+  try {
+    write_file_atomic(path, "written through fd 0");
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  const bool zero_was_used = ::fcntl(0, F_GETFD) == -1;  // closed again after the write
+  ::dup2(saved, 0);
+  ::close(saved);
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(zero_was_used);
+  EXPECT_EQ(test::read_bytes(path), "written through fd 0");
   expect_only(dir, 1);
 }
 
@@ -125,6 +150,32 @@ TEST(DataWriteMatrix, TsvUsesTabsAndCsvCommas) {
     ASSERT_EQ(d.cols(), 2u);
     for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(d.at(i / 2, i % 2), v[i]) << i;
   }
+}
+
+// A file named just ".tsv" (in the working folder; no extension to std::filesystem, so the format
+// is named) is written with tabs and read back as TSV: the reader and the writer agree on the
+// delimiter rule at its shortest.
+TEST(DataWriteMatrix, AFileNamedOnlyDotTsvRoundTrips) {
+  TempDir dir;
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(dir.path());
+  const std::vector<double> v = {1.5, -2, 3, 4.25};
+  std::string text;
+  Dataset d;
+  try {
+    write_matrix(".tsv", v.data(), 2, 2, DataFormat::csv, {"a", "b"});
+    text = test::read_bytes(".tsv");
+    ReadOptions csv;
+    csv.format = DataFormat::csv;
+    d = read_data(".tsv", csv);
+  } catch (...) {
+    std::filesystem::current_path(before);
+    throw;
+  }
+  std::filesystem::current_path(before);
+  EXPECT_EQ(text.rfind("a\tb\n", 0), 0u) << text;
+  ASSERT_EQ(d.cols(), 2u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(d.at(i / 2, i % 2), v[i]) << i;
 }
 
 }  // namespace
