@@ -2,6 +2,7 @@
 // --comm resolution and the torchelastic error file.
 #include "common/require.hpp"
 #include "host/launch_env.hpp"
+#include "comms/socket.hpp"
 
 #include <mixle/error.hpp>
 
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 namespace mixle::host {
 namespace {
@@ -159,6 +161,26 @@ TEST(LaunchEnv, GlooWithoutMasterAddressIsExplained) {
   } catch (const InvalidInput& err) {
     EXPECT_NE(std::string(err.what()).find("MASTER_ADDR"), std::string::npos) << err.what();
   }
+}
+
+// Every 127.x.y.z address is loopback, not only 127.0.0.1: with one, an nccl run pins NCCL's
+// bootstrap to the loopback interface (NCCL_SOCKET_IFNAME=lo), which it otherwise would not reach.
+TEST(LaunchEnv, AnyAddressIn127IsLoopbackForNccl) {
+  const int port = comms::find_free_port();
+  const LaunchEnv e = detect_launch_env(fake({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "0"},
+                                              {"MASTER_ADDR", "127.0.0.2"}, {"MASTER_PORT", std::to_string(port)}}));
+  std::optional<std::string> before;
+  if (const char* v = std::getenv("NCCL_SOCKET_IFNAME")) before = v;
+  ::unsetenv("NCCL_SOCKET_IFNAME");
+  try {
+    communicator_from_env(e, comms::CommKind::nccl, std::chrono::seconds(5));  // may run, or lack NCCL or a GPU
+  } catch (const std::exception&) {
+  }
+  const char* set = std::getenv("NCCL_SOCKET_IFNAME");
+  const std::string seen = set ? set : "(unset)";
+  if (before) ::setenv("NCCL_SOCKET_IFNAME", before->c_str(), 1);
+  else ::unsetenv("NCCL_SOCKET_IFNAME");
+  EXPECT_EQ(seen, "lo");
 }
 
 TEST(LaunchEnv, SingleCommunicatorFromEnvironment) {

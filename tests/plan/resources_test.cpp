@@ -236,6 +236,22 @@ TEST(Resources, SlurmBlockDistribution) {
   EXPECT_EQ(Resources::from_slurm(uniform).devices()[2].node_id, 1);
 }
 
+// Uneven layouts: the busiest node, wherever it is in the list, decides whether the visible GPUs
+// suffice (one rank per GPU).
+TEST(Resources, SlurmUnevenLayoutIsCheckedAgainstItsBusiestNode) {
+  const LaunchOptions two_gpus{.gpu_memory_bytes = {80ull << 30, 80ull << 30}};
+  const LaunchOptions three_gpus{.gpu_memory_bytes = {80ull << 30, 80ull << 30, 80ull << 30}};
+  for (const char* layout : {"1,3", "3,1", "1,3,1"}) {
+    SCOPED_TRACE(layout);
+    const std::string tasks = std::string(layout) == "1,3,1" ? "5" : "4";
+    Environment env{{"SLURM_NTASKS", tasks}, {"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"},
+                    {"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", layout}};
+    expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(env, two_gpus); }),
+                    {"SLURM tasks per node=3 exceeds the 2 visible GPUs"});
+    EXPECT_EQ(Resources::from_slurm(env, three_gpus).size(), static_cast<std::size_t>(std::stoi(tasks)));
+  }
+}
+
 TEST(Resources, JsonRoundTripsExactlyWithCalibratedThroughput) {
   DeviceSpec gpu;
   gpu.name = "cuda:0";
