@@ -10,6 +10,9 @@ if(MIXLE_SANITIZE)
   endif()
   list(JOIN _mixle_sanitizers "," _mixle_sanitizer_flags)
   add_compile_options(-fsanitize=${_mixle_sanitizer_flags} -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  # And bounds-checked standard containers: AddressSanitizer cannot see an index past a
+  # std::array that lands on the next member of the same object.
+  add_compile_definitions(_GLIBCXX_ASSERTIONS)
   add_link_options(-fsanitize=${_mixle_sanitizer_flags})
   # Tests that expect a sanitizer to stop a planted bug ask which ones are in force.
   foreach(_s address undefined thread)

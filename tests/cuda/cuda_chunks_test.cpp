@@ -107,6 +107,27 @@ TEST(CudaResidency, RowsThatFitAreNotUploadedAgain) {
   EXPECT_EQ(stats[0], stats[2]);
 }
 
+// A pass that streams rows the backend had cached frees the cached copy: it would only hold
+// device memory (the next pass would stream again or upload anew).
+TEST(CudaResidency, AStreamedPassFreesTheCachedCopyOfItsRows) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  constexpr std::size_t rows = 2048, cols = 256;
+  const Model model = random_model(Family::gaussian_diag, 2, 1, 95);
+  std::vector<float> values(rows * cols, 0.5f);
+  const Dataset data = Dataset::from_vector(values, rows, cols);
+  const std::size_t data_bytes = rows * cols * sizeof(float);
+  std::vector<double> stats(static_cast<std::size_t>(engine::stat_layout(model).size), 0.0);
+  cuda->accumulate(model, data, Precision::fp32, stats);  // resident: the rows are cached
+  const std::size_t cached = cudasim::device_memory_used(0);
+  {
+    ScopedEnv streamed("MIXLE_CUDA_STREAM_ROWS", "256");
+    cuda->accumulate(model, data, Precision::fp32, stats);
+  }
+  const std::size_t after = cudasim::device_memory_used(0);
+  EXPECT_LE(after + data_bytes, cached + 2 * 256 * cols * sizeof(float))
+      << "the cached rows (" << data_bytes << " bytes) are still held: " << cached << " → " << after;
+}
+
 /// What MIXLE_CUDA_TRACE said about one pass.
 struct TracedPass {
   std::string how;  // "resident" or "streamed"

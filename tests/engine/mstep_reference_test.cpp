@@ -201,6 +201,60 @@ TEST(EngineHand, AllZeroRowsHitTheRateFloors) {
   }
 }
 
+// All-zero rows for the other families: each component's M-step falls back to its floor or
+// prior, in both precisions — gaussian variances to reg_covar (diag, and the full covariance's
+// diagonal, its off-diagonal to 0), bernoulli and categorical probabilities to the pseudo-count
+// estimate (s + α)/(mass + Vα) with s = 0 except categorical code 0. Every row is identical, so
+// every row has the same responsibilities and component k's mass is N·r_k.
+TEST(EngineHand, AllZeroRowsGiveEveryFamilyItsFloorOrPrior) {
+  for (const std::string precision : {"fp64", "fp32"}) {
+    SCOPED_TRACE(precision);
+    constexpr std::size_t N = 600, K = 2, V = 3;
+    std::vector<double> zeros(N * 7, 0.0);
+    const Dataset data = Dataset::view(zeros.data(), N, 7);
+    Model init;
+    init.weights = {0.3, 0.7};
+    Part diag = make_part(Family::gaussian_diag, 0, 2);
+    diag.mean = {0.0, 0.0, 0.5, -0.5};
+    diag.var = {1.0, 1.0, 2.0, 2.0};
+    Part full = make_part(Family::gaussian_full, 2, 4);
+    full.mean = {0.25, 0.0, -0.5, 0.5};
+    full.cov = {1.0, 0.0, 0.0, 1.0, 2.0, 0.5, 0.5, 1.0};
+    Part bern = make_part(Family::bernoulli, 4, 6);
+    bern.prob = {0.2, 0.4, 0.6, 0.8};
+    Part cat = make_part(Family::categorical, 6, 7, V);
+    cat.prob = {0.5, 0.25, 0.25, 0.2, 0.4, 0.4};
+    init.parts = {diag, full, bern, cat};
+    FitOptions o;
+    o.init = InitMethod::model;
+    o.init_model = init;
+    o.max_iter = 1;
+    o.precision = precision;
+    o.reg_covar = 1e-2;
+    o.pseudo_count = 0.5;
+    const Model got = fit(data, o).model;
+    const std::vector<double> resp = predict_proba(init, data, "cpu", 1, precision);
+    // fp32: responsibilities and their sums carry float rounding (~1e-7 relative).
+    const double tol = precision == "fp64" ? 1e-12 : 2e-6;
+    for (std::size_t k = 0; k < K; ++k) {
+      SCOPED_TRACE("component " + std::to_string(k));
+      const double mass = static_cast<double>(N) * resp[k];
+      for (std::size_t d = 0; d < 2; ++d) {
+        EXPECT_NEAR(got.parts[0].mean[k * 2 + d], 0.0, tol);
+        EXPECT_NEAR(got.parts[0].var[k * 2 + d], o.reg_covar, tol);
+        EXPECT_NEAR(got.parts[1].mean[k * 2 + d], 0.0, tol);
+        for (std::size_t e = 0; e < 2; ++e)
+          EXPECT_NEAR(got.parts[1].cov[k * 4 + d * 2 + e], d == e ? o.reg_covar : 0.0, tol) << d << "," << e;
+        EXPECT_NEAR(got.parts[2].prob[k * 2 + d], o.pseudo_count / (mass + 2.0 * o.pseudo_count), tol);
+      }
+      const double denom = mass + static_cast<double>(V) * o.pseudo_count;
+      EXPECT_NEAR(got.parts[3].prob[k * V + 0], (mass + o.pseudo_count) / denom, tol);
+      EXPECT_NEAR(got.parts[3].prob[k * V + 1], o.pseudo_count / denom, tol);
+      EXPECT_NEAR(got.parts[3].prob[k * V + 2], o.pseudo_count / denom, tol);
+    }
+  }
+}
+
 TEST(EngineHand, InformationCriteria) {
   // BIC = −2 Σ log p + p ln N, AIC = −2 Σ log p + 2p with p = K−1 + K·(params per component).
   const Model m = mixed_truth();
