@@ -55,9 +55,10 @@ class Compute {
   virtual kernels::PassReport score_keeping(const Model& model, const Dataset& rows, Precision precision,
                                             double* loglik, std::vector<unsigned char>& kept);
   /// accumulate_normalised from the log-densities `kept` by score_keeping (bit-identical to
-  /// recomputing them).
+  /// recomputing them). Consumes `kept` (the CPU backend turns it into responsibilities in
+  /// place): fold once per score_keeping.
   virtual void accumulate_normalised_kept(const Model& model, const Dataset& rows, Precision precision,
-                                          const double* log_norm, const std::vector<unsigned char>& kept,
+                                          const double* log_norm, std::vector<unsigned char>& kept,
                                           std::vector<double>& stats);
 };
 

@@ -63,7 +63,7 @@ class CpuCompute final : public Compute {
   }
 
   void accumulate_normalised_kept(const Model& model, const Dataset& rows, Precision precision, const double* log_norm,
-                                  const std::vector<unsigned char>& kept, std::vector<double>& stats) override {
+                                  std::vector<unsigned char>& kept, std::vector<double>& stats) override {
     if (precision == Precision::fp64) return fold_kept<double>(model, rows, log_norm, kept, stats);
     if (precision == Precision::tf32) throw InvalidInput(kNoTf32);
     fold_kept<float>(model, rows, log_norm, kept, stats);
@@ -90,12 +90,12 @@ class CpuCompute final : public Compute {
   }
 
   template <class T>
-  void fold_kept(const Model& model, const Dataset& rows, const double* log_norm, const std::vector<unsigned char>& kept,
+  void fold_kept(const Model& model, const Dataset& rows, const double* log_norm, std::vector<unsigned char>& kept,
                  std::vector<double>& stats) {
     const auto packed = pack_model<T>(model, rows.cols());
     if (kept.size() != kernels::cpu::log_density_cache_size(rows.rows(), packed.view.components) * sizeof(T))
       throw InvalidInput("accumulate_normalised_kept: the kept log-densities are not those of these rows and model");
-    const T* cache = reinterpret_cast<const T*>(kept.data());
+    T* cache = reinterpret_cast<T*>(kept.data());
     if (rows.dtype() == DType::f32)
       kernels::cpu::accumulate_normalised_kept(packed.view, rows.as<float>(), rows.rows(), rows.cols(), cache, log_norm,
                                                stats.data(), options_);
@@ -141,7 +141,7 @@ kernels::PassReport Compute::score_keeping(const Model& model, const Dataset& ro
 }
 
 void Compute::accumulate_normalised_kept(const Model& model, const Dataset& rows, Precision precision,
-                                         const double* log_norm, const std::vector<unsigned char>&,
+                                         const double* log_norm, std::vector<unsigned char>&,
                                          std::vector<double>& stats) {
   accumulate_normalised(model, rows, precision, log_norm, stats);
 }

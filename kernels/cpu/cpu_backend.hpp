@@ -68,9 +68,10 @@ PassReport score_keeping(const ModelView<T>& model, const X* x, std::size_t rows
                          T* log_densities, const Options& options);
 
 /// accumulate_normalised() from log-densities kept by score_keeping() over the same rows and
-/// model (bit-identical to recomputing them, without the cost).
+/// model (bit-identical to recomputing them, without the cost). Consumes them: each block's
+/// log-densities become its responsibilities in place, so a second fold needs a new score_keeping().
 template <class T, class X>
 void accumulate_normalised_kept(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
-                                const T* log_densities, const double* log_norm, double* stats, const Options& options);
+                                T* log_densities, const double* log_norm, double* stats, const Options& options);
 
 }  // namespace mixle::kernels::cpu

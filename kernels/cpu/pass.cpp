@@ -486,11 +486,10 @@ PassReport score_keeping(const ModelView<T>& model, const X* x, std::size_t rows
 
 template <class T, class X>
 void accumulate_normalised_kept(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
-                                const T* log_densities, const double* log_norm, double* stats, const Options& options) {
+                                T* log_densities, const double* log_norm, double* stats, const Options& options) {
   const double header[2] = {stats[0], stats[1]};
-  // The normalised pass only reads the cache (its blocks are copied into the workspace).
-  run_pass<T, X>(Mode::normalised, model, x, rows, ld, stats, nullptr, nullptr, log_norm, options,
-                 const_cast<T*>(log_densities));
+  // The normalised pass turns each cached block into its responsibilities in place.
+  run_pass<T, X>(Mode::normalised, model, x, rows, ld, stats, nullptr, nullptr, log_norm, options, log_densities);
   stats[0] = header[0], stats[1] = header[1];
 }
 
@@ -506,7 +505,7 @@ void accumulate_normalised_kept(const ModelView<T>& model, const X* x, std::size
   template PassReport score_keeping<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, \
                                           double*, T*, const Options&);                           \
   template void accumulate_normalised_kept<T, X>(const ModelView<T>&, const X*, std::size_t,     \
-                                                 std::size_t, const T*, const double*, double*,   \
+                                                 std::size_t, T*, const double*, double*,         \
                                                  const Options&);
 MIXLE_INSTANTIATE(float, float)
 MIXLE_INSTANTIATE(float, double)

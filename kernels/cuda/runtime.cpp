@@ -32,6 +32,11 @@ std::string cublas_message(cublasStatus_t status, const char* call, const char* 
 }  // namespace
 
 void throw_cuda_error(cudaError_t status, const char* call, const char* file, int line) {
+  // A failed call also leaves the runtime's last error set; reset it (a sticky error stays) so
+  // that a caller who catches this — a failed allocation, say — does not see it again at the
+  // next launch check.
+  (void)cudaGetLastError();
+  if (status == cudaErrorMemoryAllocation) throw MemoryError(cuda_message(status, call, file, line));
   throw DeviceError(cuda_message(status, call, file, line));
 }
 

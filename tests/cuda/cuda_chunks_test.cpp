@@ -8,6 +8,8 @@
 #include <sstream>
 
 #if MIXLE_CUDA_SIM
+#include "kernels/cuda/pass.hpp"
+
 #include <mixle/cudasim/testing.hpp>
 #endif
 
@@ -105,6 +107,25 @@ TEST(CudaResidency, RowsThatFitAreNotUploadedAgain) {
   EXPECT_LT(uploaded[2], data_bytes / 64) << "the third pass uploaded the rows again";
   EXPECT_EQ(stats[0], stats[1]);
   EXPECT_EQ(stats[0], stats[2]);
+}
+
+// The chunk plan counts workspace_bytes_per_row per row of a chunk: exactly what the workspace
+// allocates on the device (an under-count would plan chunks that do not fit).
+TEST(CudaResidency, TheWorkspaceTakesWhatThePlanCounts) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  namespace kc = kernels::cuda;
+  const std::size_t before = cudasim::device_memory_used(0);
+  {
+    kc::ChunkWorkspace<float> f32;
+    f32.reserve(1000, 7, 50);
+    EXPECT_EQ(cudasim::device_memory_used(0) - before, 1000 * kc::workspace_bytes_per_row<float>(7));
+  }
+  {
+    kc::ChunkWorkspace<double> f64;
+    f64.reserve(384, 33, 50);
+    EXPECT_EQ(cudasim::device_memory_used(0) - before, 384 * kc::workspace_bytes_per_row<double>(33));
+  }
+  EXPECT_EQ(cudasim::device_memory_used(0), before);
 }
 
 // A pass that streams rows the backend had cached frees the cached copy: it would only hold

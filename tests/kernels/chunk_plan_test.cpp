@@ -83,5 +83,36 @@ TEST(ChunkPlan, Tf32ScratchIsPartOfTheWorkingMemory) {
   EXPECT_EQ(work_bytes_per_row(model, false, true, false), plain + 2 * sizeof(double));
 }
 
+// The slot size is the smallest multiple of kSubBlockRows that keeps a full chunk's partials
+// (kMaxChunkRows / R slots of stat_size doubles) within kPartialBudgetBytes, capped at one slot
+// per chunk; it depends on the statistics count only.
+TEST(ChunkPlan, SlotRowsAreTheSmallestThatKeepThePartialsInBudget) {
+  auto partial_bytes = [](std::int64_t rows_per_slot, std::int64_t stat_size) {
+    return static_cast<double>(kMaxChunkRows) / static_cast<double>(rows_per_slot) * static_cast<double>(stat_size) *
+           sizeof(double);
+  };
+  for (std::int64_t s : {std::int64_t{1}, std::int64_t{64}, std::int64_t{4096}, std::int64_t{4097}, std::int64_t{20000},
+                         std::int64_t{1} << 20, std::int64_t{1} << 22, std::int64_t{1} << 26}) {
+    SCOPED_TRACE(s);
+    const std::int64_t r = slot_rows(s);
+    EXPECT_EQ(r % kSubBlockRows, 0);
+    EXPECT_GE(r, kSubBlockRows);
+    EXPECT_LE(r, kMaxChunkRows);
+    if (r < kMaxChunkRows) EXPECT_LE(partial_bytes(r, s), static_cast<double>(kPartialBudgetBytes));
+    if (r > kSubBlockRows) EXPECT_GT(partial_bytes(r - kSubBlockRows, s), static_cast<double>(kPartialBudgetBytes));
+  }
+  // By hand: 2^20 rows / 128 = 8192 slots of s doubles fit 256 MiB up to s = 4096.
+  EXPECT_EQ(slot_rows(4096), 128);
+  EXPECT_EQ(slot_rows(4097), 256);
+  EXPECT_EQ(slot_rows(std::int64_t{1} << 22), 131072);  // 2^38 partial bytes at 128 rows: 1024 sub-blocks
+  EXPECT_EQ(slot_rows(std::int64_t{1} << 26), kMaxChunkRows);  // over budget even at one slot per chunk
+}
+
+// Per row: K log-densities and the row offset in T, a float64 log-likelihood, an int status.
+TEST(ChunkPlan, WorkspaceBytesPerRowByHand) {
+  EXPECT_EQ(workspace_bytes_per_row<float>(16), 4u * 17 + 8 + 4);
+  EXPECT_EQ(workspace_bytes_per_row<double>(3), 8u * 4 + 8 + 4);
+}
+
 }  // namespace
 }  // namespace mixle::kernels::cuda

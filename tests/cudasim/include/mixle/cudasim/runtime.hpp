@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 namespace mixle::cudasim {
 
 using Lock = std::unique_lock<std::recursive_mutex>;
@@ -418,6 +420,11 @@ inline cudaError_t cudaHostAlloc(void** p, std::size_t bytes, unsigned int /*fla
   Simulator& s = sim();
   *p = nullptr;
   if (s.device_count() == 0) return note(cudaErrorNoDevice);
+  // Page-locked memory is physical memory: a request beyond the machine's fails, as with CUDA
+  // (and before malloc, which under AddressSanitizer would abort instead of returning null).
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && bytes > static_cast<std::size_t>(pages) * static_cast<std::size_t>(page))
+    return note(cudaErrorMemoryAllocation);
   void* q = std::malloc(bytes == 0 ? 1 : bytes);
   if (!q) return note(cudaErrorMemoryAllocation);
   s.allocations[static_cast<char*>(q)] = Allocation{static_cast<char*>(q), bytes, -1, true, false};
