@@ -73,6 +73,13 @@ void print_summary(const FitResult& r, double seconds) {
   }
 }
 
+/// Seconds with microsecond resolution ("0.001234").
+std::string seconds_text(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.6f", seconds);
+  return text;
+}
+
 /// The local backend runs through the distributed path too: as one process it is a world of
 /// size 1, and checkpoints, resume and receipts work the same way.
 bool is_distributed_backend(std::string name) {
@@ -150,6 +157,8 @@ std::function<int()> setup_fit(CLI::App& app) {
       where = " on " + std::to_string(d.world_size) + " rank(s) (" + d.comm + ", " + d.device + ", this rank's rows [" +
               std::to_string(d.first_row) + ", " + std::to_string(d.first_row + d.local_rows) + "), " +
               std::to_string(d.collective_bytes) + " collective bytes" +
+              // Timed by the data-parallel path; the component-sharded one leaves it 0.
+              (d.collective_seconds > 0 ? " in " + seconds_text(d.collective_seconds) + " s" : "") +
               (d.resumed_from_iteration ? ", resumed after iteration " + std::to_string(d.resumed_from_iteration) : "") + ")";
       where += "\nparallel: " + d.parallel;
       where += "\nmodel parameter bytes: " + std::to_string(d.model_parameter_bytes);

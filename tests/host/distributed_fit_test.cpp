@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <regex>
+#include <sstream>
 
 namespace mixle::test {
 namespace {
@@ -65,15 +67,23 @@ TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
     std::istringstream receipts(read_file(dir.path / ("r" + std::to_string(n) + ".jsonl")));
     std::string line;
     int steps = 0;
+    double receipt_seconds = 0.0;
     while (std::getline(receipts, line)) {
       const auto j = nlohmann::json::parse(line);
       EXPECT_EQ(j["step"], steps);
       EXPECT_EQ(j["data_parallel_size"], n);
       EXPECT_GT(j["collective_bytes"].get<long long>(), 0);
       EXPECT_EQ(j["global_examples_observed"], 20000);
+      receipt_seconds += j["extra"]["collective_seconds"].get<double>();
       ++steps;
     }
     EXPECT_GT(steps, 1);
+    // Each receipt counts its own step's collective time (the first also the initialisation's):
+    // together no more than the fit's total, which rank 0 prints to the microsecond.
+    std::smatch total;
+    const std::string output = p.output();
+    ASSERT_TRUE(std::regex_search(output, total, std::regex("collective bytes in ([0-9.]+) s"))) << output;
+    EXPECT_LE(receipt_seconds, std::stod(total[1]) + 1e-6);
   }
 }
 

@@ -97,6 +97,8 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
     ASSERT_NE(at, std::string::npos) << out;
     const auto begin = out.rfind(' ', at - 1) + 1;
     EXPECT_GT(std::stoull(out.substr(begin, at - begin)), 0u) << "G = " << G << "\n" << out;
+    if (G > 1)  // G = 1 runs the data-parallel path, which times them
+      EXPECT_EQ(out.find(" collective bytes in "), std::string::npos) << "the sharded path does not time its collectives\n" << out;
   }
 }
 
