@@ -91,6 +91,9 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
       d2[r] = std::min(d2[r], squared_distance(&pts[r * C], &centres[(k - 1) * C], C));
       total += d2[r];
     }
+    // With total = 0 every sample point coincides with a centre already chosen, so any pick
+    // duplicates one — and a duplicate never wins a row (ties go to the lower index): the last
+    // point is as good as any. n - 1 is also where rounding leaves u past the last d2.
     std::size_t pick = n - 1;
     if (total > 0.0) {
       double u = std::uniform_real_distribution<double>(0.0, total)(rng);
@@ -98,8 +101,6 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
         if (u < d2[r]) { pick = r; break; }
         u -= d2[r];
       }
-    } else {
-      pick = std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);  // all points coincide
     }
     std::copy_n(pts.begin() + pick * C, C, centres.begin() + k * C);
   }

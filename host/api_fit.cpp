@@ -100,7 +100,7 @@ Dataset sample(const Model& model, std::size_t rows, std::uint64_t seed, std::ve
   std::vector<double> values(rows * C, 0.0);
   std::mt19937_64 rng(seed);
   std::discrete_distribution<std::size_t> pick(model.weights.begin(), model.weights.end());
-  if (labels) labels->assign(rows, 0);
+  if (labels) labels->resize(rows);  // every entry is written below
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t k = K == 1 ? 0 : pick(rng);
     if (labels) (*labels)[r] = static_cast<std::int64_t>(k);

@@ -177,4 +177,11 @@ std::string format_table(const PreparedCase& p, const std::vector<BenchResult>& 
   return out;
 }
 
+std::string failed_checks_line(const std::vector<BenchResult>& results) {
+  int failed = 0;
+  for (const BenchResult& r : results) failed += r.check.passed ? 0 : 1;
+  if (!failed) return "";
+  return std::to_string(failed) + " device check" + (failed == 1 ? "" : "s") + " FAILED (see the table)";
+}
+
 }  // namespace mixle::host::bench

@@ -26,6 +26,9 @@ MachineInfo machine_info();
 /// then one line per device with its peak and its check.
 std::string format_table(const PreparedCase& prepared, const std::vector<BenchResult>& results);
 
+/// "N device check(s) FAILED (see the table)" when any result's check failed, else "".
+std::string failed_checks_line(const std::vector<BenchResult>& results);
+
 /// The JSON document {"format":"mixle-bench","schema_version":1,…}, indented.
 std::string format_json(const PreparedCase& prepared, const std::vector<BenchResult>& results);
 

@@ -127,10 +127,8 @@ std::function<int()> setup_bench(CLI::App& app) {
       write_file_atomic(a->json, bench::format_json(prepared, results));
       std::fprintf(stderr, "mixle: bench: results written to %s\n", a->json.c_str());
     }
-    int failed = 0;
-    for (const auto& r : results) failed += r.check.passed ? 0 : 1;
-    if (failed) {
-      std::fprintf(stderr, "mixle: bench: %d device check%s FAILED (see the table)\n", failed, failed == 1 ? "" : "s");
+    if (const std::string failed = bench::failed_checks_line(results); !failed.empty()) {
+      std::fprintf(stderr, "mixle: bench: %s\n", failed.c_str());
       return 1;
     }
     return 0;

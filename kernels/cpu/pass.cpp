@@ -395,20 +395,19 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
           }
           // The cache holds each block's log-densities in the block's own [K][kBlockRows]
           // layout, in place: a score pass writes them there and leaves them, a normalised
-          // pass turns them into responsibilities there instead of recomputing them.
+          // pass turns them into responsibilities there instead of recomputing them. Every
+          // block of a cached pass sets lp_at here, and a pass's workspace ends with the pass.
           ws.block.lp_at = cache ? cache + static_cast<std::size_t>(row0 / kBlockRows) * K * kBlockRows : nullptr;
           if (!(cache && mode == Mode::normalised)) log_densities(model, ws);
           if (mode == Mode::score && !resp) {  // log-likelihoods only: the log-densities stay
             row_logliks(K, row0, ws.block, ws.report);
             if (loglik)
               for (int b = 0; b < n; ++b) loglik[row0 + b] = ws.block.loglik[b];
-            ws.block.lp_at = nullptr;
             continue;
           }
           if (mode == Mode::normalised) {
             tile[1] += normalise_external(K, given + row0, n, ws.block);
             fold_block(model, ws, tile);
-            ws.block.lp_at = nullptr;
             continue;
           }
           normalise(K, row0, ws.block, ws.report);
