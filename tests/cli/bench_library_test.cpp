@@ -3,6 +3,7 @@
 #include "host/bench/bench.hpp"
 #include "host/bench/calibration.hpp"
 #include "host/bench/comm_bench.hpp"
+#include "host/bench/report.hpp"
 
 #include "engine/compute.hpp"
 
@@ -10,6 +11,7 @@
 
 #include <mixle/error.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 
@@ -148,6 +150,24 @@ TEST(BenchLibrary, CommBenchFlagsAReductionThatReturnsWrongBytes) {
   const std::string table = mb::format_comm_table(comm, rows);
   EXPECT_NE(table.find("WRONG"), std::string::npos) << table;
   EXPECT_NE(table.find(" ok"), std::string::npos) << table;
+}
+
+TEST(BenchLibrary, FailedChecksAreCounted) {
+  std::vector<mb::BenchResult> results(3);
+  for (auto& r : results) r.check.passed = true;
+  EXPECT_EQ(mb::failed_checks_line(results), "");
+  results[1].check.passed = false;
+  EXPECT_EQ(mb::failed_checks_line(results), "1 device check FAILED (see the table)");
+  results[2].check.passed = false;
+  EXPECT_EQ(mb::failed_checks_line(results), "2 device checks FAILED (see the table)");
+}
+
+// The CPU peak is measured over about the time asked for (three trials of a third each).
+TEST(BenchLibrary, PeakMeasurementTakesTheTimeAsked) {
+  constexpr double kSeconds = 0.3;
+  const auto t0 = std::chrono::steady_clock::now();
+  (void)mb::measure_cpu_peak(Precision::fp64, 1, kSeconds);
+  EXPECT_GE(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), kSeconds);
 }
 
 TEST(BenchLibrary, PeakSourcesAreStated) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -21,15 +22,17 @@ using test::TempDir;
 
 struct CliRun {
   int code = -1;
-  std::string err;
+  std::string out;  // as printed
+  std::string err;  // lower-cased
 };
 
 CliRun run_cli(const TempDir& dir, const std::string& args) {
-  const std::string err = dir.file("stderr.txt");
-  const std::string cmd = std::string(MIXLE_CLI_PATH) + " " + args + " >/dev/null 2>" + err;
+  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
+  const std::string cmd = std::string(MIXLE_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
   const int status = std::system(cmd.c_str());
   CliRun r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = test::read_text(out);
   r.err = test::read_text(err);
   std::transform(r.err.begin(), r.err.end(), r.err.begin(), [](unsigned char c) { return std::tolower(c); });
   return r;
@@ -151,6 +154,13 @@ TEST(CliRoundTrip, GenerateFitScore) {
   ASSERT_EQ(f.code, 0) << f.err;
   const Model model = load_model(dir.file("model.json"));
   EXPECT_EQ(model.components(), K);
+  // The summary shows every component: its weight, then each part's leading parameters.
+  for (std::size_t k = 0; k < K; ++k) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  component %zu  weight %.4f  gaussian_diag[%.4g %.4g]  poisson[%.4g]\n", k,
+                  model.weights[k], model.parts[0].mean[k * 2], model.parts[0].mean[k * 2 + 1], model.parts[1].rate[k]);
+    EXPECT_NE(f.out.find(line), std::string::npos) << "no \"" << line << "\" in\n" << f.out;
+  }
 
   ASSERT_EQ(run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") + " -o " + dir.file("ll.npy")).code, 0);
   const Dataset ll = read_data(dir.file("ll.npy"));

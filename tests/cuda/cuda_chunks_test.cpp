@@ -69,6 +69,28 @@ TEST(CudaChunks, BadRowsOverSeveralChunksAreReportedAsOnCpu) {
   }
 }
 
+// The row-count variables take a positive integer; anything else is named, not ignored (0 would
+// otherwise read as "unset" and silently fall back to the planned chunks).
+TEST(CudaChunks, AMalformedRowCountIsNamed) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  const Model model = random_model(Family::poisson, 2, 1, 5);
+  const Dataset data = Dataset::from_vector(std::vector<double>(300, 1.0), 300, 1);
+  std::vector<double> stats(static_cast<std::size_t>(engine::stat_layout(model).size), 0.0);
+  for (const char* env : {"MIXLE_CUDA_STREAM_ROWS", "MIXLE_CUDA_CHUNK_ROWS"})
+    for (const char* value : {"0", "-256", "256x"}) {
+      SCOPED_TRACE(std::string(env) + "=" + value);
+      ScopedEnv bad(env, value);
+      try {
+        cuda->accumulate(model, data, Precision::fp64, stats);
+        ADD_FAILURE() << "accepted";
+      } catch (const InvalidInput& e) {
+        EXPECT_NE(std::string(e.what()).find(std::string(env) + "=\"" + value + "\": expected a positive row count"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+}
+
 #if MIXLE_CUDA_SIM
 // Rows that fit on the device stay there from one pass to the next: the second pass over the
 // same Dataset must not upload them again. The simulated device is sized so the rows fit with

@@ -1,6 +1,7 @@
 // .npy: round trips through write_matrix, hand-written v1/v2/v3 headers, row ranges, rejections.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -101,6 +102,16 @@ TEST(DataNpy, HandWrittenV2V3AndOneDimensional) {
   ASSERT_EQ(d.cols(), 1u);
   ASSERT_EQ(d.dtype(), DType::f32);
   EXPECT_EQ(d.at(2, 0), 2.5);
+
+  // '=' (native byte order, what some writers put for a little-endian host's array) reads as '<'.
+  static_assert(std::endian::native == std::endian::little);
+  const std::string native = dir.file("native.npy");
+  test::write_bytes(native, make_npy(1, "{'descr': '=f8', 'fortran_order': False, 'shape': (3, 2), }",
+                                     test::bytes_of(v.data(), 6)));
+  d = read_data(native);
+  ASSERT_EQ(d.dtype(), DType::f64);
+  ASSERT_EQ(d.rows(), 3u);
+  EXPECT_EQ(d.at(2, 1), 6.0);
 }
 
 // numpy writes int32 for np.array([...], dtype=np.int32) and on platforms whose default int

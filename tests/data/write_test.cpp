@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -86,6 +87,39 @@ TEST(DataAtomicWrite, MissingFolderNamesPath) {
     EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos) << e.what();
   }
   expect_only(dir, 0);
+}
+
+// Writers killed mid-write leave their temporary files behind. The temporary names carry the
+// writer's process id, so no number of such leftovers — here 102 writers, each a child forked
+// from this process (the same counter of temporary names) and killed by SIGXFSZ part-way
+// through its write — can block a later write by another process.
+TEST(DataAtomicWrite, LeftoversOfKilledWritersDoNotBlockLaterWrites) {
+  TempDir dir;
+  const std::string path = dir.file("checkpoint.bin");
+  constexpr int kKilled = 102;  // more than write_file_atomic's 100 retries on a taken name
+  for (int i = 0; i < kKilled; ++i) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      struct rlimit no_core {0, 0}, small {1024, 1024};
+      ::setrlimit(RLIMIT_CORE, &no_core);
+      ::setrlimit(RLIMIT_FSIZE, &small);  // the write past 1 KiB raises SIGXFSZ: killed
+      try {
+        write_file_atomic(path, std::string(1 << 16, 'x'));
+      } catch (...) {
+      }
+      ::_exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) << "writer " << i << " status " << status;
+  }
+  write_file_atomic(path, "written after the leftovers");
+  EXPECT_EQ(test::read_bytes(path), "written after the leftovers");
+  std::size_t leftovers = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+    leftovers += entry.path().filename().string().find(".tmp.") != std::string::npos;
+  EXPECT_EQ(leftovers, static_cast<std::size_t>(kKilled));
 }
 
 // A write that fails half-way (file size limit; works even as root, unlike permissions) must

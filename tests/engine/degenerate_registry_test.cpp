@@ -378,12 +378,32 @@ TEST(EngineBadInput, ModelJson) {
   expect_invalid([&] { model_from_json(test::diag_model_json("[0.5, 0.6]")); }, {"weights", "sum"});
   expect_invalid([&] { model_from_json(test::full_model_json("[[1, 2], [2, 1]]")); }, {"cov[1]", "positive definite"});
   expect_invalid([&] { model_from_json(test::full_model_json("[[1, 0.5], [0, 1]]")); }, {"symmetric"});
+  // Symmetric to a relative 1e-9 (what a JSON round trip of a computed covariance keeps): 5e-10
+  // apart is accepted, 5e-9 apart is not.
+  EXPECT_NO_THROW(model_from_json(test::full_model_json("[[1, 0.5], [0.5000000005, 1]]")));
+  expect_invalid([&] { model_from_json(test::full_model_json("[[1, 0.5], [0.500000005, 1]]")); }, {"symmetric"});
   Model m = model_from_json(test::diag_model_json());
   m.weights = {0.7, 0.7};
   FitOptions o;
   o.init = InitMethod::model;
   o.init_model = m;
   expect_invalid([&] { fit(Dataset::from_vector(test::gaussian_values(10), 10, 2), o); }, {"weights"});
+}
+
+TEST(EngineBadInput, LayoutPastTheDataNamesItsLastColumn) {
+  // Columns 2..4 of a 4-column file: the error names column 4 (the first one missing is 4, and
+  // the range's last column is 4 too), not the half-open end 5.
+  expect_invalid([&] { parse_layout("gaussian_diag:0-2,poisson:2-5", 4); },
+                 {"poisson:2-5", "column 4 is past the data's 4 columns"});
+  expect_invalid([&] { parse_layout("gaussian_diag:1-1", 4); }, {"empty column range"});
+  EXPECT_EQ(parse_layout("gaussian_diag:0-2,poisson:2-4", 4).size(), 2u);
+}
+
+TEST(EngineRegistry, DiscreteFamiliesAreThoseOfIntegerColumns) {
+  for (const Family f : {Family::categorical, Family::poisson, Family::bernoulli})
+    EXPECT_TRUE(family_is_discrete(f)) << family_name(f);
+  for (const Family f : {Family::gaussian_diag, Family::gaussian_full, Family::exponential})
+    EXPECT_FALSE(family_is_discrete(f)) << family_name(f);
 }
 
 TEST(EngineBadInput, ComponentCounts) {

@@ -171,6 +171,63 @@ TEST(EngineHand, WideDiagMStepMatchesNaiveReference) {
   check_wide_diag("fp32", kFp32RelTol);
 }
 
+// gaussian_full wide enough for the statistics' 4×4 register tiles of (i, j ≤ i) to come whole
+// and partial: D = 11 (tiles at 0, 4, 8; the last row and column of tiles partial), K = 3,
+// correlated columns, against the naive reference.
+void check_wide_full(const std::string& precision, double rel_tol) {
+  SCOPED_TRACE(precision);
+  constexpr std::size_t N = 2003, K = 3, D = 11;
+  Model truth;
+  truth.weights = {0.3, 0.3, 0.4};
+  Part f = make_part(Family::gaussian_full, 0, D);
+  f.mean.resize(K * D);
+  f.cov.assign(K * D * D, 0.0);
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t i = 0; i < D; ++i) {
+      f.mean[k * D + i] = 4.0 * static_cast<double>(k) + 0.2 * static_cast<double>(i % 4);
+      for (std::size_t j = 0; j < D; ++j)  // 0.3 everywhere plus a diagonal ≥ 0.5: positive definite
+        f.cov[(k * D + i) * D + j] = 0.3 + (i == j ? 0.5 + 0.1 * static_cast<double>((i + k) % 5) : 0.0);
+    }
+  truth.parts = {f};
+  const Dataset data = sample(truth, N, 31);
+  Model init = truth;
+  for (std::size_t j = 0; j < K * D; ++j) init.parts[0].mean[j] += 0.2 * ((j % 2) == 0 ? 1.0 : -1.0);
+  constexpr double kReg = 1e-4;
+  FitOptions o;
+  o.init = InitMethod::model;
+  o.init_model = init;
+  o.max_iter = 1;
+  o.precision = precision;
+  o.threads = 2;
+  o.reg_covar = kReg;
+  const Model got = fit(data, o).model;
+
+  const auto resp = predict_proba(init, data, "cpu", 1, "fp64");
+  for (std::size_t k = 0; k < K; ++k) {
+    double mass = 0.0;
+    for (std::size_t r = 0; r < N; ++r) mass += resp[r * K + k];
+    std::vector<double> m(D, 0.0);
+    for (std::size_t i = 0; i < D; ++i) {
+      for (std::size_t r = 0; r < N; ++r) m[i] += resp[r * K + k] * data.at(r, i);
+      m[i] /= mass;
+      EXPECT_NEAR(got.parts[0].mean[k * D + i], m[i], rel_tol * std::max(1.0, std::abs(m[i]))) << "k=" << k << " i=" << i;
+    }
+    for (std::size_t i = 0; i < D; ++i)
+      for (std::size_t j = 0; j < D; ++j) {
+        double c = 0.0;
+        for (std::size_t r = 0; r < N; ++r) c += resp[r * K + k] * (data.at(r, i) - m[i]) * (data.at(r, j) - m[j]);
+        c = c / mass + (i == j ? kReg : 0.0);
+        EXPECT_NEAR(got.parts[0].cov[(k * D + i) * D + j], c, rel_tol * std::max(1.0, std::abs(c)))
+            << "k=" << k << " i=" << i << " j=" << j;
+      }
+  }
+}
+
+TEST(EngineHand, WideFullMStepMatchesNaiveReference) {
+  check_wide_full("fp64", kFp64RelTol);
+  check_wide_full("fp32", kFp32RelTol);
+}
+
 // A rate component whose rows are all zero: the Poisson rate stops at the floor, the exponential
 // rate at 1/floor (the mean of zeros is 0; neither rate may be 0, NaN or infinite).
 TEST(EngineHand, AllZeroRowsHitTheRateFloors) {

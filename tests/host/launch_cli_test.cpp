@@ -52,6 +52,8 @@ TEST(LaunchCli, PicksAFreeMasterPortWhenNotGiven) {
 TEST(LaunchCli, ExitsZeroWhenAllRanksSucceed) {
   TempDir dir;
   EXPECT_EQ(launch({"--nproc", "4", "--", "true"}, dir).exit_code(), 0);
+  // A grace period of 0 (SIGKILL right after SIGTERM) is allowed.
+  EXPECT_EQ(launch({"--nproc", "1", "--grace-period", "0", "--", "true"}, dir).exit_code(), 0);
 }
 
 TEST(LaunchCli, FailingRankFailsTheGroupAndIsNamed) {

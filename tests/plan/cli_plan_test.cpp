@@ -96,6 +96,7 @@ TEST_F(PlanCli, ResourcesFromDaskAndSparkFiles) {
 
 TEST_F(PlanCli, ResourcesUsageAndTopologyErrors) {
   EXPECT_EQ(run("resources --discover --from-mpi").code, 2);  // one source at most
+  EXPECT_EQ(run("resources --discover --cpu-workers 0").code, 2);
   CliRun t = run("resources --from-torchrun", "WORLD_SIZE=2 RANK=0 LOCAL_RANK=0 GROUP_RANK=0");
   EXPECT_EQ(t.code, 1);
   EXPECT_NE(t.err.find("LOCAL_WORLD_SIZE"), std::string::npos) << t.err;
@@ -224,6 +225,10 @@ TEST_F(PlanCli, PlanErrorsExitWithTheRightCodes) {
   CliRun sf = run("plan --rows 5 --family poisson --components 2 --safety-factor -1 --resources " + path("res.json"));
   EXPECT_EQ(sf.code, 1);
   EXPECT_NE(sf.err.find("safety_factor=-1"), std::string::npos) << sf.err;
+  write("none.json", R"({"format": "mixle-model", "weights": [1], "parts": []})");
+  CliRun none = run("plan --rows 5 --model " + path("none.json") + " --resources " + path("res.json"));
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("parts must be a non-empty list"), std::string::npos) << none.err;
   write("bad.json", R"({"format": "mixle-model", "weights": [1], "parts": [{"family": "poisson", "columns": [3, 1]}]})");
   CliRun bad = run("plan --rows 5 --model " + path("bad.json") + " --resources " + path("res.json"));
   EXPECT_EQ(bad.code, 1);

@@ -68,6 +68,10 @@ TEST(ParallelPlan, JsonRejectsFractionsAndBooleans) {
   EXPECT_EQ(ParallelPlan::from_json(plan.to_json()), plan);
   expect_mentions(message_of<InvalidInput>([] { ParallelPlan::from_json(R"({"tp": 2, "world_size": 3})"); }),
                   {"world_size=3", "accepted: 2"});
+  // A stated world size that matches is accepted, 1 included; 0 is not a world size.
+  EXPECT_EQ(ParallelPlan::from_json(R"({"world_size": 1})").world_size(), 1);
+  EXPECT_EQ(ParallelPlan::from_json(R"({"tp": 2, "world_size": 2})").world_size(), 2);
+  expect_mentions(message_of<InvalidInput>([] { ParallelPlan::from_json(R"({"world_size": 0})"); }), {"world_size=0"});
 }
 
 TEST(ParallelPlan, ValidateWorldSize) {

@@ -283,4 +283,11 @@ TEST(Placement, ReadsAReferenceShapedDocument) {
   EXPECT_EQ(p.shards[1].sub_chunks, 2u);
   EXPECT_EQ(p.rows_per_chunk, 0u);  // absent: the reference's whole-shard working set
   EXPECT_EQ(Placement::from_json(p.to_json()), p);
+  // One-byte elements (uint8 codes) are a dtype; zero bytes is not.
+  std::string one_byte = doc;
+  one_byte.replace(one_byte.find("\"dtype_bytes\": 8"), 16, "\"dtype_bytes\": 1");
+  EXPECT_EQ(Placement::from_json(one_byte).dtype_bytes, 1u);
+  std::string zero_bytes = doc;
+  zero_bytes.replace(zero_bytes.find("\"dtype_bytes\": 8"), 16, "\"dtype_bytes\": 0");
+  expect_mentions(message_of<InvalidInput>([&] { Placement::from_json(zero_bytes); }), {"dtype_bytes=0"});
 }

@@ -144,6 +144,13 @@ TEST(Resources, FromSparkSplitsMemoryOverSlots) {
   EXPECT_EQ(r.devices()[4].memory_bytes, 1000u);
   Resources g = Resources::from_spark(R"({"defaultParallelism": 2, "executorMemory": "4g"})");
   EXPECT_EQ(g.devices()[1].memory_bytes, 2ull << 30);
+  // Every unit, binary as Spark reads them, with or without a trailing b, in either case.
+  for (const auto& [text, bytes] : std::vector<std::pair<std::string, std::uint64_t>>{
+           {"3072", 3072}, {"6k", 6ull << 10}, {"6KB", 6ull << 10}, {"6m", 6ull << 20}, {"6Mb", 6ull << 20},
+           {"6G", 6ull << 30}, {"6t", 6ull << 40}, {"6tb", 6ull << 40}}) {
+    const Resources one = Resources::from_spark(R"({"defaultParallelism": 3, "executorMemory": ")" + text + R"("})");
+    EXPECT_EQ(one.devices()[0].memory_bytes, bytes / 3) << text;
+  }
   EXPECT_EQ(Resources::from_spark(R"({"defaultParallelism": 0})").size(), 1u);
   expect_mentions(message_of<InvalidInput>(
                       [] { Resources::from_spark(R"({"defaultParallelism": 2.5})"); }),
