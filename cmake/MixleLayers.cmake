@@ -1,4 +1,4 @@
-# Each top-level folder is one layer (DESIGN.md §2), built as an OBJECT library. The installed
+# Each top-level folder is one layer (docs/design.md §2), built as an OBJECT library. The installed
 # `mixle` library is made of all layers' objects; the external libraries a layer links are
 # collected so that `mixle` (and its exported package) links them once.
 #

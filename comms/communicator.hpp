@@ -5,7 +5,7 @@
 // make_communicator(), or from the launch environment with mixle::host::communicator_from_env()
 // (host/launch_env.hpp), which also hosts/joins the rendezvous store.
 //
-// Guarantees every backend keeps (the engine relies on them, DESIGN.md §6):
+// Guarantees every backend keeps (the engine relies on them, docs/design.md §8):
 //  - After all_reduce_sum/all_reduce_max every rank holds the same bytes (bit-identical), so every
 //    rank computes the identical M-step. Gloo's ring and NCCL deliver that; MPI does it by
 //    reduce-to-root + broadcast (see mpi_communicator.cpp for why).

@@ -1,6 +1,7 @@
-// auto_parallel_estimator (reference parallel-behaviour.md §3.5, beyond it): chooses between
-// the plain data-parallel estimator and component-sharded execution from the plan, and raises
-// UnrealizedModelPlacement only where no executor exists — never a silent fallback.
+// auto_parallel_estimator (docs/design.md §9): chooses between the plain data-parallel estimator
+// and component-sharded execution from the plan, and raises UnrealizedModelPlacement only where
+// no executor exists — never a silent fallback. (The reference layer's function of that name
+// raises whenever its plan needs component placement; mixle runs the sharded plan instead.)
 #pragma once
 
 #include "engine/estimator.hpp"

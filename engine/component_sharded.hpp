@@ -1,4 +1,4 @@
-// Component-sharded EM across ranks (DESIGN.md §6, docs/sharding.md): a data × components mesh.
+// Component-sharded EM across ranks (docs/design.md §9, docs/sharding.md): a data × components mesh.
 // World W = D × G; rank r owns component shard c = r % G and the rows of data group d = r / G.
 // Each rank holds only its shard's parameters (a Model of K_c components that keeps the GLOBAL
 // mixture weights of those components) and its shard's statistics. Per chunk of rows the G

@@ -1,6 +1,6 @@
 // The `distributed` encoded-data handle (aliases `torchrun`, `mpi`): this rank holds only its
 // contiguous row range; every operation accumulates locally and all-reduces the flat float64
-// statistics once, so every rank runs the identical M-step on identical bytes (DESIGN.md §6).
+// statistics once, so every rank runs the identical M-step on identical bytes (docs/design.md §8).
 #pragma once
 
 #include "comms/communicator.hpp"

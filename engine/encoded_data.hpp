@@ -1,4 +1,4 @@
-// Encoded-data handles (the reference layer's encoded-data contract, DESIGN.md §5): data made
+// Encoded-data handles (the reference layer's encoded-data contract, docs/design.md §5): data made
 // ready for one backend, offering the few coarse operations EM needs. The EM loop is written
 // once against this interface; backends (local, distributed, component-parallel) implement it.
 #pragma once

@@ -1,4 +1,4 @@
-// Failures carried through collectives (DESIGN.md §6): a rank that fails keeps making every
+// Failures carried through collectives (docs/design.md §8): a rank that fails keeps making every
 // collective, adding its mark to a reduce; afterwards every rank raises at the same point, so
 // none waits for a peer that stopped. Used by the data-parallel handle and component sharding.
 #pragma once

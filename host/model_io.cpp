@@ -1,4 +1,4 @@
-// Model JSON: {"format":"mixle-model","version":1,"weights":[K],"parts":[…]} (DESIGN.md §4).
+// Model JSON: {"format":"mixle-model","version":1,"weights":[K],"parts":[…]} (docs/formats.md).
 // Arrays are nested as their shapes say (mean K×D, cov K×D×D, prob K×V or K×D×V, …).
 #include "engine/families/family_ops.hpp"
 

@@ -1,6 +1,6 @@
 // The `gloo` communicator: Gloo's TCP transport on host buffers, rendezvous through our store.
 // Gloo's ring all-reduce computes each element's sum once and forwards the result, so every rank
-// receives the same bytes (DESIGN.md §6).
+// receives the same bytes (docs/design.md §8).
 #include "comms/backends.hpp"
 #include "comms/peer_failure.hpp"
 #include "comms/store.hpp"

@@ -3,7 +3,7 @@
 // Why all-reduce is reduce-to-root + broadcast: MPI_Allreduce does not promise that every rank gets
 // the same bits (recursive doubling adds in a rank-dependent order, so floating-point sums can differ
 // in the last place between ranks). The engine needs bit-identical statistics on every rank so that
-// every rank computes the identical M-step (DESIGN.md §6). Reducing to rank 0 and broadcasting its
+// every rank computes the identical M-step (docs/design.md §8). Reducing to rank 0 and broadcasting its
 // result gives every rank rank 0's bytes, at the price of one extra latency step.
 //
 // Timeouts: MPI has no collective timeout, so every collective is non-blocking (MPI-3 I-variants)

@@ -3,7 +3,7 @@
 // NCCL has no timeout of its own, and a blocking communicator stuck on a dead peer never returns.
 // So the communicator is non-blocking (config.blocking = 0): init and every collective are polled
 // with ncclCommGetAsyncError and cudaStreamQuery against our deadline, and on timeout or error we
-// call ncclCommAbort, which unblocks the GPU work, and throw CommunicationError (ecosystem-notes §2).
+// call ncclCommAbort, which unblocks the GPU work, and throw CommunicationError (docs/design.md §10).
 // The unique id travels through the rendezvous store: rank 0 creates it (its bootstrap listener
 // lives in rank 0's process, which outlives the init), the others wait for it with the deadline.
 //

@@ -1,6 +1,6 @@
 // A bench result as a planning-layer calibration entry: what `mixle resources --calibrate`
-// (issue 7 item 3) records per device. Kept here so the calibrate command only discovers devices,
-// runs run_case on each and stores the entries.
+// records per device. Kept here so the calibrate command only discovers devices, runs run_case on
+// each and stores the entries.
 #include "host/bench/calibration.hpp"
 
 #include <mixle/error.hpp>

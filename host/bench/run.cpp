@@ -133,11 +133,11 @@ WorkModel work_model(const BenchCase& c, const Model& model) {
                D = static_cast<double>(c.dims);
   WorkModel w;
   switch (c.family) {
-    case Family::gaussian_diag: w.flops = 8.0 * N * K * D; break;                    // §3.1
-    case Family::gaussian_full: w.flops = 4.0 * N * K * D * D + 4.0 * N * K * D; break;  // §3.2 dense
+    case Family::gaussian_diag: w.flops = 8.0 * N * K * D; break;                    // E 4NKD + M 4NKD
+    case Family::gaussian_full: w.flops = 4.0 * N * K * D * D + 4.0 * N * K * D; break;  // dense accounting
     case Family::poisson:
     case Family::exponential:
-    case Family::bernoulli: w.flops = 4.0 * N * K * D; break;                        // §3.4
+    case Family::bernoulli: w.flops = 4.0 * N * K * D; break;                        // E 2NKD + M 2NKD
     case Family::categorical: w.flops = 2.0 * N * K * D; break;                      // gather + scatter adds
   }
   w.statistics = engine::stat_layout(model).size;

@@ -145,7 +145,7 @@ std::function<int()> setup_fit(CLI::App& app) {
     if (!(args->timeout_s > 0)) throw InvalidInput("--timeout must be > 0 seconds");
     args->dist.timeout = std::chrono::milliseconds(static_cast<long long>(args->timeout_s * 1000.0));
 
-    // Only rank 0 prints progress and writes outputs (DESIGN.md §6).
+    // Only rank 0 prints progress and writes outputs (docs/design.md §8).
     const bool rank0 = host::detect_launch_env().is_rank0();
     ProgressPrinter progress(!args->quiet && rank0);
     o.progress = [&](const FitProgress& p) { progress.iteration(p); };

@@ -39,7 +39,7 @@ struct PlanArgs {
   bool json = false;
 };
 
-/// K and each part's family, columns and categories from a mixle model file (DESIGN.md §4);
+/// K and each part's family, columns and categories from a mixle model file (docs/design.md §4);
 /// only the fields planning needs are read.
 plan::ModelSummary read_model_summary(const std::string& path) {
   const std::string text = plan::detail::read_text(path);

@@ -1,5 +1,5 @@
 // `mixle` command-line entry point: dispatches to the registered subcommands.
-// Exit codes: 0 success, 1 runtime error, 2 usage error (DESIGN.md §8).
+// Exit codes: 0 success, 1 runtime error, 2 usage error (docs/design.md §13).
 #include "host/cli/command.hpp"
 
 #include <mixle/error.hpp>

@@ -1,6 +1,6 @@
 // Mixture models: K components, each a product of parts; each part is one family over a column
 // range. All K components share the structure, so every parameter is stacked with K leading.
-// The JSON file format is documented in docs/formats.md (DESIGN.md §4).
+// The JSON file format is documented in docs/formats.md (docs/design.md §4).
 #pragma once
 
 #include <cstddef>

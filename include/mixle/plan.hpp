@@ -1,4 +1,4 @@
-// The planning layer's public API (DESIGN.md §2, §6): devices and resources, row placement,
+// The planning layer's public API (docs/design.md §12): devices and resources, row placement,
 // component sharding, calibration records, and the distributed training contracts. Host-only,
 // no third-party types; see docs/planning.md.
 #pragma once

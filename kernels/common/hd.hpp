@@ -1,5 +1,5 @@
 // MIXLE_HD marks math shared by the CPU and CUDA backends: written once, compiled by g++ and
-// nvcc, so the CPU tests cover it (DESIGN.md §7).
+// nvcc, so the CPU tests cover it (docs/design.md §11).
 #pragma once
 
 #if defined(__CUDACC__)

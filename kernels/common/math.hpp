@@ -11,7 +11,8 @@ namespace mixle::kernels {
 
 /// Responsibilities below exp(kFlushLogRatio) of the row's largest are set to exactly zero.
 /// Their contribution is below float32 resolution of any sum they join, and skipping them (and
-/// never producing subnormals) keeps the statistics loops fast (performance-anchors §5.4).
+/// never producing subnormals, which x86 CPUs multiply through slow microcode assists) keeps the
+/// statistics loops fast (docs/design.md §6).
 constexpr float kFlushLogRatio = -40.0f;
 
 /// exp(x) for x ≤ 0 in float, vectorisable (no tables, no branches): Cody–Waite range reduction

@@ -137,7 +137,7 @@ void log_densities(const ModelView<T>& model, Workspace<T>& ws) {
 
 /// Turns log-densities into responsibilities row by row (log-sum-exp) and records each row's
 /// log-likelihood. Rows that are −inf everywhere (impossible) or NaN get zero responsibility
-/// and are reported; +inf ties share the row equally (reference §3.2).
+/// and are reported; +inf ties share the row equally (the reference layer's rule, docs/design.md §6).
 template <class T>
 void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& report) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();

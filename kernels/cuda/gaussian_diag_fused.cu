@@ -1,7 +1,7 @@
 // Fused E-step for the benchmark shape — a model that is one gaussian_diag part, float32,
 // K ≤ 256, D ≤ 64, K·D ≤ 2048: log-densities, normalisation and statistics in one kernel, so the
-// rows × K block never leaves shared memory (performance-anchors §5.1: materialising it costs
-// ≈ 2× at best). A block owns one statistics slot; per tile of 32 rows it stages x, computes the
+// rows × K block never leaves shared memory (materialising it in device memory costs ≈ 2× at
+// best). A block owns one statistics slot; per tile of 32 rows it stages x, computes the
 // tile's K log-densities into shared memory (CPU order: log_const, then dim by dim), normalises
 // each row with one warp (normalise_row_warp, the unfused kernel's code), then folds r·(x − s)
 // and r·(x − s)² into per-thread registers (8 (component, dim) pairs each) and the masses.

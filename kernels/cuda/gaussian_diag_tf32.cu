@@ -4,7 +4,7 @@
 // c_k is added exactly in fp32 afterwards (it can be large; rounding it to TF32 would cost
 // 2⁻¹¹·|c_k|). The operands of the GEMM are rounded to TF32 (10-bit mantissa), so each term
 // carries a relative error ≈ 2⁻¹⁰ and the expansion cancels when |m| ≫ σ: the log-density error
-// grows like 2⁻¹⁰ · Σ_d |h|(x² + 2|m x|) (performance-anchors §3.1). Statistics stay on the
+// grows like 2⁻¹⁰ · Σ_d |h|(x² + 2|m x|) (docs/design.md §6). Statistics stay on the
 // shifted fp32 SIMT path; TF32 never touches second moments.
 #include "kernels/cuda/device.cuh"
 

@@ -1,9 +1,10 @@
-// GPU timing of one EM E-step pass (accumulate) at the benchmark sizes, until `mixle
-// bench` exists. DISABLED_ by default (minutes of host data generation and CPU-free but large
-// work); scripts/gpu-check runs them with --gtest_also_run_disabled_tests. Each run checks what
-// it timed: the statistics of the timed passes are bit-identical to the warm-up's, and the
-// masses add up to the row count. Results are recorded as test properties (ms per pass and the
-// % of the fp32 roofline from performance-anchors §3.3), which gtest writes to its JSON output.
+// GPU timing of one EM E-step pass (accumulate) at the performance target sizes
+// (docs/design.md §11), until `mixle bench` exists. DISABLED_ by default (minutes of host data
+// generation and CPU-free but large work); scripts/gpu-check runs them with
+// --gtest_also_run_disabled_tests. Each run checks what it timed: the statistics of the timed
+// passes are bit-identical to the warm-up's, and the masses add up to the row count. Results are
+// recorded as test properties (ms per pass and the % of the fp32 roofline of docs/design.md §11),
+// which gtest writes to its JSON output.
 #include "common/backend_compare.hpp"
 
 #include <chrono>
@@ -75,7 +76,7 @@ void time_accumulate(Family family, std::size_t N, std::size_t D, std::size_t K,
   testing::Test::RecordProperty("percent_of_roofline", std::to_string(100.0 * roofline_ms / best));
 }
 
-// Case A of performance-anchors §3.3: target ≤ 3.8 ms fp32 (roofline 2.56 ms, FP32 SIMT 8NKD).
+// Case A of docs/design.md §11: target ≤ 3.8 ms fp32 (roofline 2.56 ms, FP32 SIMT 8NKD).
 TEST(CudaTiming, DISABLED_GaussianDiagCaseAFp32) {
   time_accumulate(Family::gaussian_diag, 10'000'000, 32, 64, Precision::fp32, 2.56, 5);
 }

@@ -95,7 +95,7 @@ TEST(GaussianDiagCuda, NanRowsReportedAsOnCpu) {
 // TF32 (explicit opt-in): the GEMM rounds x², x and the weights to 10-bit mantissas, so each
 // expanded term h x², −2hm x carries ≈ 2⁻¹⁰ relative error and they cancel: the bound on a row's
 // log-likelihood is 2⁻⁹·max_k Σ_d |h_kd|(x_d² + 2|m_kd x_d| + m_kd²) (factor 2 of margin; the
-// log-sum-exp moves by at most the largest change of any L_k; anchors §3.1).
+// log-sum-exp moves by at most the largest change of any L_k; docs/design.md §6).
 TEST(GaussianDiagCuda, Tf32LogLikelihoodWithinExpansionBound) {
   MIXLE_CUDA_OR_SKIP(cuda);
   constexpr std::size_t K = 64, D = 32, N = 2000;

@@ -1,6 +1,6 @@
-// Component-parallel E-step (issue 6 item 1): threading components inside each block must give
-// a model bit-identical to serial — for gaussian_diag K=16, a mixed record and gaussian_full,
-// at num_workers 1, 2 and 4 — through the `component_parallel` handle and its aliases, and
+// Component-parallel E-step: threading components inside each block must give a model
+// bit-identical to serial — for gaussian_diag K=16, a mixed record and gaussian_full, at
+// num_workers 1, 2 and 4 — through the `component_parallel` handle and its aliases, and
 // component_parallel_fold must equal the serial statistics bit for bit.
 #include "engine/component_parallel.hpp"
 #include "engine/encoded_data.hpp"

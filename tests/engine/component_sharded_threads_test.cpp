@@ -1,7 +1,7 @@
-// Component-sharded EM with the shards on threads of one process (backend "component_sharded",
-// issue 6 item 3): the fit equals the unsharded fit (fp64, rtol 1e-9) for gaussian_diag, a mixed
-// record and gaussian_full at several shard counts; a failure inside the shards reaches the
-// caller as the root cause; K < shards is a usage error.
+// Component-sharded EM with the shards on threads of one process (backend "component_sharded"):
+// the fit equals the unsharded fit (fp64, rtol 1e-9) for gaussian_diag, a mixed record and
+// gaussian_full at several shard counts; a failure inside the shards reaches the caller as the
+// root cause; K < shards is a usage error.
 #include "engine_test_util.hpp"
 
 #include <mixle/error.hpp>

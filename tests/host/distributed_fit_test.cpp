@@ -1,7 +1,7 @@
-// Distributed EM with real processes on 127.0.0.1 (issue 5 acceptance): `mixle launch` (gloo)
-// and mpirun (mpi) give the single-process model at every world size; a SIGKILLed rank makes
-// the others fail in bounded time naming it, leaves an intact checkpoint, and `--resume` at a
-// different world size reaches the uninterrupted run's model. Every wait is bounded.
+// Distributed EM with real processes on 127.0.0.1: `mixle launch` (gloo) and mpirun (mpi) give
+// the single-process model at every world size; a SIGKILLed rank makes the others fail in bounded
+// time naming it, leaves an intact checkpoint, and `--resume` at a different world size reaches
+// the uninterrupted run's model. Every wait is bounded.
 #include "common/require.hpp"
 #include "host/fit_process_util.hpp"
 #include "comms/socket.hpp"
@@ -28,7 +28,7 @@ constexpr double kWorldSizeRtol = 1e-9;
 // Resuming replays iterations on another world size: the same last-bit differences, over more
 // iterations of a model still moving (tol 0), stay well inside this.
 constexpr double kResumeRtol = 1e-7;
-// The issue's bound for survivors of a killed rank (the run's --timeout is 10 s here).
+// How long the survivors of a killed rank may take to fail (the run's --timeout is 10 s here).
 constexpr double kFailureBudgetSeconds = 70.0;
 
 const std::string kCli = MIXLE_CLI_PATH;

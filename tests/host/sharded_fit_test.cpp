@@ -1,7 +1,7 @@
-// Component-sharded EM with real processes on 127.0.0.1 (issue 6 items 2–3): `mixle launch
-// --nproc 4 -- mixle fit --shard-components G` equals the one-process fit at G = 1, 2, 4, each
-// rank holds only its shard's parameters, and a Resources file whose devices cannot hold the
-// whole model makes the planner cut it and the fit run sharded. Every wait is bounded.
+// Component-sharded EM with real processes on 127.0.0.1: `mixle launch --nproc 4 -- mixle fit
+// --shard-components G` equals the one-process fit at G = 1, 2, 4, each rank holds only its
+// shard's parameters, and a Resources file whose devices cannot hold the whole model makes the
+// planner cut it and the fit run sharded. Every wait is bounded.
 #include "common/require.hpp"
 #include "host/fit_process_util.hpp"
 #include "comms/socket.hpp"

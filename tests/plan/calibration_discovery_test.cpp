@@ -1,4 +1,4 @@
-// Calibration records and catalog (parallel-behaviour.md §2.3) and the discovery parsers.
+// Calibration records and catalog (docs/planning.md, "Calibration records") and the discovery parsers.
 #include <mixle/error.hpp>
 #include <mixle/plan.hpp>
 

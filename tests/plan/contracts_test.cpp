@@ -1,6 +1,5 @@
 // ParallelPlan, ParameterLayout, DistributedUpdate, StepReceipt, BackendCapabilities and the
-// training-backend registry, attestation (parallel-behaviour.md §6–7, §10 training-contract and
-// distributed_training_backends rows).
+// training-backend registry, attestation (docs/planning.md, "Training contracts").
 #include <mixle/error.hpp>
 #include <mixle/plan.hpp>
 

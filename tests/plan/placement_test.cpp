@@ -1,5 +1,5 @@
 // plan() → Placement: byte model, proportional split, num_chunks, memory caps, validate() and
-// JSON (parallel-behaviour.md §2.4–2.5, §10 placement_test).
+// JSON (docs/planning.md, "plan() → Placement").
 #include <mixle/error.hpp>
 #include <mixle/plan.hpp>
 

@@ -1,5 +1,5 @@
 // DeviceSpec and Resources: validation, every constructor, JSON and save/load
-// (parallel-behaviour.md §2.1–2.2, §10 placement_test rows on resources).
+// (docs/planning.md, "Devices and resources").
 #include <mixle/error.hpp>
 #include <mixle/plan.hpp>
 
