@@ -26,6 +26,20 @@ void save_checkpoint(const std::string& dir, const Checkpoint& c) {
   j["world_size"] = c.world_size;
   j["mean_loglik"] = c.mean_loglik;
   j["model"] = nlohmann::ordered_json::parse(model_to_json(c.model, -1));
+  if (c.best) {
+    const FitResult& b = *c.best;
+    nlohmann::ordered_json best;
+    best["restart"] = b.best_restart;
+    best["final_mean_loglik"] = b.final_mean_loglik;
+    best["rows"] = b.rows;
+    best["iterations"] = b.iterations;
+    best["converged"] = b.converged;
+    best["mean_loglik"] = b.mean_loglik;
+    best["iteration_seconds"] = b.iteration_seconds;
+    best["warnings"] = b.warnings;
+    best["model"] = nlohmann::ordered_json::parse(model_to_json(b.model, -1));
+    j["best"] = std::move(best);
+  }
   write_file_atomic(checkpoint_path(dir), j.dump(1) + "\n");
 }
 
@@ -61,6 +75,27 @@ std::optional<Checkpoint> load_checkpoint(const std::string& dir) {
     throw InvalidInput(path + ": \"iteration\" " + std::to_string(c.iteration) + " does not match " +
                        std::to_string(c.mean_loglik.size()) + " log-likelihood values");
   c.model = model_from_json(need("model").dump(), path + ": model");
+  if (j.contains("best")) {
+    const nlohmann::json& b = j.at("best");
+    FitResult best;
+    try {
+      best.best_restart = b.at("restart").get<int>();
+      best.final_mean_loglik = b.at("final_mean_loglik").get<double>();
+      best.rows = b.at("rows").get<std::size_t>();
+      best.iterations = b.at("iterations").get<int>();
+      best.converged = b.at("converged").get<bool>();
+      best.mean_loglik = b.at("mean_loglik").get<std::vector<double>>();
+      best.iteration_seconds = b.at("iteration_seconds").get<std::vector<double>>();
+      best.warnings = b.at("warnings").get<std::vector<std::string>>();
+    } catch (const nlohmann::json::exception& e) {
+      throw InvalidInput(path + ": best: " + e.what());
+    }
+    if (best.best_restart < 0 || best.best_restart >= c.restart)
+      throw InvalidInput(path + ": best.restart " + std::to_string(best.best_restart) +
+                         " is not a restart finished before restart " + std::to_string(c.restart));
+    best.model = model_from_json(b.at("model").dump(), path + ": best.model");
+    c.best = std::move(best);
+  }
   return c;
 }
 

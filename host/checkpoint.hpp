@@ -3,6 +3,7 @@
 // checkpoint. The model is global, so a run can resume at any world size.
 #pragma once
 
+#include <mixle/fit.hpp>
 #include <mixle/model.hpp>
 
 #include <optional>
@@ -18,6 +19,9 @@ struct Checkpoint {
   std::size_t data_rows = 0;
   int world_size = 1;                // of the run that wrote it (information only)
   Model model;
+  /// With n_init > 1: the best of the restarts finished before `restart` (its model, history and
+  /// final log-likelihood), so a resumed fit still weighs them and runs the restarts left.
+  std::optional<FitResult> best;
 };
 
 /// DIR/checkpoint.json

@@ -7,20 +7,16 @@
 #include "engine/distributed_handle.hpp"
 #include "engine/encoded_data.hpp"
 #include "host/checkpoint.hpp"
-#include "engine/initialise.hpp"
 #include "host/fit_driver.hpp"
 #include "host/launch_env.hpp"
+#include "host/run_records.hpp"
 
 #include <mixle/distributed.hpp>
 #include <mixle/error.hpp>
 #include <mixle/plan/placement.hpp>
 #include <mixle/plan/resources.hpp>
-#include <mixle/plan/step_receipt.hpp>
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
-#include <limits>
 #include <memory>
 
 namespace mixle {
@@ -124,152 +120,115 @@ std::optional<host::Checkpoint> resume_checkpoint(const DistributedOptions& dist
   return checkpoint;
 }
 
+/// The RunRecords of this rank: rank 0 writes, every rank keeps the counters.
+host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchEnv& env, const comms::Communicator& comm,
+                             const DataInfo& info, const FitOptions& options, int data_parallel_size,
+                             std::size_t local_rows, int shard_components,
+                             const std::optional<host::Checkpoint>& checkpoint, std::uint64_t collective_bytes) {
+  host::RunFacts facts;
+  facts.rank0 = env.is_rank0();
+  facts.data_rows = info.rows;
+  facts.world_size = comm.size();
+  facts.data_parallel_size = data_parallel_size;
+  facts.local_examples = static_cast<std::int64_t>(local_rows);
+  facts.shard_components = shard_components;
+  facts.precision = options.precision;
+  facts.comm = std::string(comm.backend());
+  return host::RunRecords(dist, std::move(facts), checkpoint ? &*checkpoint : nullptr, collective_bytes);
+}
+
+/// The fit driver's hooks for `checkpoint` (resume: its restart, iteration, history and the best
+/// restart before it) and for `records` (the best restart so far, for later checkpoints).
+host::FitHooks resume_hooks(const std::optional<host::Checkpoint>& checkpoint, host::RunRecords& records) {
+  host::FitHooks hooks;
+  if (checkpoint) {
+    hooks.resume_model = &checkpoint->model;
+    hooks.start_restart = checkpoint->restart;
+    hooks.start_iteration = checkpoint->iteration;
+    hooks.prior_mean_loglik = checkpoint->mean_loglik;
+    if (checkpoint->best) hooks.prior_best = &*checkpoint->best;
+  }
+  hooks.after_restart = [&records](const FitResult& best) { records.set_best(best); };
+  return hooks;
+}
+
+/// This rank's rows of `path`: rows [mine.begin, mine.end), or none.
+Dataset read_rows(const std::string& path, const ReadOptions& read, const DataInfo& info, engine::RowRange mine) {
+  if (mine.end <= mine.begin) return Dataset::from_vector(std::vector<double>{}, 0, info.cols);
+  ReadOptions r = read;
+  r.row_begin = mine.begin;
+  r.row_end = mine.end;
+  return read_data(path, r);
+}
+
 /// Component-sharded fit (engine/component_sharded.hpp, docs/sharding.md) on a world of
-/// data groups × `groups` ranks. Initialisation builds the global model once through a
-/// data-parallel handle whose rows sit on component group 0 only (the same initial model as the
-/// unsharded fit); then each rank keeps only its shard. Rank 0 gathers the global model for
-/// checkpoints and the result; other ranks return an empty model.
+/// data groups × `groups` ranks, through the shared fit driver: its handle is a data-parallel
+/// one whose rows sit on component group 0 only, so validation, initialisation and restarts are
+/// the unsharded fit's (the same initial model); each restart then runs sharded EM, every rank
+/// keeping only its shard. Rank 0 gathers the global model for checkpoints and the result;
+/// other ranks return an empty model.
 DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& read, const FitOptions& options,
                                  const DistributedOptions& dist, const host::LaunchEnv& env,
                                  const std::shared_ptr<comms::Communicator>& comm, const DataInfo& info,
                                  const std::string& device, int groups, const std::string& reason) {
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
   const engine::ShardMesh mesh = engine::make_shard_mesh(comm->size(), comm->rank(), groups);
   const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, groups);
   const engine::RowRange mine = ranges[static_cast<std::size_t>(mesh.data_group())];
-  Dataset local = Dataset::from_vector(std::vector<double>{}, 0, info.cols);
-  if (mine.end > mine.begin) {
-    ReadOptions r = read;
-    r.row_begin = mine.begin;
-    r.row_end = mine.end;
-    local = read_data(path, r);
-  }
-  const engine::EstimatorOptions est = host::estimator_options(options);
-  if (options.n_init < 1) throw InvalidInput("n_init = " + std::to_string(options.n_init) + " must be ≥ 1");
+  const Dataset local = read_rows(path, read, info, mine);
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info, path);
   const bool first_group = mesh.component_group() == 0;
   engine::DistributedEncodedData init_handle(first_group ? local : Dataset::from_vector(std::vector<double>{}, 0, info.cols),
                                              info.rows, mine.begin, *comm, engine::make_compute(device, options.threads));
-  Model shape;
-  if (checkpoint) {
-    validate_model(checkpoint->model);
-    shape = checkpoint->model;
-  } else if (options.init == InitMethod::model) {
-    if (!options.init_model) throw InvalidInput("init = model needs FitOptions::init_model");
-    validate_model(*options.init_model);
-    shape = *options.init_model;
-  } else {
-    if (options.components == 0) throw InvalidInput("components = 0; a mixture needs K ≥ 1 (--components)");
-    shape = engine::model_shape(init_handle, parse_layout(options.layout, info.cols), options.components);
-  }
-  init_handle.check(shape);
   std::unique_ptr<plan::Resources> resources;
   if (!dist.resources_file.empty()) resources = std::make_unique<plan::Resources>(plan::Resources::load(dist.resources_file));
-  const auto components = engine::component_ranges(shape.components(), groups, resources.get());
-  const engine::RowRange own = components[static_cast<std::size_t>(mesh.component_group())];
-  std::size_t largest = 0;
-  for (const auto& c : components) largest = std::max(largest, c.end - c.begin);
-  engine::ShardedEstimator sharded(local, mine.begin, ranges, mesh, largest, *comm,
-                                   engine::make_compute(device, options.threads));
 
-  std::vector<std::string> receipts;
-  std::uint64_t bytes_before = sharded.collective_bytes();
-  FitResult best;
-  Model best_shard;
-  double best_ll = -std::numeric_limits<double>::infinity();
-  const int restarts = (options.init == InitMethod::model || checkpoint) ? 1 : options.n_init;
-  for (int restart = 0; restart < restarts; ++restart) {
-    const std::uint64_t seed = options.seed + static_cast<std::uint64_t>(restart);
-    Model shard;
-    {  // the global initial model lives only in this scope
-      Model initial = shape;
-      if (!checkpoint && options.init == InitMethod::select) initial = init_handle.initialize(shape, seed, options.init_p, est);
-      if (!checkpoint && options.init == InitMethod::kmeanspp) initial = engine::initialise_kmeans_pp(init_handle, shape, seed, est);
-      shard = engine::slice_components(initial, own.begin, own.end);
+  // Built at the first restart, when K is known (every restart has the same K).
+  std::vector<engine::RowRange> components;
+  engine::RowRange own;
+  std::unique_ptr<engine::ShardedEstimator> sharded;
+  std::uint64_t shard_parameter_bytes = 0, shard_statistic_bytes = 0, model_parameter_bytes = 0;
+  host::RunRecords records = run_records(dist, env, *comm, info, options, mesh.data_groups, local.rows(), groups,
+                                         checkpoint, comm->collective_bytes());
+  host::FitHooks hooks = resume_hooks(checkpoint, records);
+  hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
+    Model global;  // assembling it is a collective: every rank takes part, rank 0 writes it
+    if (records.checkpoint_due(it.iteration)) global = engine::gather_global_model(*it.model, components, mesh, *comm);
+    records.record(restart, it, &global, sharded->collective_bytes());
+  };
+  hooks.run_restart = [&](Model initial, const engine::EmOptions& em, double& final_rows, double& final_loglik) {
+    if (!sharded) {
+      components = engine::component_ranges(initial.components(), groups, resources.get());
+      own = components[static_cast<std::size_t>(mesh.component_group())];
+      std::size_t largest = 0;
+      for (const auto& c : components) largest = std::max(largest, c.end - c.begin);
+      sharded = std::make_unique<engine::ShardedEstimator>(local, mine.begin, ranges, mesh, largest, *comm,
+                                                           engine::make_compute(device, options.threads));
     }
-    std::vector<double> history = checkpoint && restart == 0 ? checkpoint->mean_loglik : std::vector<double>{};
-    engine::EmOptions em;
-    em.max_iter = options.max_iter;
-    em.tol = options.tol;
-    em.estimator = est;
-    if (checkpoint) em.start_iteration = checkpoint->iteration, em.prior_mean_loglik = checkpoint->mean_loglik;
-    em.on_iteration = [&](const engine::IterationInfo& it) {
-      history.push_back(it.mean_loglik);
-      const std::uint64_t bytes = sharded.collective_bytes();
-      // Every rank takes part in assembling the global model (a collective); rank 0 writes it.
-      if (!dist.checkpoint_dir.empty() && dist.checkpoint_every > 0 && it.iteration % dist.checkpoint_every == 0) {
-        Model global = engine::gather_global_model(*it.model, components, mesh, *comm);
-        if (env.is_rank0()) {
-          host::Checkpoint c;
-          c.iteration = it.iteration;
-          c.restart = restart;
-          c.data_rows = info.rows;
-          c.world_size = comm->size();
-          c.model = std::move(global);
-          c.mean_loglik = history;
-          host::save_checkpoint(dist.checkpoint_dir, c);
-        }
-      }
-      if (env.is_rank0() && !dist.receipts_file.empty()) {
-        plan::StepReceipt r;
-        r.step = it.iteration - 1;
-        r.loss = std::max(0.0, -it.mean_loglik);
-        r.local_examples = static_cast<std::int64_t>(sharded.local_rows());
-        r.data_parallel_size = mesh.data_groups;
-        r.optimizer = "em";
-        r.precision = options.precision;
-        r.collective_bytes = static_cast<std::int64_t>(bytes - bytes_before);
-        r.global_examples_observed = static_cast<std::int64_t>(it.rows);
-        r.extra["mean_loglik"] = it.mean_loglik;
-        r.extra["seconds"] = it.seconds;
-        r.extra["restart"] = static_cast<std::int64_t>(restart);
-        r.extra["comm"] = std::string(comm->backend());
-        r.extra["shard_components"] = static_cast<std::int64_t>(groups);
-        r.validate();
-        receipts.push_back(r.to_json_line());
-        std::string all;
-        for (const auto& line : receipts) all += line + "\n";
-        write_file_atomic(dist.receipts_file, all);
-      }
-      bytes_before = sharded.collective_bytes();
-      if (options.progress) options.progress(host::fit_progress(restart, options.max_iter, it));
-    };
-    engine::EmResult r = engine::run_sharded_em(sharded, std::move(shard), own.begin, em);
+    Model shard = engine::slice_components(initial, own.begin, own.end);
+    initial = Model{};  // the global initial model is not kept beside the shard
+    engine::EmResult r = engine::run_sharded_em(*sharded, std::move(shard), own.begin, em);
     r.warnings = engine::gather_warnings(r.warnings, *comm);  // every shard's empty components
-    const engine::ShardEStep final_step = sharded.e_step(r.model, est);  // the final model's log-likelihood
-    const double final_ll = final_step.loglik / final_step.rows;
-    if (restart == 0 || final_ll > best_ll) {
-      best_ll = final_ll;
-      best_shard = std::move(r.model);
-      best.mean_loglik = std::move(r.mean_loglik);
-      best.iteration_seconds = std::move(r.iteration_seconds);
-      best.iterations = r.iterations;
-      best.converged = r.converged;
-      best.final_mean_loglik = final_ll;
-      best.warnings = std::move(r.warnings);
-      best.rows = static_cast<std::size_t>(final_step.rows);
-      best.best_restart = restart;
-    }
-  }
-  if (!best.converged)
-    best.warnings.push_back("EM did not converge in " + std::to_string(options.max_iter) + " iterations (tol " +
-                            std::to_string(options.tol) + "); raise --max-iter or --tol");
+    const engine::ShardEStep last = sharded->e_step(r.model, em.estimator);  // the final model's log-likelihood
+    final_rows = last.rows;
+    final_loglik = last.loglik;
+    shard_parameter_bytes = engine::model_parameter_bytes(r.model);
+    shard_statistic_bytes = static_cast<std::uint64_t>(engine::stat_layout(r.model).size) * sizeof(double);
+    model_parameter_bytes = shard_parameter_bytes / std::max<std::size_t>(r.model.components(), 1) *
+                            components.back().end;
+    r.model = engine::gather_global_model(r.model, components, mesh, *comm);
+    return r;
+  };
   DistributedFitResult result;
-  result.model_parameter_bytes = engine::model_parameter_bytes(best_shard) / std::max<std::size_t>(best_shard.components(), 1) *
-                                 shape.components();
-  gather_resident(*comm, engine::model_parameter_bytes(best_shard),
-                  static_cast<std::uint64_t>(engine::stat_layout(best_shard).size) * sizeof(double), result);
-  best.model = engine::gather_global_model(best_shard, components, mesh, *comm);
-  best.seconds = std::chrono::duration<double>(clock::now() - start).count();
-  result.fit = std::move(best);
+  result.fit = host::fit_handle(init_handle, options, hooks);
+  result.model_parameter_bytes = model_parameter_bytes;
+  gather_resident(*comm, shard_parameter_bytes, shard_statistic_bytes, result);
   result.rank = comm->rank();
   result.world_size = comm->size();
   result.comm = std::string(comm->backend());
   result.device = device;
   result.first_row = mine.begin;
   result.local_rows = local.rows();
-  result.collective_bytes = sharded.collective_bytes();
+  result.collective_bytes = sharded->collective_bytes();
   result.resumed_from_iteration = checkpoint ? checkpoint->iteration : 0;
   result.shard_components = groups;
   result.component_begin = own.begin;
@@ -313,75 +272,15 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
     if (groups > 1) return fit_sharded(path, read, options, dist, env, comm, info, device, groups, reason);
     const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file);
     const engine::RowRange mine = ranges[static_cast<std::size_t>(comm->rank())];
-    Dataset local;
-    if (mine.end > mine.begin) {
-      ReadOptions r = read;
-      r.row_begin = mine.begin;
-      r.row_end = mine.end;
-      local = read_data(path, r);
-    } else {
-      local = Dataset::from_vector(std::vector<double>{}, 0, info.cols);
-    }
+    const Dataset local = read_rows(path, read, info, mine);
     engine::DistributedEncodedData handle(local, info.rows, mine.begin, *comm,
                                           engine::make_compute(device, options.threads));
-
-    // Resume: explicitly, or automatically after a torchrun restart.
     const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info, path);
-    host::FitHooks hooks;
-    if (checkpoint) {
-      hooks.resume_model = &checkpoint->model;
-      hooks.start_iteration = checkpoint->iteration;
-      hooks.prior_mean_loglik = checkpoint->mean_loglik;
-    }
-    std::vector<std::string> receipts;
-    std::uint64_t bytes_before = comm->collective_bytes();
-    double collective_before = 0.0;
-    const std::string precision = options.precision;
-    std::vector<double> history = hooks.prior_mean_loglik;  // of the current restart
-    int history_restart = 0;
+    host::RunRecords records = run_records(dist, env, *comm, info, options, comm->size(), handle.local_rows(), 0,
+                                           checkpoint, comm->collective_bytes());
+    host::FitHooks hooks = resume_hooks(checkpoint, records);
     hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
-      if (restart != history_restart) history.clear(), history_restart = restart;
-      history.push_back(it.mean_loglik);
-      const std::uint64_t bytes = comm->collective_bytes();
-      const double collective = handle.collective_seconds();
-      if (!env.is_rank0()) {
-        bytes_before = bytes;
-        collective_before = collective;
-        return;
-      }
-      if (!dist.checkpoint_dir.empty() && dist.checkpoint_every > 0 && it.iteration % dist.checkpoint_every == 0) {
-        host::Checkpoint c;
-        c.iteration = it.iteration;
-        c.restart = restart;
-        c.data_rows = info.rows;
-        c.world_size = comm->size();
-        c.model = *it.model;
-        c.mean_loglik = history;
-        host::save_checkpoint(dist.checkpoint_dir, c);
-      }
-      if (!dist.receipts_file.empty()) {
-        plan::StepReceipt r;
-        r.step = it.iteration - 1;
-        r.loss = std::max(0.0, -it.mean_loglik);  // receipts require loss ≥ 0; the exact value is in extra
-        r.local_examples = static_cast<std::int64_t>(handle.local_rows());
-        r.data_parallel_size = comm->size();
-        r.optimizer = "em";
-        r.precision = precision;
-        r.collective_bytes = static_cast<std::int64_t>(bytes - bytes_before);
-        r.global_examples_observed = static_cast<std::int64_t>(it.rows);
-        r.extra["mean_loglik"] = it.mean_loglik;
-        r.extra["seconds"] = it.seconds;
-        r.extra["collective_seconds"] = collective - collective_before;
-        r.extra["restart"] = static_cast<std::int64_t>(restart);
-        r.extra["comm"] = std::string(comm->backend());
-        r.validate();
-        receipts.push_back(r.to_json_line());
-        std::string all;
-        for (const auto& line : receipts) all += line + "\n";
-        write_file_atomic(dist.receipts_file, all);
-      }
-      bytes_before = bytes;
-      collective_before = collective;
+      records.record(restart, it, it.model, comm->collective_bytes(), handle.collective_seconds());
     };
     DistributedFitResult result;
     result.fit = host::fit_handle(handle, options, hooks);

@@ -36,6 +36,25 @@ engine::EstimatorOptions estimator_options(const FitOptions& o) {
   return e;
 }
 
+namespace {
+
+/// A resumed fit with restarts left must be the fit its checkpoint came from: the same K and
+/// parts (families, columns, categories) as the options describe.
+void require_same_structure(const Model& resumed, const Model& fresh) {
+  auto describe = [](const Model& m) {
+    std::string text = "K = " + std::to_string(m.components()) + ", parts";
+    for (const Part& p : m.parts)
+      text += " " + std::string(family_name(p.family)) + ":" + std::to_string(p.col_begin) + "-" +
+              std::to_string(p.col_end) + (p.family == Family::categorical ? ":" + std::to_string(p.categories) : "");
+    return text;
+  };
+  if (describe(resumed) != describe(fresh))
+    throw InvalidInput("the checkpoint's model (" + describe(resumed) + ") is not the one these options fit (" +
+                       describe(fresh) + "); resume with the --components and --layout of the run that wrote it");
+}
+
+}  // namespace
+
 FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, const FitHooks& hooks) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
@@ -50,30 +69,49 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
     throw InvalidInput("components = 0; a mixture needs K ≥ 1 (--components)");
   const engine::EstimatorOptions est = estimator_options(options);
 
-  // Validate everything before any EM work.
+  const int restarts = options.init == InitMethod::model ? 1 : options.n_init;
+  const int first = hooks.resume_model ? hooks.start_restart : 0;
+  if (first < 0 || first >= restarts)
+    throw InvalidInput("the checkpoint to resume belongs to restart " + std::to_string(first) + " (counted from 0), but " +
+                       (options.init == InitMethod::model ? std::string("a fit from an initial model has one restart")
+                                                          : "n_init = " + std::to_string(options.n_init)) +
+                       "; resume with the n_init of the run that wrote it");
+
+  // Validate everything before any EM work. `shape` is what fresh restarts initialise from — as
+  // in a fit that was never interrupted — so a resumed fit with restarts left needs it too.
+  const bool fresh_restarts = !hooks.resume_model || first + 1 < restarts;
   Model shape;
-  if (hooks.resume_model) {
-    validate_model(*hooks.resume_model);
-    shape = *hooks.resume_model;
-  } else if (options.init == InitMethod::model) {
+  if (fresh_restarts && options.init == InitMethod::model) {
     validate_model(*options.init_model);
     shape = *options.init_model;
     if (shape.components() > rows)
       throw InvalidInput("the initial model has K = " + std::to_string(shape.components()) +
                          " components but the data has only " + std::to_string(rows) + " rows");
-  } else {
+  } else if (fresh_restarts) {
     shape = engine::model_shape(handle, parse_layout(options.layout, handle.columns()), options.components);
   }
-  handle.check(shape);
+  if (hooks.resume_model) {
+    validate_model(*hooks.resume_model);
+    if (fresh_restarts) require_same_structure(*hooks.resume_model, shape);
+    handle.check(*hooks.resume_model);
+  } else {
+    handle.check(shape);
+  }
 
   FitResult best;
   double best_ll = -std::numeric_limits<double>::infinity();
-  const int restarts = (options.init == InitMethod::model || hooks.resume_model) ? 1 : options.n_init;
-  for (int restart = 0; restart < restarts; ++restart) {
+  bool have_best = false;
+  if (hooks.resume_model && hooks.prior_best) {
+    best = *hooks.prior_best;
+    best_ll = best.final_mean_loglik;
+    have_best = true;
+  }
+  for (int restart = first; restart < restarts; ++restart) {
     const std::uint64_t seed = options.seed + static_cast<std::uint64_t>(restart);
+    const bool resumed = hooks.resume_model && restart == first;
     Model initial;
-    if (hooks.resume_model) {
-      initial = shape;
+    if (resumed) {
+      initial = *hooks.resume_model;
     } else {
       switch (options.init) {
         case InitMethod::model: initial = shape; break;
@@ -85,7 +123,7 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
     em.max_iter = options.max_iter;
     em.tol = options.tol;
     em.estimator = est;
-    if (hooks.resume_model) {
+    if (resumed) {
       em.start_iteration = hooks.start_iteration;
       em.prior_mean_loglik = hooks.prior_mean_loglik;
     }
@@ -102,7 +140,8 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
       std::tie(n, ll) = handle.log_density_sum(r.model, est);
     }
     const double final_ll = ll / n;
-    if (restart == 0 || final_ll > best_ll) {
+    if (!have_best || final_ll > best_ll) {
+      have_best = true;
       best_ll = final_ll;
       best.model = std::move(r.model);
       best.mean_loglik = std::move(r.mean_loglik);
@@ -114,6 +153,7 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
       best.rows = static_cast<std::size_t>(n);
       best.best_restart = restart;
     }
+    if (hooks.after_restart) hooks.after_restart(best);
   }
   if (!best.converged)
     best.warnings.push_back("EM did not converge in " + std::to_string(options.max_iter) +

@@ -16,11 +16,16 @@ struct FitHooks {
   /// Called after every EM iteration with the iteration's information (info.model is the model
   /// after the M-step). Runs on every rank in a distributed fit.
   std::function<void(int restart, const engine::IterationInfo& info)> after_iteration;
-  /// Resume: the model to continue from (replaces initialisation and restarts), the iterations
-  /// already done and their mean log-likelihoods.
+  /// Resume: the model to continue from (replaces the initialisation of restart
+  /// `start_restart`), the iterations already done and their mean log-likelihoods, and the best
+  /// of the restarts finished before it; the restarts after it run as in a fresh fit.
   const Model* resume_model = nullptr;
+  int start_restart = 0;
   int start_iteration = 0;
   std::vector<double> prior_mean_loglik;
+  const FitResult* prior_best = nullptr;
+  /// Called after every restart with the best result so far (for checkpoints).
+  std::function<void(const FitResult& best)> after_restart;
   /// Runs EM from `initial` (the global initial model) and fills `final_rows`/`final_loglik`
   /// with the final model's row count and log-likelihood sum. Default: engine::run_em over the
   /// handle. The in-process component-sharded fit runs sharded EM on threads instead.

@@ -1,0 +1,75 @@
+// Checkpoints and receipts of a distributed fit (host/run_records.hpp).
+#include "host/run_records.hpp"
+
+#include <mixle/data.hpp>
+#include <mixle/error.hpp>
+#include <mixle/plan/step_receipt.hpp>
+
+#include <algorithm>
+
+namespace mixle::host {
+
+RunRecords::RunRecords(const DistributedOptions& dist, RunFacts facts, const Checkpoint* resumed,
+                       std::uint64_t collective_bytes)
+    : dist_(dist), facts_(std::move(facts)), bytes_before_(collective_bytes) {
+  if (resumed) {
+    history_ = resumed->mean_loglik;
+    history_restart_ = resumed->restart;
+    best_ = resumed->best;
+  }
+}
+
+void RunRecords::set_best(const FitResult& best) {
+  if (facts_.rank0) best_ = best;
+}
+
+bool RunRecords::checkpoint_due(int iteration) const noexcept {
+  return !dist_.checkpoint_dir.empty() && dist_.checkpoint_every > 0 && iteration % dist_.checkpoint_every == 0;
+}
+
+void RunRecords::record(int restart, const engine::IterationInfo& it, const Model* global,
+                        std::uint64_t collective_bytes, std::optional<double> collective_seconds) {
+  if (restart != history_restart_) history_.clear(), history_restart_ = restart;
+  history_.push_back(it.mean_loglik);
+  const std::uint64_t bytes = collective_bytes - bytes_before_;
+  const double seconds = collective_seconds.value_or(0.0) - seconds_before_;
+  bytes_before_ = collective_bytes;
+  seconds_before_ = collective_seconds.value_or(0.0);
+  if (!facts_.rank0) return;
+  if (checkpoint_due(it.iteration)) {
+    if (!global) throw Error("RunRecords: a checkpoint is due at iteration " + std::to_string(it.iteration) +
+                             " but no global model was given");
+    Checkpoint c;
+    c.iteration = it.iteration;
+    c.restart = restart;
+    c.data_rows = facts_.data_rows;
+    c.world_size = facts_.world_size;
+    c.model = *global;
+    c.mean_loglik = history_;
+    if (best_ && best_->best_restart < restart) c.best = best_;
+    save_checkpoint(dist_.checkpoint_dir, c);
+  }
+  if (dist_.receipts_file.empty()) return;
+  plan::StepReceipt r;
+  r.step = it.iteration - 1;
+  r.loss = std::max(0.0, -it.mean_loglik);  // receipts require loss ≥ 0; the exact value is in extra
+  r.local_examples = facts_.local_examples;
+  r.data_parallel_size = facts_.data_parallel_size;
+  r.optimizer = "em";
+  r.precision = facts_.precision;
+  r.collective_bytes = static_cast<std::int64_t>(bytes);
+  r.global_examples_observed = static_cast<std::int64_t>(it.rows);
+  r.extra["mean_loglik"] = it.mean_loglik;
+  r.extra["seconds"] = it.seconds;
+  if (collective_seconds) r.extra["collective_seconds"] = seconds;
+  r.extra["restart"] = static_cast<std::int64_t>(restart);
+  r.extra["comm"] = facts_.comm;
+  if (facts_.shard_components > 0) r.extra["shard_components"] = static_cast<std::int64_t>(facts_.shard_components);
+  r.validate();
+  receipts_.push_back(r.to_json_line());
+  std::string all;
+  for (const auto& line : receipts_) all += line + "\n";
+  write_file_atomic(dist_.receipts_file, all);
+}
+
+}  // namespace mixle::host
