@@ -14,10 +14,12 @@ namespace mixle::engine {
 double error_mark(const std::exception_ptr& error, int rank);
 
 /// After a sum reduce that carried the marks (collective: every rank calls it with the same
-/// `failed`): the lowest failing rank broadcasts its message; the failing ranks rethrow their own
-/// error, every other rank throws InvalidInput naming the failing ranks and quoting that message
-/// — so whichever rank's output a user reads (a launcher stops the others once one exits), it
-/// says what went wrong. Returns when `failed` is 0.
+/// `failed`): the lowest failing rank broadcasts its error; the failing ranks rethrow their own,
+/// every other rank throws an error of the same type (a DeviceError stays a DeviceError;
+/// ImpossibleEvidence keeps its rows, NotCompiled its feature; an exception from outside mixle
+/// becomes mixle::Error) naming the failing ranks and quoting that message — so whichever rank's
+/// output a user reads (a launcher stops the others once one exits), it says what went wrong.
+/// Returns when `failed` is 0.
 void raise_marks(double failed, const std::exception_ptr& error, comms::Communicator& comm, const char* what);
 
 }  // namespace mixle::engine

@@ -2,8 +2,10 @@
 // offending value (file, row, column, field) and say what would be accepted.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace mixle {
 
@@ -29,6 +31,14 @@ class UsageError : public Error {
 class ImpossibleEvidence : public Error {
  public:
   using Error::Error;
+  /// `rows`: the global indices of the rows the message names, ascending (the first few bad
+  /// rows of the pass; rows with a NaN log-density found in the same pass are among them).
+  ImpossibleEvidence(const std::string& message, std::vector<std::size_t> rows)
+      : Error(message), rows_(std::move(rows)) {}
+  const std::vector<std::size_t>& rows() const noexcept { return rows_; }
+
+ private:
+  std::vector<std::size_t> rows_;
 };
 
 /// A placement the planner produced but no executor can run (reference: UnrealizedModelPlacementError).
@@ -68,6 +78,8 @@ class NotCompiled : public Error {
       : Error("mixle was built without " + feature + " support; rebuild with it enabled "
               "(see README: build options)"),
         feature_(feature) {}
+  /// The same error with another message (another rank's NotCompiled, reported here).
+  NotCompiled(const std::string& feature, const std::string& message) : Error(message), feature_(feature) {}
   const std::string& feature() const noexcept { return feature_; }
 
  private:

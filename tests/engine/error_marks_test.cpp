@@ -5,6 +5,7 @@
 #include "comms/thread_group.hpp"
 #include "engine/compute.hpp"
 #include "engine/distributed_handle.hpp"
+#include "engine/error_marks.hpp"
 
 #include <mixle/error.hpp>
 #include <mixle/model.hpp>
@@ -12,6 +13,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <exception>
+#include <functional>
+#include <new>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +36,7 @@ TEST(ErrorMarks, TheOtherRanksQuoteTheFailingRanksReason) {
   const Dataset all = Dataset::from_vector(values, values.size(), 1);
   auto members = comms::make_thread_group(2, 30s);
   std::vector<std::string> errors(2);
+  std::vector<std::vector<std::size_t>> rows(2);
   std::vector<std::thread> threads;
   for (int r = 0; r < 2; ++r)
     threads.emplace_back([&, r] {
@@ -38,14 +44,105 @@ TEST(ErrorMarks, TheOtherRanksQuoteTheFailingRanksReason) {
         engine::DistributedEncodedData handle(all.slice(256 * r, 256 * (r + 1)), all.rows(), 256 * r,
                                               *members[static_cast<std::size_t>(r)], engine::make_cpu_compute(1));
         handle.stream_accumulate(model, engine::EstimatorOptions{});
-      } catch (const std::exception& e) {
+      } catch (const ImpossibleEvidence& e) {
         errors[static_cast<std::size_t>(r)] = e.what();
+        rows[static_cast<std::size_t>(r)] = e.rows();
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = std::string("not ImpossibleEvidence: ") + e.what();
       }
     });
   for (auto& t : threads) t.join();
   EXPECT_NE(errors[1].find("rows 300"), std::string::npos) << errors[1];
   EXPECT_NE(errors[0].find("failed on rank 1 (rank 1: "), std::string::npos) << errors[0];
   EXPECT_NE(errors[0].find("rows 300"), std::string::npos) << errors[0];
+  // The same type on both ranks, with the rows it names (global indices).
+  EXPECT_EQ(rows[0], std::vector<std::size_t>{300});
+  EXPECT_EQ(rows[1], std::vector<std::size_t>{300});
+}
+
+/// Rank 1 of 3 fails with `failure`; raise_marks on every rank. Returns each rank's exception.
+std::vector<std::exception_ptr> raise_on_three(const std::function<void()>& failure) {
+  auto members = comms::make_thread_group(3, 30s);
+  std::vector<std::exception_ptr> raised(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      comms::Communicator& comm = *members[static_cast<std::size_t>(r)];
+      std::exception_ptr error;
+      if (r == 1) try {
+          failure();
+        } catch (...) {
+          error = std::current_exception();
+        }
+      std::vector<double> mark{engine::error_mark(error, r)};
+      try {
+        comm.all_reduce_sum(std::span<double>(mark));
+        engine::raise_marks(mark[0], error, comm, "the test step");
+      } catch (...) {
+        raised[static_cast<std::size_t>(r)] = std::current_exception();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return raised;
+}
+
+/// Rethrows `e` and expects type E on it, with the failing rank named in the message.
+template <class E>
+E expect_type(const std::exception_ptr& e, int rank) {
+  EXPECT_TRUE(e) << "rank " << rank << " raised nothing";
+  try {
+    std::rethrow_exception(e);
+  } catch (const E& got) {
+    if (rank != 1) EXPECT_NE(std::string(got.what()).find("the test step failed on rank 1 (rank 1: "), std::string::npos)
+        << got.what();
+    return got;
+  } catch (const std::exception& other) {
+    ADD_FAILURE() << "rank " << rank << ": wrong type: " << other.what();
+  }
+  return E("");
+}
+
+TEST(ErrorMarks, EveryRankRaisesTheFailingRanksErrorType) {
+  auto device = raise_on_three([] { throw DeviceError("CUDA error: an illegal memory access"); });
+  for (int r = 0; r < 3; ++r) {
+    const DeviceError e = expect_type<DeviceError>(device[static_cast<std::size_t>(r)], r);
+    EXPECT_NE(std::string(e.what()).find("illegal memory access"), std::string::npos) << e.what();
+  }
+  auto memory = raise_on_three([] { throw MemoryError("needs 5 GiB, 4 GiB free"); });
+  for (int r = 0; r < 3; ++r) expect_type<MemoryError>(memory[static_cast<std::size_t>(r)], r);
+  auto communication = raise_on_three([] { throw CommunicationError("rank 7 lost"); });
+  for (int r = 0; r < 3; ++r) expect_type<CommunicationError>(communication[static_cast<std::size_t>(r)], r);
+  auto invalid = raise_on_three([] { throw InvalidInput("row 3: NaN"); });
+  for (int r = 0; r < 3; ++r) expect_type<InvalidInput>(invalid[static_cast<std::size_t>(r)], r);
+
+  auto impossible = raise_on_three([] { throw ImpossibleEvidence("rows 12, 99", {12, 99}); });
+  for (int r = 0; r < 3; ++r) {
+    const ImpossibleEvidence e = expect_type<ImpossibleEvidence>(impossible[static_cast<std::size_t>(r)], r);
+    EXPECT_EQ(e.rows(), (std::vector<std::size_t>{12, 99})) << "rank " << r;
+  }
+  auto missing = raise_on_three([] { throw NotCompiled("nccl"); });
+  for (int r = 0; r < 3; ++r) {
+    try {
+      std::rethrow_exception(missing[static_cast<std::size_t>(r)]);
+    } catch (const NotCompiled& e) {
+      EXPECT_EQ(e.feature(), "nccl") << "rank " << r;
+    } catch (...) {
+      ADD_FAILURE() << "rank " << r << ": not NotCompiled";
+    }
+  }
+  // An exception from outside mixle: mixle::Error on the others — not a claim about the input.
+  auto foreign = raise_on_three([] { throw std::bad_alloc(); });
+  for (int r : {0, 2}) {
+    try {
+      std::rethrow_exception(foreign[static_cast<std::size_t>(r)]);
+    } catch (const InvalidInput& e) {
+      ADD_FAILURE() << "rank " << r << ": InvalidInput for a std::bad_alloc: " << e.what();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("failed on rank 1"), std::string::npos) << e.what();
+    } catch (...) {
+      ADD_FAILURE() << "rank " << r << ": not a mixle::Error";
+    }
+  }
 }
 
 }  // namespace
