@@ -235,6 +235,18 @@ TEST(MpiChunks, CollectivesSplitIntoManyCallsGiveTheSameBytes) {
   for (int r = 0; r < 3; ++r) EXPECT_TRUE(contains(out, "probe: rank " + std::to_string(r) + "/3 mpi ok")) << out;
 }
 
+// An application that already made a communicator (so MPI is initialised) makes another: it joins
+// the running MPI instead of initialising it twice.
+TEST(MpiInit, ASecondCommunicatorJoinsTheRunningMpi) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
+  TempDir dir;
+  Process p = run_process(mpirun(2, {"--comm", "mpi", "--timeout-ms", "20000", "--scenario", "second"}), {},
+                          dir.path / "mpi.log", 50s);
+  std::string out = p.output();
+  ASSERT_EQ(p.exit_code(), 0) << out;
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(contains(out, "probe: rank " + std::to_string(r) + "/2 mpi second ok")) << out;
+}
+
 TEST(MpiChunks, AMalformedChunkSizeIsNamed) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
   TempDir dir;

@@ -3,6 +3,7 @@
 // gaussian_full at several shard counts; a failure inside the shards reaches the caller as the
 // root cause; K < shards is a usage error.
 #include "engine_test_util.hpp"
+#include "engine/component_sharded.hpp"
 
 #include <mixle/error.hpp>
 #include <mixle/fit.hpp>
@@ -126,6 +127,28 @@ TEST(ComponentShardedThreads, EmptyComponentsOfEveryShardAreReportedAsUnsharded)
     EXPECT_TRUE(std::find(sharded.warnings.begin(), sharded.warnings.end(), w) != sharded.warnings.end())
         << "missing from the sharded fit: " << w;
   EXPECT_EQ(sharded.warnings.size(), plain.warnings.size());
+}
+
+// A fit whose whole mass is one row (one shard, K = 1): the M-step needs some mass, not more
+// than one row's.
+TEST(ComponentShardedThreads, OneRowIsEnoughMass) {
+  FitOptions o;
+  o.components = 1;
+  o.backend = "component_sharded";
+  o.num_workers = 1;
+  o.max_iter = 3;
+  const FitResult r = fit(Dataset::from_vector(std::vector<double>{2.5, -1.0}, 1, 2), o);
+  ASSERT_EQ(r.model.components(), 1u);
+  EXPECT_EQ(r.model.parts[0].mean, (std::vector<double>{2.5, -1.0}));
+  EXPECT_EQ(r.rows, 1u);
+}
+
+// The bytes of a model's parameters: every weight and every parameter value, float64.
+TEST(ComponentShardedThreads, ModelParameterBytesCountEveryValue) {
+  Model m = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
+      {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[1,1,1]],"var":[[1,1,1],[1,1,1]]},
+      {"family":"poisson","columns":[3,4],"rate":[[1],[2]]}]})");
+  EXPECT_EQ(engine::model_parameter_bytes(m), (2u + 2 * 3 + 2 * 3 + 2 * 1) * sizeof(double));
 }
 
 TEST(ComponentShardedThreads, MoreShardsThanComponentsIsAUsageError) {

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include <cmath>
 #include <numeric>
 
@@ -69,10 +71,13 @@ TEST(EngineEm, StopsOnToleranceOrMaxIter) {
   o.tol = 0.0;  // never converges: runs max_iter and warns
   o.max_iter = 4;
   calls = 0;
+  std::vector<double> reported;
+  o.progress = [&](const FitProgress& p) { reported.push_back(p.mean_loglik); };
   r = fit(data, o);
   EXPECT_FALSE(r.converged);
   EXPECT_EQ(r.iterations, 4);
   EXPECT_EQ(r.mean_loglik.size(), 4u);
+  EXPECT_EQ(reported, r.mean_loglik) << "progress reports each iteration's mean log-likelihood";
   EXPECT_FALSE(r.warnings.empty());
 }
 

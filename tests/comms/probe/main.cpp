@@ -4,8 +4,9 @@
 // and maxima are exact in float32/float64), so a wrong reduction cannot hide in a tolerance.
 //
 //   mixle_comms_probe [--comm auto|gloo|mpi|single] [--timeout-ms N]
-//                     [--scenario collectives|split|split-die|split-hang|die|hang|raise]
+//                     [--scenario collectives|second|split|split-die|split-hang|die|hang|raise]
 //                     [--victim R]
+// second (mpi): a second communicator made while the first lives; both must work.
 // split: sub-communicators of a world of 4 (pairs r/2, parities r%2, reversed keys, a nested split)
 // must group, rank and reduce as MPI_Comm_split defines, with the parent usable in between.
 // split-die / split-hang: the victim is killed / hangs while its pair all-reduces; its partner's
@@ -266,6 +267,17 @@ int main(int argc, char** argv) {
       run_collectives(*comm);
       if (g_failures) return 1;
       std::printf("probe: rank %d/%d %s ok\n", comm->rank(), comm->size(), std::string(comm->backend()).c_str());
+      return 0;
+    }
+    if (scenario == "second") {
+      // A second communicator while the first is alive (a host application that keeps its own):
+      // MPI is initialised once, by the first, and both work.
+      auto second = mixle::host::communicator_from_env(env, kind, std::chrono::milliseconds(timeout_ms));
+      run_collectives(*second);
+      second.reset();
+      run_collectives(*comm);
+      if (g_failures) return 1;
+      std::printf("probe: rank %d/%d %s second ok\n", comm->rank(), comm->size(), std::string(comm->backend()).c_str());
       return 0;
     }
     if (scenario == "split") {
