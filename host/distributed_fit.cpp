@@ -48,8 +48,8 @@ std::vector<engine::RowRange> rank_row_ranges(std::size_t rows, std::size_t cols
   options.columns = std::max<std::size_t>(cols, 1);
   const plan::Placement placement = plan::plan(plan::Resources(devices), options);
   // Shards come one per device; order them by the device's position (= rank).
+  // Split points after each group (bounds[0], row 0, is implied: align_row_ranges starts there).
   std::vector<std::size_t> bounds(static_cast<std::size_t>(world) + 1, rows);
-  bounds[0] = 0;
   if (placement.shards.size() == static_cast<std::size_t>(world)) {
     std::vector<std::pair<std::size_t, std::size_t>> by_rank;  // (rank, size)
     for (const auto& s : placement.shards) {

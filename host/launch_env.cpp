@@ -31,8 +31,16 @@ std::optional<int> get_int(const EnvLookup& env, const std::string& name) {
   }
 }
 
-int require_int(const EnvLookup& env, const std::string& name, int fallback) {
+/// An optional variable: `fallback` when unset or empty.
+int int_or(const EnvLookup& env, const std::string& name, int fallback) {
   return get_int(env, name).value_or(fallback);
+}
+
+/// A variable the launcher always sets (its presence chose the launcher): empty is an error.
+int required_int(const EnvLookup& env, const std::string& name) {
+  const auto v = get_int(env, name);
+  if (!v) throw InvalidInput("environment variable " + name + " is set but empty; expected an integer");
+  return *v;
 }
 
 bool is_loopback(const std::string& host) {
@@ -78,39 +86,39 @@ LaunchEnv detect_launch_env(const EnvLookup& env) {
   LaunchEnv e;
   if (env("RANK") && env("WORLD_SIZE")) {
     e.launcher = Launcher::torchrun;  // also `mixle launch`, which sets the same variables
-    e.rank = require_int(env, "RANK", 0);
-    e.world_size = require_int(env, "WORLD_SIZE", 1);
-    e.local_rank = require_int(env, "LOCAL_RANK", 0);
-    e.local_world_size = require_int(env, "LOCAL_WORLD_SIZE", 1);
-    e.node_rank = require_int(env, "GROUP_RANK", 0);
+    e.rank = required_int(env, "RANK");
+    e.world_size = required_int(env, "WORLD_SIZE");
+    e.local_rank = int_or(env, "LOCAL_RANK", 0);
+    e.local_world_size = int_or(env, "LOCAL_WORLD_SIZE", 1);
+    e.node_rank = int_or(env, "GROUP_RANK", 0);
   } else if (env("OMPI_COMM_WORLD_RANK") && env("OMPI_COMM_WORLD_SIZE")) {
     e.launcher = Launcher::mpi;
-    e.rank = require_int(env, "OMPI_COMM_WORLD_RANK", 0);
-    e.world_size = require_int(env, "OMPI_COMM_WORLD_SIZE", 1);
-    e.local_rank = require_int(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0);
-    e.local_world_size = require_int(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1);
+    e.rank = required_int(env, "OMPI_COMM_WORLD_RANK");
+    e.world_size = required_int(env, "OMPI_COMM_WORLD_SIZE");
+    e.local_rank = int_or(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0);
+    e.local_world_size = int_or(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1);
   } else if (env("PMIX_RANK") && (env("SLURM_NTASKS") || env("OMPI_UNIVERSE_SIZE"))) {
     e.launcher = Launcher::mpi;  // srun --mpi=pmix, or another PMIx launcher
-    e.rank = require_int(env, "PMIX_RANK", 0);
-    e.world_size = get_int(env, "SLURM_NTASKS").value_or(require_int(env, "OMPI_UNIVERSE_SIZE", 1));
-    e.local_rank = require_int(env, "SLURM_LOCALID", 0);
-    e.local_world_size = require_int(env, "SLURM_TASKS_PER_NODE", 1);
-    e.node_rank = require_int(env, "SLURM_NODEID", 0);
+    e.rank = required_int(env, "PMIX_RANK");
+    e.world_size = get_int(env, "SLURM_NTASKS").value_or(int_or(env, "OMPI_UNIVERSE_SIZE", 1));
+    e.local_rank = int_or(env, "SLURM_LOCALID", 0);
+    e.local_world_size = int_or(env, "SLURM_TASKS_PER_NODE", 1);
+    e.node_rank = int_or(env, "SLURM_NODEID", 0);
   } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
     e.launcher = Launcher::slurm;
-    e.rank = require_int(env, "SLURM_PROCID", 0);
-    e.world_size = require_int(env, "SLURM_NTASKS", 1);
-    e.local_rank = require_int(env, "SLURM_LOCALID", 0);
-    e.local_world_size = require_int(env, "SLURM_TASKS_PER_NODE", 1);
-    e.node_rank = require_int(env, "SLURM_NODEID", 0);
+    e.rank = required_int(env, "SLURM_PROCID");
+    e.world_size = required_int(env, "SLURM_NTASKS");
+    e.local_rank = int_or(env, "SLURM_LOCALID", 0);
+    e.local_world_size = int_or(env, "SLURM_TASKS_PER_NODE", 1);
+    e.node_rank = int_or(env, "SLURM_NODEID", 0);
   }
   e.master_addr = env("MASTER_ADDR").value_or("");
-  e.master_port = require_int(env, "MASTER_PORT", 0);
+  e.master_port = int_or(env, "MASTER_PORT", 0);
   e.agent_store = env("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
   // The torchrun agent owns MASTER_PORT when it hosts its own store; ours moves one port up.
   e.store_port = get_int(env, "MIXLE_STORE_PORT")
                      .value_or(e.master_port > 0 ? e.master_port + (e.agent_store ? 1 : 0) : 0);
-  e.restart_count = require_int(env, "TORCHELASTIC_RESTART_COUNT", 0);
+  e.restart_count = int_or(env, "TORCHELASTIC_RESTART_COUNT", 0);
   if (auto t = env("MIXLE_RUN_TOKEN"); t && !t->empty()) e.run_token = *t;
   else if (auto r = env("TORCHELASTIC_RUN_ID"); r && !r->empty()) e.run_token = *r;
   else if (auto j = env("SLURM_JOB_ID")) e.run_token = "slurm-" + *j + "." + env("SLURM_STEP_ID").value_or("0");

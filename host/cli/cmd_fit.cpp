@@ -127,11 +127,9 @@ std::function<int()> setup_fit(CLI::App& app) {
 
   return [args]() -> int {
     FitOptions& o = args->options;
-    if (args->init == "kmeans++") {
-      o.init = InitMethod::kmeanspp;
-    } else if (args->init == "select") {
+    if (args->init == "select") {
       o.init = InitMethod::select;
-    } else {
+    } else if (args->init != "kmeans++") {  // kmeans++ is FitOptions' default
       o.init = InitMethod::model;
       o.init_model = load_model(args->init);
     }

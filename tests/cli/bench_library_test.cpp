@@ -170,6 +170,13 @@ TEST(BenchLibrary, PeakMeasurementTakesTheTimeAsked) {
   EXPECT_GE(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), kSeconds);
 }
 
+TEST(BenchLibrary, MachineInfoNamesThisCpu) {
+  const mb::MachineInfo m = mb::machine_info();
+  EXPECT_EQ(m.cpu_model, mb::cpu_model_name());
+  EXPECT_GE(m.logical_cpus, 1);
+  EXPECT_GT(m.memory_bytes, 0);
+}
+
 TEST(BenchLibrary, PeakSourcesAreStated) {
   const mb::Peak h200 = mb::datasheet_peak("NVIDIA H200", Precision::fp32);
   EXPECT_EQ(h200.source, "datasheet");
@@ -229,4 +236,37 @@ TEST(BenchLibrary, ResultBecomesACalibrationEntry) {
   EXPECT_FALSE(bad.throughput.has_value());
   ASSERT_TRUE(bad.error.has_value());
   EXPECT_NE(bad.error->find("check failed"), std::string::npos);
+
+  // An entry the planner would refuse is refused here, naming it: a blank device name, a timing
+  // of zero seconds.
+  r.check.passed = true;
+  EXPECT_THROW(mb::to_calibration(r, 1000, " ", "em"), mixle::InvalidInput);
+  r.iteration = mb::summarise({2.0, 0.0, 4.0});
+  EXPECT_THROW(mb::to_calibration(r, 1000, "cpu:0", "em"), mixle::InvalidInput);
+}
+
+// A case is checked before any data is drawn: each bad field is named.
+TEST(BenchLibrary, BadCasesAreRefusedBeforeAnyWork) {
+  auto refused = [](auto change, const std::string& words) {
+    mb::BenchCase c;
+    c.rows = 100;
+    c.dims = 2;
+    c.components = 2;
+    change(c);
+    try {
+      (void)mb::prepare_case(c);
+      ADD_FAILURE() << "accepted: " << words;
+    } catch (const mixle::InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  refused([](mb::BenchCase& c) { c.rows = 0; }, "--rows 0");
+  refused([](mb::BenchCase& c) { c.check_rows = 0; }, "check rows must be ≥ 1");
+  refused([](mb::BenchCase& c) { c.iters = 0; }, "--iters 0");
+  mb::BenchCase one;
+  one.rows = 100;
+  one.dims = 2;
+  one.components = 2;
+  one.check_rows = 1;  // the smallest check
+  EXPECT_EQ(mb::prepare_case(one).spec.check_rows, 1u);
 }

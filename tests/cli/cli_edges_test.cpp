@@ -7,6 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -54,6 +60,54 @@ TEST(CliEdges, DeviceIndexSyntax) {
     EXPECT_EQ(r.code, 2) << device;
     EXPECT_NE(r.err.find("cuda:<index>"), std::string::npos) << r.err;
   }
+}
+
+/// Runs `mixle args…` with stderr on a pseudo-terminal (stdout to /dev/null); returns what the
+/// terminal received.
+std::string stderr_on_a_terminal(const std::vector<std::string>& args) {
+  int master = -1, slave = -1;
+  if (::openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) return "openpty failed";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(slave, STDERR_FILENO);
+    ::close(master);
+    std::vector<char*> argv{const_cast<char*>(MIXLE_CLI_PATH)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::close(slave);
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(master, buffer, sizeof buffer);
+    if (n > 0) text.append(buffer, static_cast<std::size_t>(n));
+    else if (n < 0 && errno == EINTR) continue;
+    else break;  // EIO once the child has closed its side
+  }
+  ::close(master);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return text;
+}
+
+// On a terminal the progress is one line rewritten in place; when the fit ends that line is
+// finished with a newline, so what follows (a warning here) starts a line of its own.
+TEST(CliEdges, ProgressOnATerminalIsOneLiveLineThatEndsBeforeTheWarnings) {
+  TempDir dir("cli-edges-tty");
+  test::write_bytes(dir.file("truth.json"), kTruth);
+  ASSERT_EQ(mixle(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.npy")).code, 0);
+  const std::string text = stderr_on_a_terminal({"fit", "--data", dir.file("d.npy"), "-k", "2", "--seed", "3",
+                                                 "--tol", "0", "--max-iter", "3", "--out", dir.file("m.json")});
+  EXPECT_NE(text.find("\r\033[K[restart 0] iter   3/3"), std::string::npos) << text;
+  const auto warning = text.find("mixle: warning: EM did not converge");
+  ASSERT_NE(warning, std::string::npos) << text;
+  ASSERT_GT(warning, 0u);
+  // A terminal turns "\n" into "\r\n".
+  EXPECT_EQ(text[warning - 1], '\n') << "the live line ran into the warning:\n" << text;
 }
 
 TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {

@@ -84,5 +84,19 @@ TEST(DataMapping, ReadAtContinuesAfterShortReads) {
   for (std::size_t i = got; i < kLength; ++i) ASSERT_EQ(buffer[kBefore + i], kUntouched) << i;
 }
 
+// A read that fails (here EIO: /proc/self/mem at address 0, never mapped) is an error naming the
+// file — not retried forever.
+TEST(DataMapping, AFailingReadIsNamed) {
+  if (!std::ifstream("/proc/self/mem")) GTEST_SKIP() << "no /proc/self/mem on this system";
+  const host::ReadOnlyFile file("/proc/self/mem");
+  std::vector<unsigned char> buffer(16);
+  try {
+    (void)file.read_at(0, buffer.data(), buffer.size());
+    ADD_FAILURE() << "reading address 0 of /proc/self/mem succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot read /proc/self/mem"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace mixle

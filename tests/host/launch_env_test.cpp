@@ -66,6 +66,32 @@ TEST(LaunchEnv, StorePortRules) {
   EXPECT_EQ(detect_launch_env(fake(vars)).store_port, 29500);
   vars["MIXLE_STORE_PORT"] = "31000";
   EXPECT_EQ(detect_launch_env(fake(vars)).store_port, 31000);
+  // The agent's store on the last port leaves ours none: refused, naming both.
+  vars.erase("MIXLE_STORE_PORT");
+  vars["MASTER_PORT"] = "65535";
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  try {
+    detect_launch_env(fake(vars));
+    ADD_FAILURE() << "a store port of 65536 accepted";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("port 65535/65536 is not in [0, 65535]"), std::string::npos) << e.what();
+  }
+}
+
+// A launcher's rank and world size are set or absent, never empty: an empty one is named.
+TEST(LaunchEnv, AnEmptyRankOrWorldSizeIsNamed) {
+  for (const char* name : {"RANK", "WORLD_SIZE"}) {
+    auto vars = torchrun_vars();
+    vars[name] = "";
+    try {
+      detect_launch_env(fake(vars));
+      ADD_FAILURE() << name << "='' accepted";
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("environment variable ") + name + " is set but empty"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(LaunchEnv, RunTokenPrefersMixleRunToken) {
@@ -144,6 +170,9 @@ TEST(LaunchEnv, ExplicitCommChoices) {
   EXPECT_THROW(resolve_comm("single", e, false), UsageError);  // 2 ranks
   EXPECT_THROW(resolve_comm("carrier-pigeon", e, false), UsageError);
   if (comms::is_compiled(comms::CommKind::mpi)) EXPECT_THROW(resolve_comm("mpi", e, false), UsageError);
+  if (comms::is_compiled(comms::CommKind::gloo)) EXPECT_EQ(resolve_comm("gloo", e, false), comms::CommKind::gloo);
+  LaunchEnv one = detect_launch_env(fake({}));
+  EXPECT_EQ(resolve_comm("single", one, false), comms::CommKind::single);
   if (!comms::is_compiled(comms::CommKind::nccl)) {
     EXPECT_THROW(resolve_comm("nccl", e, true), NotCompiled);
     if (comms::is_compiled(comms::CommKind::gloo)) EXPECT_EQ(resolve_comm("auto", e, true), comms::CommKind::gloo);
