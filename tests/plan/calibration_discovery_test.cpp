@@ -118,6 +118,12 @@ TEST(PlanDiscovery, DiscoverFindsThisMachine) {
   if (auto mem = mixle::host::usable_memory_bytes()) {
     EXPECT_EQ(r.devices()[0].memory_bytes, *mem / 2);
   }
+  // The CPUs this process may run on are shared between the slots, and a slot has at least one
+  // even when there are more slots than CPUs.
+  const std::size_t cpus = mixle::host::affinity_cpu_count();
+  EXPECT_EQ(r.devices()[0].compute_units, static_cast<std::int64_t>(std::max<std::size_t>(1, cpus / 2)));
+  const Resources crowded = Resources::discover({.cpu_workers = cpus + 1, .include_cuda = false});
+  EXPECT_EQ(crowded.devices().back().compute_units, 1);
   // With CUDA asked for, a machine without a GPU still discovers its CPUs.
   Resources with_gpus = Resources::discover();
   EXPECT_EQ(with_gpus.devices()[0].name, "cpu:0");
