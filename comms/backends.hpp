@@ -1,17 +1,19 @@
-// Internal: constructors of each backend, called by make_communicator(). A backend's function is
-// only defined when that backend is compiled (MIXLE_HAVE_GLOO/MPI/NCCL).
+// Internal: the built-in backends' registry entries (comms/comm_backend.cpp lists them). Each is
+// defined in its backend's own file, and only when that backend is compiled
+// (MIXLE_HAVE_GLOO/MPI/NCCL).
 #pragma once
 
+#include "comms/comm_backend.hpp"
 #include "comms/communicator.hpp"
 
 #include <memory>
 
 namespace mixle::comms::detail {
 
-std::unique_ptr<Communicator> make_single_communicator(const CommOptions& options);
-std::unique_ptr<Communicator> make_gloo_communicator(CommOptions options);
-std::unique_ptr<Communicator> make_mpi_communicator(const CommOptions& options);
-std::unique_ptr<Communicator> make_nccl_communicator(CommOptions options);
+CommBackend single_backend();
+CommBackend gloo_backend();
+CommBackend mpi_backend();
+CommBackend nccl_backend();
 
 /// Bytes of one element of `type`.
 constexpr std::size_t element_bytes(DataType type) noexcept {

@@ -1,7 +1,8 @@
-// Communicator base (argument checks, byte accounting) and the backend factory.
+// Communicator base (argument checks, byte accounting) and make_communicator.
 #include "comms/communicator.hpp"
 
 #include "comms/backends.hpp"
+#include "comms/comm_backend.hpp"
 #include "comms/store.hpp"
 
 #include <mixle/error.hpp>
@@ -9,33 +10,6 @@
 #include <algorithm>
 
 namespace mixle::comms {
-
-std::string_view to_string(CommKind kind) noexcept {
-  switch (kind) {
-    case CommKind::single: return "single";
-    case CommKind::gloo: return "gloo";
-    case CommKind::mpi: return "mpi";
-    case CommKind::nccl: return "nccl";
-  }
-  return "?";
-}
-
-CommKind parse_comm_kind(std::string_view name) {
-  for (CommKind k : {CommKind::single, CommKind::gloo, CommKind::mpi, CommKind::nccl})
-    if (name == to_string(k)) return k;
-  throw UsageError("unknown communicator '" + std::string(name) +
-                   "'; accepted: single, gloo, mpi, nccl (or auto where a launcher decides)");
-}
-
-bool is_compiled(CommKind kind) noexcept {
-  switch (kind) {
-    case CommKind::single: return true;
-    case CommKind::gloo: return MIXLE_HAVE_GLOO;
-    case CommKind::mpi: return MIXLE_HAVE_MPI;
-    case CommKind::nccl: return MIXLE_HAVE_NCCL;
-  }
-  return false;
-}
 
 Communicator::Communicator(int rank, int size, std::chrono::milliseconds timeout,
                            std::vector<int> world_ranks)
@@ -142,41 +116,21 @@ void Communicator::all_gather_bytes(const void* send, std::size_t bytes_per_rank
 
 void Communicator::barrier() { barrier_impl(); }
 
-std::unique_ptr<Communicator> make_communicator(CommKind kind, CommOptions options) {
+std::unique_ptr<Communicator> make_communicator(std::string_view backend, CommOptions options) {
+  const CommBackend& b = comm_backend(backend);
+  if (!b.built) throw NotCompiled(b.name);
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size)
     throw InvalidInput("communicator rank " + std::to_string(options.rank) + " of world size " +
                        std::to_string(options.size) + ": need 0 ≤ rank < size and size ≥ 1");
   if (options.timeout.count() <= 0)
     throw InvalidInput("communicator timeout " + std::to_string(options.timeout.count()) +
                        " ms: must be positive");
-  switch (kind) {
-    case CommKind::single:
-      if (options.size != 1)
-        throw InvalidInput("the single communicator needs world size 1, got " +
-                           std::to_string(options.size) + " (use gloo, mpi or nccl)");
-      return detail::make_single_communicator(options);
-    case CommKind::gloo:
-#if MIXLE_HAVE_GLOO
-      if (!options.store) throw InvalidInput("the gloo communicator needs a rendezvous store");
-      return detail::make_gloo_communicator(std::move(options));
-#else
-      throw NotCompiled("gloo");
-#endif
-    case CommKind::mpi:
-#if MIXLE_HAVE_MPI
-      return detail::make_mpi_communicator(options);
-#else
-      throw NotCompiled("mpi");
-#endif
-    case CommKind::nccl:
-#if MIXLE_HAVE_NCCL
-      if (!options.store) throw InvalidInput("the nccl communicator needs a rendezvous store");
-      return detail::make_nccl_communicator(std::move(options));
-#else
-      throw NotCompiled("nccl");
-#endif
-  }
-  throw InvalidInput("unknown communicator kind");
+  if (b.single_process && options.size != 1)
+    throw InvalidInput("the " + b.name + " communicator needs world size 1, got " + std::to_string(options.size) +
+                       " (use " + comm_backend_names() + ")");
+  if (b.rendezvous && !options.store)
+    throw InvalidInput("the " + b.name + " communicator needs a rendezvous store");
+  return b.make(std::move(options));
 }
 
 }  // namespace mixle::comms

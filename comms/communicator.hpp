@@ -51,16 +51,6 @@ enum class DataType { float32, float64 };
 /// Reduction operator.
 enum class ReduceOp { sum, max };
 
-/// A communicator backend.
-enum class CommKind { single, gloo, mpi, nccl };
-
-/// "single", "gloo", "mpi" or "nccl".
-std::string_view to_string(CommKind kind) noexcept;
-/// Parses "single|gloo|mpi|nccl"; throws UsageError naming the accepted values otherwise.
-CommKind parse_comm_kind(std::string_view name);
-/// Whether this build contains the backend (single always; the others per MIXLE_HAVE_*).
-bool is_compiled(CommKind kind) noexcept;
-
 /// What a backend needs to join its group.
 struct CommOptions {
   int rank = 0;        ///< this process's rank in [0, size)
@@ -73,7 +63,8 @@ struct CommOptions {
   std::shared_ptr<StoreServer> store_server;
   /// Namespace prefixed to every store key this communicator writes (unique per run and restart).
   std::string store_prefix = "mixle/";
-  /// gloo: the local address the TCP transport binds and advertises to peers.
+  /// gloo: the local address the TCP transport binds and advertises to peers (gloo's `prepare`
+  /// sets it from MIXLE_GLOO_HOSTNAME, or this host's name when the rendezvous is not loopback).
   std::string gloo_hostname = "127.0.0.1";
   /// nccl: this rank's LOCAL_RANK; the device is chosen from it by device_for_local_rank
   /// (comms/local_device.hpp).
@@ -185,9 +176,10 @@ class Communicator {
   std::uint64_t collective_bytes_ = 0;
 };
 
-/// Creates a communicator of `kind`. Throws NotCompiled("gloo") etc. when this build lacks the
-/// backend, InvalidInput for a bad rank/size or a missing store, CommunicationError when the group
-/// cannot be formed within options.timeout.
-std::unique_ptr<Communicator> make_communicator(CommKind kind, CommOptions options);
+/// Creates a communicator of the registered backend `backend` (comms/comm_backend.hpp). Throws
+/// UsageError for an unknown name, NotCompiled("gloo") etc. when this build lacks the backend,
+/// InvalidInput for a bad rank/size or a missing store, CommunicationError when the group cannot be
+/// formed within options.timeout.
+std::unique_ptr<Communicator> make_communicator(std::string_view backend, CommOptions options);
 
 }  // namespace mixle::comms

@@ -46,8 +46,14 @@ class SingleCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_single_communicator(const CommOptions& options) {
-  return std::make_unique<SingleCommunicator>(options.timeout);
+CommBackend single_backend() {
+  return {.name = "single",
+          .summary = "one process: every collective is a copy (always built)",
+          .built = true,
+          .single_process = true,
+          .make = [](CommOptions o) -> std::unique_ptr<Communicator> {
+            return std::make_unique<SingleCommunicator>(o.timeout);
+          }};
 }
 
 }  // namespace mixle::comms::detail

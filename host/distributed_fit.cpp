@@ -245,59 +245,65 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
   try {
     const std::string device = device_for_rank(options.device, env);
     const bool on_device = device.rfind("cuda", 0) == 0;
-    const comms::CommKind kind = host::resolve_comm(dist.comm, env, on_device);
-    std::shared_ptr<comms::Communicator> comm = host::communicator_from_env(env, kind, dist.timeout);
-
-    // Each rank reads only its rows (npy/raw: mapped; CSV: other lines skipped unparsed).
-    const DataInfo info = probe_data(path, read);
-    // Plain data parallel, or component-sharded: explicitly (--shard-components G), or when the
-    // Resources file says the model does not fit one device (auto_parallel_estimator).
-    if (dist.shard_components < 0)
-      throw UsageError("--shard-components " + std::to_string(dist.shard_components) +
-                       ": accepted 0 (automatic), 1 (data parallel) or G ≥ 2 ranks per component group");
-    int groups = dist.shard_components;
-    std::string reason;
-    if (groups == 0) {
-      groups = 1;
-      if (!dist.resources_file.empty()) {
-        const engine::ParallelChoice choice = engine::auto_parallel_estimator(
-            host::estimator_options(options), model_summary(options, info.cols), plan::Resources::load(dist.resources_file),
-            info.rows, 1, comm->size());
-        groups = choice.shard_components;
-        reason = choice.reason;
+    const std::string backend = host::resolve_comm(dist.comm, env, on_device);
+    std::shared_ptr<comms::Communicator> comm = host::communicator_from_env(env, backend, dist.timeout);
+    // Errors from here on are reported while the group still exists (dist.on_error).
+    try {
+      // Each rank reads only its rows (npy/raw: mapped; CSV: other lines skipped unparsed).
+      const DataInfo info = probe_data(path, read);
+      // Plain data parallel, or component-sharded: explicitly (--shard-components G), or when the
+      // Resources file says the model does not fit one device (auto_parallel_estimator).
+      if (dist.shard_components < 0)
+        throw UsageError("--shard-components " + std::to_string(dist.shard_components) +
+                         ": accepted 0 (automatic), 1 (data parallel) or G ≥ 2 ranks per component group");
+      int groups = dist.shard_components;
+      std::string reason;
+      if (groups == 0) {
+        groups = 1;
+        if (!dist.resources_file.empty()) {
+          const engine::ParallelChoice choice = engine::auto_parallel_estimator(
+              host::estimator_options(options), model_summary(options, info.cols), plan::Resources::load(dist.resources_file),
+              info.rows, 1, comm->size());
+          groups = choice.shard_components;
+          reason = choice.reason;
+        }
+      } else {
+        reason = "--shard-components " + std::to_string(groups);
       }
-    } else {
-      reason = "--shard-components " + std::to_string(groups);
+      if (groups > 1) return fit_sharded(path, read, options, dist, env, comm, info, device, groups, reason);
+      const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file);
+      const engine::RowRange mine = ranges[static_cast<std::size_t>(comm->rank())];
+      const Dataset local = read_rows(path, read, info, mine);
+      engine::DistributedEncodedData handle(local, info.rows, mine.begin, *comm,
+                                            engine::make_compute(device, options.threads));
+      const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info, path);
+      host::RunRecords records = run_records(dist, env, *comm, info, options, comm->size(), handle.local_rows(), 0,
+                                             checkpoint, comm->collective_bytes());
+      host::FitHooks hooks = resume_hooks(checkpoint, records);
+      hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
+        records.record(restart, it, it.model, comm->collective_bytes(), handle.collective_seconds());
+      };
+      DistributedFitResult result;
+      result.fit = host::fit_handle(handle, options, hooks);
+      result.rank = comm->rank();
+      result.world_size = comm->size();
+      result.comm = std::string(comm->backend());
+      result.device = device;
+      result.first_row = mine.begin;
+      result.local_rows = local.rows();
+      result.collective_bytes = comm->collective_bytes();
+      result.collective_seconds = handle.collective_seconds();
+      result.resumed_from_iteration = checkpoint ? checkpoint->iteration : 0;
+      result.parallel = reason.empty() ? "data parallel" : "data parallel (" + reason + ")";
+      result.model_parameter_bytes = engine::model_parameter_bytes(result.fit.model);
+      gather_resident(*comm, result.model_parameter_bytes,
+                      static_cast<std::uint64_t>(engine::stat_layout(result.fit.model).size) * sizeof(double), result);
+      return result;
+    } catch (const std::exception& e) {
+      host::write_error_file(env, e.what());
+      if (dist.on_error) dist.on_error(e);
+      throw;
     }
-    if (groups > 1) return fit_sharded(path, read, options, dist, env, comm, info, device, groups, reason);
-    const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file);
-    const engine::RowRange mine = ranges[static_cast<std::size_t>(comm->rank())];
-    const Dataset local = read_rows(path, read, info, mine);
-    engine::DistributedEncodedData handle(local, info.rows, mine.begin, *comm,
-                                          engine::make_compute(device, options.threads));
-    const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info, path);
-    host::RunRecords records = run_records(dist, env, *comm, info, options, comm->size(), handle.local_rows(), 0,
-                                           checkpoint, comm->collective_bytes());
-    host::FitHooks hooks = resume_hooks(checkpoint, records);
-    hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
-      records.record(restart, it, it.model, comm->collective_bytes(), handle.collective_seconds());
-    };
-    DistributedFitResult result;
-    result.fit = host::fit_handle(handle, options, hooks);
-    result.rank = comm->rank();
-    result.world_size = comm->size();
-    result.comm = std::string(comm->backend());
-    result.device = device;
-    result.first_row = mine.begin;
-    result.local_rows = local.rows();
-    result.collective_bytes = comm->collective_bytes();
-    result.collective_seconds = handle.collective_seconds();
-    result.resumed_from_iteration = checkpoint ? checkpoint->iteration : 0;
-    result.parallel = reason.empty() ? "data parallel" : "data parallel (" + reason + ")";
-    result.model_parameter_bytes = engine::model_parameter_bytes(result.fit.model);
-    gather_resident(*comm, result.model_parameter_bytes,
-                    static_cast<std::uint64_t>(engine::stat_layout(result.fit.model).size) * sizeof(double), result);
-    return result;
   } catch (const std::exception& e) {
     host::write_error_file(env, e.what());
     throw;

@@ -1,6 +1,7 @@
 // Launch-environment detection and communicator creation (host/launch_env.hpp).
 #include "host/launch_env.hpp"
 
+#include "comms/comm_backend.hpp"
 #include "comms/store.hpp"
 
 #include <mixle/error.hpp>
@@ -41,10 +42,6 @@ int required_int(const EnvLookup& env, const std::string& name) {
   const auto v = get_int(env, name);
   if (!v) throw InvalidInput("environment variable " + name + " is set but empty; expected an integer");
   return *v;
-}
-
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
 void validate(const LaunchEnv& e) {
@@ -128,63 +125,72 @@ LaunchEnv detect_launch_env(const EnvLookup& env) {
   return e;
 }
 
-comms::CommKind resolve_comm(std::string_view requested, const LaunchEnv& env, bool want_device) {
-  using comms::CommKind;
+std::string resolve_comm(std::string_view requested, const LaunchEnv& env, bool want_device) {
+  using comms::CommBackend;
+  const std::vector<const CommBackend*> all = comms::comm_backends();
+  // The first registered backend with `property`, built or (for the message) not.
+  auto first = [&](auto property, bool built) -> const CommBackend* {
+    for (const CommBackend* b : all)
+      if (property(*b) && (!built || b->built)) return b;
+    return nullptr;
+  };
+  auto host_rendezvous = [](const CommBackend& b) { return b.rendezvous && !b.device_buffers; };
+  auto device_rendezvous = [](const CommBackend& b) { return b.rendezvous && b.device_buffers; };
+  auto mpi_launch = [](const CommBackend& b) { return b.mpi_launch; };
+  auto missing = [&](auto property) -> NotCompiled {
+    const CommBackend* b = first(property, false);
+    return NotCompiled(b ? b->name : std::string("a communicator for this launch"));
+  };
   if (requested == "auto") {
-    if (env.world_size == 1) return CommKind::single;
+    if (env.world_size == 1) return "single";
     if (env.launcher == Launcher::mpi) {
-      if (comms::is_compiled(CommKind::mpi)) return CommKind::mpi;
-      if (!env.master_addr.empty() && comms::is_compiled(CommKind::gloo)) return CommKind::gloo;
-      throw NotCompiled("mpi");
+      if (const CommBackend* b = first(mpi_launch, true)) return b->name;
+      if (!env.master_addr.empty())
+        if (const CommBackend* b = first(host_rendezvous, true)) return b->name;
+      throw missing(mpi_launch);
     }
-    if (want_device && comms::is_compiled(CommKind::nccl)) return CommKind::nccl;
-    if (comms::is_compiled(CommKind::gloo)) return CommKind::gloo;
-    throw NotCompiled("gloo");
+    if (want_device)
+      if (const CommBackend* b = first(device_rendezvous, true)) return b->name;
+    if (const CommBackend* b = first(host_rendezvous, true)) return b->name;
+    throw missing(host_rendezvous);
   }
-  CommKind kind = comms::parse_comm_kind(requested);
-  if (!comms::is_compiled(kind)) throw NotCompiled(std::string(requested));
-  if (kind == CommKind::single && env.world_size != 1)
-    throw UsageError("--comm single needs world size 1, but the " + std::string(to_string(env.launcher)) +
+  const CommBackend& b = comms::comm_backend(requested);
+  if (!b.built) throw NotCompiled(b.name);
+  if (b.single_process && env.world_size != 1)
+    throw UsageError("--comm " + b.name + " needs world size 1, but the " + std::string(to_string(env.launcher)) +
                      " launch has " + std::to_string(env.world_size) + " ranks");
-  if (kind == CommKind::mpi && (env.launcher == Launcher::torchrun || env.launcher == Launcher::slurm) &&
+  if (b.mpi_launch && (env.launcher == Launcher::torchrun || env.launcher == Launcher::slurm) &&
       env.world_size > 1)
-    throw UsageError("--comm mpi needs a job started by mpirun or srun --mpi=pmix; under " +
+    throw UsageError("--comm " + b.name + " needs a job started by mpirun or srun --mpi=pmix; under " +
                      std::string(to_string(env.launcher)) +
                      " every worker would be its own MPI world (use gloo or nccl)");
-  return kind;
+  return b.name;
 }
 
-std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, comms::CommKind kind,
+std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, std::string_view backend,
                                                            std::chrono::milliseconds timeout) {
+  const comms::CommBackend& b = comms::comm_backend(backend);
   comms::CommOptions o;
   o.rank = env.rank;
   o.size = env.world_size;
   o.timeout = timeout;
   o.cuda_device = env.local_rank;
-  if (kind == comms::CommKind::gloo || kind == comms::CommKind::nccl) {
+  if (b.built && b.rendezvous) {
     if (env.master_addr.empty() || env.store_port <= 0)
-      throw InvalidInput("the " + std::string(comms::to_string(kind)) +
+      throw InvalidInput("the " + b.name +
                          " communicator needs MASTER_ADDR and MASTER_PORT (rank 0's host and the "
                          "rendezvous port); set them, or launch with torchrun or `mixle launch`");
+    const bool loopback = comms::is_loopback_address(env.master_addr);
     if (env.is_rank0())
-      o.store_server = std::make_shared<comms::StoreServer>(is_loopback(env.master_addr) ? env.master_addr : "*",
-                                                            env.store_port, env.run_token);
+      o.store_server = std::make_shared<comms::StoreServer>(loopback ? env.master_addr : "*", env.store_port,
+                                                            env.run_token);
     o.store = std::make_shared<comms::StoreClient>(env.master_addr, env.store_port, env.run_token,
                                                    env.rank, timeout, timeout);
     // Restarts of the same run get fresh keys, so nothing from the failed attempt is read back.
     o.store_prefix = "mixle/" + env.run_token + "/" + std::to_string(env.restart_count) + "/";
-    // NCCL's bootstrap otherwise picks the first non-loopback interface (eth0), which a
-    // loopback-only rendezvous cannot reach; an explicit NCCL_SOCKET_IFNAME is kept.
-    if (kind == comms::CommKind::nccl && is_loopback(env.master_addr)) ::setenv("NCCL_SOCKET_IFNAME", "lo", 0);
-    if (auto h = process_env()("MIXLE_GLOO_HOSTNAME"); h && !h->empty()) {
-      o.gloo_hostname = *h;
-    } else if (!is_loopback(env.master_addr)) {
-      char name[256] = {};
-      ::gethostname(name, sizeof name - 1);
-      o.gloo_hostname = name;
-    }
+    if (b.prepare) b.prepare(o, env.master_addr);
   }
-  return comms::make_communicator(kind, std::move(o));
+  return comms::make_communicator(b.name, std::move(o));
 }
 
 bool write_error_file(const LaunchEnv& env, std::string_view message) {

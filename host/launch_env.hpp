@@ -50,16 +50,18 @@ struct LaunchEnv {
 /// is malformed (not an integer, rank ≥ world size, …).
 LaunchEnv detect_launch_env(const EnvLookup& env = process_env());
 
-/// Resolves `--comm auto|single|gloo|mpi|nccl`. auto: world size 1 → single; torchrun/SLURM →
-/// nccl when `want_device` and NCCL is built, else gloo; mpirun → mpi (gloo when MPI is not built
-/// and MASTER_ADDR is set). An explicit choice must be compiled (NotCompiled) and fit the launcher
-/// (mpi under torchrun is refused: each worker would be its own MPI world).
-comms::CommKind resolve_comm(std::string_view requested, const LaunchEnv& env, bool want_device);
+/// Resolves `--comm auto` or a registered backend's name (comms/comm_backend.hpp) to the backend
+/// to use, from the backends' properties. auto: world size 1 → single; torchrun/SLURM → a built
+/// rendezvous backend on device buffers (nccl) when `want_device`, else one on host buffers
+/// (gloo); mpirun → an MPI-launched backend (mpi), else gloo when MASTER_ADDR is set. An explicit
+/// choice must be registered (UsageError), built (NotCompiled) and fit the launcher (mpi under
+/// torchrun is refused: each worker would be its own MPI world).
+std::string resolve_comm(std::string_view requested, const LaunchEnv& env, bool want_device);
 
 /// Creates the communicator for this process: rank 0 hosts the rendezvous store when the backend
 /// needs one (gloo, nccl), every rank connects to it with the run token, and the group forms within
 /// `timeout` — which also becomes the deadline of every later collective.
-std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, comms::CommKind kind,
+std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, std::string_view backend,
                                                            std::chrono::milliseconds timeout);
 
 /// Writes TORCHELASTIC_ERROR_FILE (when env.error_file is set) in the JSON shape torchelastic's

@@ -18,6 +18,9 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 namespace mixle::comms::detail {
 namespace {
@@ -220,8 +223,26 @@ class GlooCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_gloo_communicator(CommOptions options) {
-  return std::make_unique<GlooCommunicator>(std::move(options));
+CommBackend gloo_backend() {
+  CommBackend b{.name = "gloo",
+                .summary = "CPU, TCP (Gloo); ranks meet through the rendezvous store",
+                .built = true,
+                .rendezvous = true};
+  b.prepare = [](CommOptions& o, const std::string& master_addr) {
+    // The address peers reach this rank at: MIXLE_GLOO_HOSTNAME, else loopback for a loopback
+    // rendezvous, else this host's name.
+    if (const char* h = std::getenv("MIXLE_GLOO_HOSTNAME"); h && *h) {
+      o.gloo_hostname = h;
+    } else if (!is_loopback_address(master_addr)) {
+      char name[256] = {};
+      ::gethostname(name, sizeof name - 1);
+      o.gloo_hostname = name;
+    }
+  };
+  b.make = [](CommOptions o) -> std::unique_ptr<Communicator> {
+    return std::make_unique<GlooCommunicator>(std::move(o));
+  };
+  return b;
 }
 
 }  // namespace mixle::comms::detail

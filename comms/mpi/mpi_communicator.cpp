@@ -189,6 +189,8 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
+namespace {
+
 std::unique_ptr<Communicator> make_mpi_communicator(const CommOptions& options) {
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -211,6 +213,16 @@ std::unique_ptr<Communicator> make_mpi_communicator(const CommOptions& options) 
                        " of " + std::to_string(options.size) +
                        " (was the job started by mpirun/srun? MPI cannot be used under torchrun)");
   return std::make_unique<MpiCommunicator>(comm, rank, size, std::move(runtime), options.timeout);
+}
+
+}  // namespace
+
+CommBackend mpi_backend() {
+  return {.name = "mpi",
+          .summary = "CPU, MPI (under mpirun or srun --mpi=pmix: the launcher's world)",
+          .built = true,
+          .mpi_launch = true,
+          .make = [](CommOptions o) { return make_mpi_communicator(o); }};
 }
 
 }  // namespace mixle::comms::detail

@@ -27,6 +27,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -315,8 +316,21 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_nccl_communicator(CommOptions options) {
-  return std::make_unique<NcclCommunicator>(std::move(options));
+CommBackend nccl_backend() {
+  CommBackend b{.name = "nccl",
+                .summary = "GPU, NCCL (one process per GPU); ranks meet through the rendezvous store",
+                .built = true,
+                .rendezvous = true,
+                .device_buffers = true};
+  b.prepare = [](CommOptions&, const std::string& master_addr) {
+    // NCCL's bootstrap otherwise picks the first non-loopback interface (eth0), which a
+    // loopback-only rendezvous cannot reach; an explicit NCCL_SOCKET_IFNAME is kept.
+    if (is_loopback_address(master_addr)) ::setenv("NCCL_SOCKET_IFNAME", "lo", 0);
+  };
+  b.make = [](CommOptions o) -> std::unique_ptr<Communicator> {
+    return std::make_unique<NcclCommunicator>(std::move(o));
+  };
+  return b;
 }
 
 }  // namespace mixle::comms::detail

@@ -5,6 +5,7 @@
 #include "host/bench/bench.hpp"
 #include "host/bench/report.hpp"
 #include "host/cli/command.hpp"
+#include "comms/comm_backend.hpp"
 #include "host/bench/comm_bench.hpp"
 #include "host/launch_env.hpp"
 
@@ -99,7 +100,8 @@ std::function<int()> setup_bench(CLI::App& app) {
   app.add_option("--json", a->json, "Also write the results as JSON here (atomically)");
   auto* comm = app.add_option_group("comm", "All-reduce latency and bandwidth across the ranks of this job");
   comm->add_flag("--comm", a->comm_bench, "Benchmark the communicator (run under torchrun, mpirun or mixle launch)");
-  comm->add_option("--backend", a->comm_backend, "auto, single, gloo, mpi")->capture_default_str();
+  comm->add_option("--backend", a->comm_backend, "Communicator: auto, or one of " + comms::comm_backend_names())
+      ->capture_default_str();
   comm->add_option("--min-bytes", a->min_bytes, "Smallest message per rank")->capture_default_str();
   comm->add_option("--max-bytes", a->max_bytes, "Largest message per rank")->capture_default_str();
   return [a]() -> int {

@@ -1,5 +1,6 @@
 // `mixle fit`: fit a mixture to a data file and write the model JSON.
 #include "host/cli/command.hpp"
+#include "comms/comm_backend.hpp"
 #include "host/cli/data_args.hpp"
 #include "host/progress.hpp"
 
@@ -113,8 +114,15 @@ std::function<int()> setup_fit(CLI::App& app) {
   app.add_option("--receipts", args->dist.receipts_file, "Rank 0 writes one JSON StepReceipt per iteration here");
   app.add_flag("-q,--quiet", args->quiet, "No progress on stderr");
   auto* dist = app.add_option_group("distributed", "Across processes (torchrun, mpirun, srun, mixle launch)");
-  dist->add_option("--comm", args->dist.comm, "Communicator: auto, single, gloo, mpi, nccl")
-      ->check(CLI::IsMember({"auto", "single", "gloo", "mpi", "nccl"}))->capture_default_str();
+  dist->add_option("--comm", args->dist.comm, "Communicator: auto, or one of " + comms::comm_backend_names())
+      ->check(CLI::Validator(
+          [](std::string& name) {
+            return name == "auto" || comms::find_comm_backend(name)
+                       ? std::string()
+                       : "unknown communicator '" + name + "'; accepted: auto, " + comms::comm_backend_names();
+          },
+          "COMM"))
+      ->capture_default_str();
   dist->add_option("--timeout", args->timeout_s, "Seconds before a lost or hung rank fails the run")->capture_default_str();
   dist->add_option("--checkpoint-dir", args->dist.checkpoint_dir, "Rank 0 writes checkpoint.json here");
   dist->add_option("--checkpoint-every", args->dist.checkpoint_every, "Iterations between checkpoints")->capture_default_str();
@@ -150,7 +158,22 @@ std::function<int()> setup_fit(CLI::App& app) {
     FitResult result;
     std::string where;
     if (is_distributed_backend(o.backend)) {
-      const DistributedFitResult d = fit_distributed(args->data.path, args->data.read_options(), o, args->dist);
+      // A failing rank prints its error before its communicator's teardown: rank 0 then waits
+      // for the peers, and a launcher that stops the group when one exits must not cut it short.
+      bool reported = false;
+      args->dist.on_error = [&reported](const std::exception& e) {
+        const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+        std::fprintf(stderr, "mixle: %s: %s\n", usage ? "usage error" : "error", e.what());
+        std::fflush(stderr);
+        reported = true;
+      };
+      DistributedFitResult d;
+      try {
+        d = fit_distributed(args->data.path, args->data.read_options(), o, args->dist);
+      } catch (const Error& e) {
+        if (!reported) throw;
+        return dynamic_cast<const UsageError*>(&e) ? 2 : 1;  // printed already
+      }
       result = d.fit;
       where = " on " + std::to_string(d.world_size) + " rank(s) (" + d.comm + ", " + d.device + ", this rank's rows [" +
               std::to_string(d.first_row) + ", " + std::to_string(d.first_row + d.local_rows) + "), " +

@@ -1,5 +1,6 @@
 // `mixle info`: version, build features and devices.
 #include "host/cli/command.hpp"
+#include "comms/comm_backend.hpp"
 #include "host/resources_discovery.hpp"
 
 #include <mixle/version.hpp>
@@ -15,10 +16,14 @@ namespace {
 std::function<int()> setup_info(CLI::App& app) {
   return [] {
     std::cout << "mixle " << MIXLE_VERSION_STRING << "\n"
-              << "features: cpu"
-              << (MIXLE_HAVE_CUDA ? (MIXLE_CUDA_SIM ? " cuda (simulated)" : " cuda") : "")
-              << (MIXLE_HAVE_NCCL ? (MIXLE_CUDA_SIM ? " nccl (simulated)" : " nccl") : "")
-              << (MIXLE_HAVE_GLOO ? " gloo" : "") << (MIXLE_HAVE_MPI ? " mpi" : "") << "\n";
+              << "features: cpu" << (MIXLE_HAVE_CUDA ? (MIXLE_CUDA_SIM ? " cuda (simulated)" : " cuda") : "");
+    // The communicators this build has, from the registry (single is always there).
+    for (const comms::CommBackend* b : comms::comm_backends())
+      if (b->built && !b->single_process)
+        std::cout << " " << b->name << (b->device_buffers && MIXLE_CUDA_SIM ? " (simulated)" : "");
+    std::cout << "\n";
+    for (const comms::CommBackend* b : comms::comm_backends())
+      std::printf("comm %s: %s\n", b->name.c_str(), b->summary.c_str());
     cpu_set_t set;
     const int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
     const auto memory = usable_memory_bytes();

@@ -8,6 +8,8 @@
 #include <mixle/fit.hpp>
 
 #include <chrono>
+#include <exception>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,6 +39,11 @@ struct DistributedOptions {
   /// 1 = data parallel (the model on every rank); 0 = automatic: data parallel unless
   /// `resources_file` says the model does not fit one device (auto_parallel_estimator).
   int shard_components = 0;
+  /// Called on this rank with its error as soon as the fit fails once the group has formed —
+  /// before the communicator's teardown, which on rank 0 may wait for the peers to leave. A
+  /// launcher that stops the group when a peer exits may kill this rank during that wait; report
+  /// the reason here (the CLI prints it) so it is not lost. The error is rethrown afterwards.
+  std::function<void(const std::exception& error)> on_error;
 };
 
 struct DistributedFitResult {

@@ -1,6 +1,7 @@
 // In-process tests of the Communicator: argument checks at the door, the factory, the single
 // backend, and Gloo with several ranks as threads of one process (fast; the real-process tests
 // are in comm_process_test.cpp).
+#include "comms/comm_backend.hpp"
 #include "comms/communicator.hpp"
 #include "comms/store.hpp"
 
@@ -8,8 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 #include <thread>
+#include <vector>
 
 namespace mixle::comms {
 namespace {
@@ -19,41 +22,89 @@ using namespace std::chrono_literals;
 std::unique_ptr<Communicator> make_single() {
   CommOptions o;
   o.timeout = 1s;
-  return make_communicator(CommKind::single, o);
+  return make_communicator("single", o);
 }
 
-TEST(CommFactory, ParsesKindsAndRejectsOthers) {
-  EXPECT_EQ(parse_comm_kind("gloo"), CommKind::gloo);
-  EXPECT_EQ(parse_comm_kind("nccl"), CommKind::nccl);
-  EXPECT_EQ(to_string(CommKind::mpi), "mpi");
-  EXPECT_THROW(parse_comm_kind("tcp"), UsageError);
-  EXPECT_TRUE(is_compiled(CommKind::single));
+TEST(CommRegistry, KnowsTheBuiltInBackendsBuiltOrNot) {
+  std::vector<std::string> names;
+  for (const CommBackend* b : comm_backends()) names.push_back(b->name);
+  names.resize(std::min<std::size_t>(names.size(), 4));  // the built-ins come first
+  EXPECT_EQ(names, (std::vector<std::string>{"single", "gloo", "mpi", "nccl"}));
+  EXPECT_EQ(comm_backend_names().rfind("single, gloo, mpi, nccl", 0), 0u);
+  EXPECT_TRUE(find_comm_backend("single")->built);
+  EXPECT_TRUE(find_comm_backend("single")->single_process);
+  EXPECT_TRUE(comm_backend("gloo").rendezvous);
+  EXPECT_FALSE(comm_backend("gloo").device_buffers);
+  EXPECT_TRUE(comm_backend("nccl").rendezvous && comm_backend("nccl").device_buffers);
+  EXPECT_TRUE(comm_backend("mpi").mpi_launch);
+  EXPECT_EQ(comm_backend("gloo").built, static_cast<bool>(MIXLE_HAVE_GLOO));
+  EXPECT_EQ(find_comm_backend("tcp"), nullptr);
+  try {
+    (void)comm_backend("tcp");
+    ADD_FAILURE() << "an unknown backend found";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("accepted: single, gloo, mpi, nccl"), std::string::npos) << e.what();
+  }
+}
+
+// A backend an application registers is made by make_communicator like the built-ins; a taken
+// name, a nameless backend and a built one without a factory are refused.
+TEST(CommRegistry, ARegisteredBackendIsMadeByName) {
+  CommBackend echo;
+  echo.name = "test-echo";
+  echo.summary = "one process, registered by a test";
+  echo.built = true;
+  echo.single_process = true;
+  int made = 0;
+  echo.make = [&made](CommOptions o) {
+    ++made;
+    return make_communicator("single", std::move(o));
+  };
+  register_comm_backend(echo);
+  CommOptions o;
+  o.timeout = 1s;
+  auto c = make_communicator("test-echo", o);
+  EXPECT_EQ(made, 1);
+  EXPECT_EQ(c->size(), 1);
+  o.size = 2;
+  o.rank = 1;
+  EXPECT_THROW(make_communicator("test-echo", o), InvalidInput);  // single_process: size 1 only
+  EXPECT_EQ(made, 1);
+  EXPECT_THROW(register_comm_backend(echo), InvalidInput);  // the name is taken
+  CommBackend nameless = echo;
+  nameless.name = "";
+  EXPECT_THROW(register_comm_backend(nameless), InvalidInput);
+  CommBackend no_factory = echo;
+  no_factory.name = "test-no-factory";
+  no_factory.make = nullptr;
+  EXPECT_THROW(register_comm_backend(no_factory), InvalidInput);
+  EXPECT_NE(comm_backend_names().find("test-echo"), std::string::npos);
 }
 
 TEST(CommFactory, ValidatesRankSizeAndTimeout) {
   CommOptions o;
   o.rank = 2;
   o.size = 2;
-  EXPECT_THROW(make_communicator(CommKind::single, o), InvalidInput);
+  EXPECT_THROW(make_communicator("single", o), InvalidInput);
   o.rank = 0;
-  EXPECT_THROW(make_communicator(CommKind::single, o), InvalidInput);  // single needs size 1
+  EXPECT_THROW(make_communicator("single", o), InvalidInput);  // single needs size 1
   o.size = 1;
   o.timeout = 0ms;
-  EXPECT_THROW(make_communicator(CommKind::single, o), InvalidInput);
+  EXPECT_THROW(make_communicator("single", o), InvalidInput);
 }
 
 TEST(CommFactory, UnbuiltBackendsSayNotCompiled) {
   CommOptions o;
-  if (!is_compiled(CommKind::nccl)) {
+  if (!find_comm_backend("nccl")->built) {
     try {
-      make_communicator(CommKind::nccl, o);
+      make_communicator("nccl", o);
       FAIL() << "nccl communicator created in a build without NCCL";
     } catch (const NotCompiled& e) {
       EXPECT_EQ(e.feature(), "nccl");
     }
   }
-  if (!is_compiled(CommKind::gloo)) EXPECT_THROW(make_communicator(CommKind::gloo, o), NotCompiled);
-  if (is_compiled(CommKind::gloo)) EXPECT_THROW(make_communicator(CommKind::gloo, o), InvalidInput);  // no store
+  if (!find_comm_backend("gloo")->built) EXPECT_THROW(make_communicator("gloo", o), NotCompiled);
+  if (find_comm_backend("gloo")->built) EXPECT_THROW(make_communicator("gloo", o), InvalidInput);  // no store
 }
 
 TEST(CommSingle, CollectivesLeaveDataAndCopyGathers) {
@@ -127,7 +178,7 @@ void on_gloo_ranks(int n, Body body, std::chrono::milliseconds timeout = 10s) {
         o.timeout = timeout;
         o.store = std::make_shared<StoreClient>("127.0.0.1", server->port(), "tok", r, 5s, timeout);
         o.store_prefix = "inproc/";
-        auto comm = make_communicator(CommKind::gloo, std::move(o));
+        auto comm = make_communicator("gloo", std::move(o));
         body(*comm);
       } catch (const std::exception& e) {
         errors[static_cast<std::size_t>(r)] = e.what();
@@ -235,7 +286,7 @@ TEST(GlooInProcess, MissingPeerTimesOutAtRendezvous) {
   o.timeout = 500ms;
   o.store = std::make_shared<StoreClient>("127.0.0.1", server.port(), "tok", 0, 2s, 500ms);
   auto start = std::chrono::steady_clock::now();
-  EXPECT_THROW(make_communicator(CommKind::gloo, std::move(o)), CommunicationError);
+  EXPECT_THROW(make_communicator("gloo", std::move(o)), CommunicationError);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 #endif

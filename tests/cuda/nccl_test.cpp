@@ -45,7 +45,7 @@ TEST(CommNccl, WorldSizeOneOnDeviceBuffers) {
   CommOptions o;
   o.timeout = 60s;
   o.store = std::make_shared<StoreClient>("127.0.0.1", server.port(), "tok", 0, 5s, 60s);
-  auto comm = make_communicator(CommKind::nccl, std::move(o));
+  auto comm = make_communicator("nccl", std::move(o));
   EXPECT_EQ(comm->backend(), "nccl");
   std::vector<double> host{1.0, 2.5, -4.0};
   void* raw = nullptr;

@@ -1,6 +1,7 @@
 // Launch-environment detection (torchrun → OpenMPI/PMIx → SLURM → single), the store-port rule,
 // --comm resolution and the torchelastic error file.
 #include "common/require.hpp"
+#include "comms/comm_backend.hpp"
 #include "host/launch_env.hpp"
 #include "comms/socket.hpp"
 
@@ -40,7 +41,7 @@ TEST(LaunchEnv, NoLauncherIsSingle) {
   EXPECT_EQ(e.launcher, Launcher::single);
   EXPECT_EQ(e.rank, 0);
   EXPECT_EQ(e.world_size, 1);
-  EXPECT_EQ(resolve_comm("auto", e, false), comms::CommKind::single);
+  EXPECT_EQ(resolve_comm("auto", e, false), "single");
 }
 
 TEST(LaunchEnv, TorchrunWithAgentStoreMovesOurStoreOnePortUp) {
@@ -113,7 +114,7 @@ TEST(LaunchEnv, OpenMpiVariables) {
   EXPECT_EQ(e.world_size, 4);
   EXPECT_EQ(e.local_rank, 1);
   EXPECT_EQ(e.local_world_size, 2);
-  if (comms::is_compiled(comms::CommKind::mpi)) EXPECT_EQ(resolve_comm("auto", e, false), comms::CommKind::mpi);
+  if (comms::find_comm_backend("mpi")->built) EXPECT_EQ(resolve_comm("auto", e, false), "mpi");
   // Without the local variables (a launcher that sets only rank and size): one process per node.
   e = detect_launch_env(fake({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"}}));
   EXPECT_EQ(e.local_rank, 0);
@@ -146,7 +147,7 @@ TEST(LaunchEnv, SlurmVariables) {
   EXPECT_EQ(e.node_rank, 1);
   EXPECT_EQ(e.run_token, "slurm-777.2");
   EXPECT_EQ(e.store_port, 29600);
-  if (comms::is_compiled(comms::CommKind::gloo)) EXPECT_EQ(resolve_comm("auto", e, false), comms::CommKind::gloo);
+  if (comms::find_comm_backend("gloo")->built) EXPECT_EQ(resolve_comm("auto", e, false), "gloo");
 }
 
 TEST(LaunchEnv, MalformedValuesNameTheVariable) {
@@ -169,23 +170,23 @@ TEST(LaunchEnv, ExplicitCommChoices) {
   LaunchEnv e = detect_launch_env(fake(torchrun_vars()));
   EXPECT_THROW(resolve_comm("single", e, false), UsageError);  // 2 ranks
   EXPECT_THROW(resolve_comm("carrier-pigeon", e, false), UsageError);
-  if (comms::is_compiled(comms::CommKind::mpi)) EXPECT_THROW(resolve_comm("mpi", e, false), UsageError);
-  if (comms::is_compiled(comms::CommKind::gloo)) EXPECT_EQ(resolve_comm("gloo", e, false), comms::CommKind::gloo);
+  if (comms::find_comm_backend("mpi")->built) EXPECT_THROW(resolve_comm("mpi", e, false), UsageError);
+  if (comms::find_comm_backend("gloo")->built) EXPECT_EQ(resolve_comm("gloo", e, false), "gloo");
   LaunchEnv one = detect_launch_env(fake({}));
-  EXPECT_EQ(resolve_comm("single", one, false), comms::CommKind::single);
-  if (!comms::is_compiled(comms::CommKind::nccl)) {
+  EXPECT_EQ(resolve_comm("single", one, false), "single");
+  if (!comms::find_comm_backend("nccl")->built) {
     EXPECT_THROW(resolve_comm("nccl", e, true), NotCompiled);
-    if (comms::is_compiled(comms::CommKind::gloo)) EXPECT_EQ(resolve_comm("auto", e, true), comms::CommKind::gloo);
+    if (comms::find_comm_backend("gloo")->built) EXPECT_EQ(resolve_comm("auto", e, true), "gloo");
   } else {
-    EXPECT_EQ(resolve_comm("auto", e, true), comms::CommKind::nccl);
+    EXPECT_EQ(resolve_comm("auto", e, true), "nccl");
   }
 }
 
 TEST(LaunchEnv, GlooWithoutMasterAddressIsExplained) {
   LaunchEnv e = detect_launch_env(fake({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}}));
-  MIXLE_SKIP_UNLESS_BUILT_WITH(comms::is_compiled(comms::CommKind::gloo), "gloo");
+  MIXLE_SKIP_UNLESS_BUILT_WITH(comms::find_comm_backend("gloo")->built, "gloo");
   try {
-    communicator_from_env(e, comms::CommKind::gloo, std::chrono::seconds(1));
+    communicator_from_env(e, "gloo", std::chrono::seconds(1));
     FAIL();
   } catch (const InvalidInput& err) {
     EXPECT_NE(std::string(err.what()).find("MASTER_ADDR"), std::string::npos) << err.what();
@@ -195,6 +196,12 @@ TEST(LaunchEnv, GlooWithoutMasterAddressIsExplained) {
 // Every 127.x.y.z address is loopback, not only 127.0.0.1: with one, an nccl run pins NCCL's
 // bootstrap to the loopback interface (NCCL_SOCKET_IFNAME=lo), which it otherwise would not reach.
 TEST(LaunchEnv, AnyAddressIn127IsLoopbackForNccl) {
+  for (const char* loopback : {"127.0.0.1", "127.0.0.2", "127.255.0.9", "localhost", "::1"})
+    EXPECT_TRUE(comms::is_loopback_address(loopback)) << loopback;
+  for (const char* other : {"10.0.0.1", "128.0.0.1", "node7", "", "1270.0.0.1"})
+    EXPECT_FALSE(comms::is_loopback_address(other)) << other;
+  // The nccl backend's own preparation sets the interface (only a build with NCCL has it).
+  MIXLE_SKIP_UNLESS_BUILT_WITH(comms::find_comm_backend("nccl")->built, "NCCL");
   const int port = comms::find_free_port();
   const LaunchEnv e = detect_launch_env(fake({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "0"},
                                               {"MASTER_ADDR", "127.0.0.2"}, {"MASTER_PORT", std::to_string(port)}}));
@@ -202,7 +209,7 @@ TEST(LaunchEnv, AnyAddressIn127IsLoopbackForNccl) {
   if (const char* v = std::getenv("NCCL_SOCKET_IFNAME")) before = v;
   ::unsetenv("NCCL_SOCKET_IFNAME");
   try {
-    communicator_from_env(e, comms::CommKind::nccl, std::chrono::seconds(5));  // may run, or lack NCCL or a GPU
+    communicator_from_env(e, "nccl", std::chrono::seconds(5));  // may run, or lack NCCL or a GPU
   } catch (const std::exception&) {
   }
   const char* set = std::getenv("NCCL_SOCKET_IFNAME");
