@@ -162,9 +162,9 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
     return static_cast<double>(m.parameter_bytes() + m.statistic_bytes()) * 1.25;
   };
   const auto memory = static_cast<std::uint64_t>((summary(4) + summary(2)) / 2);
-  auto write_resources = [&](const fs::path& path, std::uint64_t bytes) {
+  auto write_resources = [&](const fs::path& path, std::uint64_t bytes, int ranks = 2) {
     std::vector<plan::DeviceSpec> devices;
-    for (int r = 0; r < 2; ++r) {
+    for (int r = 0; r < ranks; ++r) {
       plan::DeviceSpec d;
       d.name = "cpu:" + std::to_string(r);
       d.memory_bytes = bytes;
@@ -180,6 +180,15 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
       << p.output();
   EXPECT_NE(p.output().find("does not fit one device"), std::string::npos) << p.output();
   EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "auto.json"), kShardRtol);
+
+  // Four devices that each hold one component but not two: four shards of one component.
+  write_resources(dir.path / "four.json", static_cast<std::uint64_t>((summary(1) + summary(2)) / 2), 4);
+  Process four = launch(4, {"--resources", (dir.path / "four.json").string()}, data, dir.path / "four-out.json",
+                        dir.path / "four.log");
+  ASSERT_EQ(four.exit_code(), 0) << four.output();
+  EXPECT_NE(four.output().find("parallel: component sharded: 1 data group(s) × 4 component shards"), std::string::npos)
+      << four.output();
+  EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "four-out.json"), kShardRtol);
 
   // Devices too small for even half the model: refused, naming why — no silent fallback.
   write_resources(dir.path / "tiny.json", static_cast<std::uint64_t>(summary(1)));
