@@ -11,39 +11,36 @@
 namespace mixle::comms {
 namespace {
 
-/// A backend mixle knows but this build lacks, with its properties (the launch rules still
-/// name it): asking for it says "not compiled".
-template <class Properties>
-CommBackend not_built(std::string name, std::string summary, Properties properties) {
-  CommBackend b;
-  b.name = std::move(name);
-  b.summary = std::move(summary) + " — not in this build";
-  properties(b);
-  return b;
-}
+/// The built-in backends as the launch rules see them, built or not: a backend this build lacks
+/// keeps its properties (the rules still name it) and asking for it says "not compiled".
+const CommBackend kKnown[] = {
+    {.name = "gloo", .summary = "CPU, TCP (Gloo) — not in this build", .rendezvous = true},
+    {.name = "mpi", .summary = "CPU, MPI (under mpirun or srun --mpi=pmix) — not in this build", .mpi_launch = true},
+    {.name = "nccl", .summary = "GPU, NCCL — not in this build", .rendezvous = true, .device_buffers = true},
+};
 
 struct Registry {
   std::mutex mutex;
   std::deque<CommBackend> backends;  // a deque: pointers stay valid as backends are added
 
+  /// Puts `built` in place of the known entry of the same name.
+  void complete(CommBackend built) {
+    for (CommBackend& b : backends)
+      if (b.name == built.name) b = std::move(built);
+  }
+
   Registry() {
-    // The built-in backends, one line each; a backend's own file says what it is.
     backends.push_back(detail::single_backend());
+    for (const CommBackend& b : kKnown) backends.push_back(b);
+    // Each compiled backend completes its entry from its own file: one line each.
 #if MIXLE_HAVE_GLOO
-    backends.push_back(detail::gloo_backend());
-#else
-    backends.push_back(not_built("gloo", "CPU, TCP (Gloo)", [](CommBackend& b) { b.rendezvous = true; }));
+    complete(detail::gloo_backend());
 #endif
 #if MIXLE_HAVE_MPI
-    backends.push_back(detail::mpi_backend());
-#else
-    backends.push_back(not_built("mpi", "CPU, MPI (under mpirun or srun --mpi=pmix)",
-                                 [](CommBackend& b) { b.mpi_launch = true; }));
+    complete(detail::mpi_backend());
 #endif
 #if MIXLE_HAVE_NCCL
-    backends.push_back(detail::nccl_backend());
-#else
-    backends.push_back(not_built("nccl", "GPU, NCCL", [](CommBackend& b) { b.rendezvous = b.device_buffers = true; }));
+    complete(detail::nccl_backend());
 #endif
   }
 };

@@ -38,6 +38,10 @@ TEST(CommRegistry, KnowsTheBuiltInBackendsBuiltOrNot) {
   EXPECT_TRUE(comm_backend("nccl").rendezvous && comm_backend("nccl").device_buffers);
   EXPECT_TRUE(comm_backend("mpi").mpi_launch);
   EXPECT_EQ(comm_backend("gloo").built, static_cast<bool>(MIXLE_HAVE_GLOO));
+  EXPECT_EQ(comm_backend("mpi").built, static_cast<bool>(MIXLE_HAVE_MPI));
+  EXPECT_EQ(comm_backend("nccl").built, static_cast<bool>(MIXLE_HAVE_NCCL));
+  for (const CommBackend* b : comm_backends())  // a backend's summary says when it is missing
+    EXPECT_EQ(b->summary.find("not in this build") != std::string::npos, !b->built) << b->name;
   EXPECT_EQ(find_comm_backend("tcp"), nullptr);
   try {
     (void)comm_backend("tcp");
