@@ -8,6 +8,8 @@
 #include <mixle/error.hpp>
 
 #include <gtest/gtest.h>
+#include <cstdlib>
+#include <unistd.h>
 
 #include <algorithm>
 #include <numeric>
@@ -49,6 +51,31 @@ TEST(CommRegistry, KnowsTheBuiltInBackendsBuiltOrNot) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("accepted: single, gloo, mpi, nccl"), std::string::npos) << e.what();
   }
+}
+
+// gloo's own preparation picks the address peers reach this rank at: MIXLE_GLOO_HOSTNAME, else
+// this host's name for a rendezvous off this machine, else the loopback default.
+TEST(CommRegistry, GlooPicksTheAddressPeersReach) {
+  const CommBackend& gloo = comm_backend("gloo");
+  if (!gloo.built) GTEST_SKIP() << "gloo is not in this build";
+  ASSERT_TRUE(gloo.prepare);
+  const char* saved = std::getenv("MIXLE_GLOO_HOSTNAME");
+  const std::string before = saved ? saved : "";
+  ::unsetenv("MIXLE_GLOO_HOSTNAME");
+  CommOptions loopback;
+  gloo.prepare(loopback, "127.0.0.1");
+  EXPECT_EQ(loopback.gloo_hostname, "127.0.0.1");
+  CommOptions remote;
+  gloo.prepare(remote, "10.1.2.3");
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  EXPECT_EQ(remote.gloo_hostname, host);
+  ::setenv("MIXLE_GLOO_HOSTNAME", "node-7.cluster", 1);
+  CommOptions named;
+  gloo.prepare(named, "10.1.2.3");
+  EXPECT_EQ(named.gloo_hostname, "node-7.cluster");
+  if (saved) ::setenv("MIXLE_GLOO_HOSTNAME", before.c_str(), 1);
+  else ::unsetenv("MIXLE_GLOO_HOSTNAME");
 }
 
 // A backend an application registers is made by make_communicator like the built-ins; a taken
