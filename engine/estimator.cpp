@@ -105,7 +105,7 @@ PackedModel<T> pack_model(const Model& model, std::size_t data_columns, bool zer
   };
   for (std::size_t i = 0; i < model.parts.size(); ++i) {
     const Part& p = model.parts[i];
-    const bool log_prob = p.family == Family::categorical || p.family == Family::bernoulli;
+    const bool log_prob = family_descriptor(p.family).log_probabilities;
     const std::size_t stride = static_cast<std::size_t>(family_ops(p.family).coef_stride(p));
     for (std::size_t k = 0; k < K; ++k)
       for (std::size_t j = 0; j < stride; ++j) {
@@ -148,7 +148,7 @@ PackedModel<T> pack_model(const Model& model, std::size_t data_columns, bool zer
   view.num_parts = static_cast<int>(packed.parts.size());
   view.stat_size = layout.size;
   view.row_offset = std::any_of(model.parts.begin(), model.parts.end(),
-                                [](const Part& p) { return p.family == Family::poisson; });
+                                [](const Part& p) { return family_descriptor(p.family).row_constant; });
   return packed;
 }
 

@@ -27,14 +27,14 @@ Model model_shape(EncodedData& data, const std::vector<PartSpec>& parts, std::si
     p.col_begin = spec.col_begin;
     p.col_end = spec.col_end;
     p.categories = spec.categories;
-    if (p.family == Family::categorical && p.categories == 0) {
+    if (family_descriptor(p.family).categories && p.categories == 0) {
       if (col_max.empty()) col_max = data.column_max();
       double mx = 0.0;
       for (std::size_t c = p.col_begin; c < p.col_end; ++c) mx = std::max(mx, col_max[c]);
       if (!std::isfinite(mx) || mx < 0.0 || mx > 1e7)
-        throw InvalidInput("categorical columns [" + std::to_string(p.col_begin) + ", " + std::to_string(p.col_end) +
-                           "): cannot infer the number of categories from the largest code " +
-                           std::to_string(mx) + "; give it as categorical:begin-end:V");
+        throw InvalidInput(std::string(family_name(p.family)) + " columns [" + std::to_string(p.col_begin) + ", " +
+                           std::to_string(p.col_end) + "): cannot infer the number of categories from the largest code " +
+                           std::to_string(mx) + "; give it as " + family_name(p.family) + ":begin-end:V");
       p.categories = static_cast<std::size_t>(mx) + 1;
     }
     family_ops(p.family).resize(p, K);

@@ -6,6 +6,7 @@
 #include "engine/compute.hpp"
 #include "engine/distributed_handle.hpp"
 #include "engine/encoded_data.hpp"
+#include "engine/model_summary.hpp"
 #include "host/checkpoint.hpp"
 #include "host/fit_driver.hpp"
 #include "host/launch_env.hpp"
@@ -80,17 +81,8 @@ std::string device_for_rank(const std::string& device, const host::LaunchEnv& en
 /// The planner's view of the model to fit (auto_parallel_estimator). A categorical part whose
 /// V comes from the data (categories 0) is counted with V = 2: the data is not read yet.
 plan::ModelSummary model_summary(const FitOptions& options, std::size_t cols) {
-  plan::ModelSummary summary;
-  if (options.init == InitMethod::model && options.init_model) {
-    summary.components = options.init_model->components();
-    for (const Part& p : options.init_model->parts) summary.parts.push_back({family_name(p.family), p.dims(), p.categories});
-  } else {
-    summary.components = std::max<std::size_t>(options.components, 1);
-    for (const PartSpec& p : parse_layout(options.layout, cols))
-      summary.parts.push_back({family_name(p.family), p.col_end - p.col_begin,
-                               p.family == Family::categorical ? std::max<std::size_t>(p.categories, 2) : 0});
-  }
-  return summary;
+  if (options.init == InitMethod::model && options.init_model) return engine::summarise(*options.init_model);
+  return engine::summarise(std::max<std::size_t>(options.components, 1), parse_layout(options.layout, cols), 2);
 }
 
 /// Every rank's resident parameter and statistic bytes, gathered on every rank (one all-gather).

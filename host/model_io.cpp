@@ -1,9 +1,8 @@
 // Model JSON: {"format":"mixle-model","version":1,"weights":[K],"parts":[…]} (docs/formats.md).
 // Arrays are nested as their shapes say (mean K×D, cov K×D×D, prob K×V or K×D×V, …).
-#include "engine/families/family_ops.hpp"
-
 #include <mixle/data.hpp>
 #include <mixle/error.hpp>
+#include <mixle/family.hpp>
 #include <mixle/model.hpp>
 
 #include <nlohmann/json.hpp>
@@ -80,12 +79,17 @@ json nest(const std::vector<double>& flat, const std::vector<std::size_t>& shape
   return build(0, i);
 }
 
-std::vector<std::size_t> prob_shape(const Part& p, std::size_t K) {
-  if (p.family == Family::categorical) {
-    if (p.dims() == 1) return {K, p.categories};
-    return {K, p.dims(), p.categories};
+/// The nested shape of one parameter array in a model file: K leading, then the shape per
+/// component (a categorical part over one column is K×V, over several K×D×V).
+std::vector<std::size_t> file_shape(const ParamDescriptor& param, const Part& p, std::size_t K) {
+  switch (param.shape) {
+    case ParamShape::per_column: return {K, p.dims()};
+    case ParamShape::per_column_pair: return {K, p.dims(), p.dims()};
+    case ParamShape::per_category:
+      if (p.dims() == 1) return {K, p.categories};
+      return {K, p.dims(), p.categories};
   }
-  return {K, p.dims()};
+  return {};
 }
 
 }  // namespace
@@ -101,24 +105,9 @@ std::string model_to_json(const Model& model, int indent) {
     json jp;
     jp["family"] = family_name(p.family);
     jp["columns"] = {p.col_begin, p.col_end};
-    const std::size_t D = p.dims();
-    switch (p.family) {
-      case Family::gaussian_diag:
-        jp["mean"] = nest(p.mean, {K, D});
-        jp["var"] = nest(p.var, {K, D});
-        break;
-      case Family::gaussian_full:
-        jp["mean"] = nest(p.mean, {K, D});
-        jp["cov"] = nest(p.cov, {K, D, D});
-        break;
-      case Family::categorical:
-        jp["categories"] = p.categories;
-        jp["prob"] = nest(p.prob, prob_shape(p, K));
-        break;
-      case Family::bernoulli: jp["prob"] = nest(p.prob, {K, D}); break;
-      case Family::poisson:
-      case Family::exponential: jp["rate"] = nest(p.rate, {K, D}); break;
-    }
+    const FamilyDescriptor& family = family_descriptor(p.family);
+    if (family.categories) jp["categories"] = p.categories;
+    for (const ParamDescriptor& param : family.params) jp[param.name] = nest(p.*param.values, file_shape(param, p, K));
     parts.push_back(std::move(jp));
   }
   j["parts"] = std::move(parts);
@@ -174,28 +163,15 @@ Model model_from_json(const std::string& text, const std::string& source) {
     if (p.col_end <= p.col_begin)
       throw InvalidInput(where + ": \"columns\" [" + std::to_string(p.col_begin) + ", " +
                          std::to_string(p.col_end) + ") is empty; stop must exceed start");
-    const std::size_t D = p.dims();
-    switch (p.family) {
-      case Family::gaussian_diag:
-        p.mean = flatten(need(jp, "mean", where), {K, D}, where, "mean");
-        p.var = flatten(need(jp, "var", where), {K, D}, where, "var");
-        break;
-      case Family::gaussian_full:
-        p.mean = flatten(need(jp, "mean", where), {K, D}, where, "mean");
-        p.cov = flatten(need(jp, "cov", where), {K, D, D}, where, "cov");
-        break;
-      case Family::categorical: {
-        const json& v = need(jp, "categories", where);
-        if (!v.is_number_unsigned() || v.get<std::size_t>() < 1)
-          throw InvalidInput(where + ": \"categories\" must be an integer ≥ 1");
-        p.categories = v.get<std::size_t>();
-        p.prob = flatten(need(jp, "prob", where), prob_shape(p, K), where, "prob");
-        break;
-      }
-      case Family::bernoulli: p.prob = flatten(need(jp, "prob", where), {K, D}, where, "prob"); break;
-      case Family::poisson:
-      case Family::exponential: p.rate = flatten(need(jp, "rate", where), {K, D}, where, "rate"); break;
+    const FamilyDescriptor& family = family_descriptor(p.family);
+    if (family.categories) {
+      const json& v = need(jp, "categories", where);
+      if (!v.is_number_unsigned() || v.get<std::size_t>() < 1)
+        throw InvalidInput(where + ": \"categories\" must be an integer ≥ 1");
+      p.categories = v.get<std::size_t>();
     }
+    for (const ParamDescriptor& param : family.params)
+      p.*param.values = flatten(need(jp, param.name, where), file_shape(param, p, K), where, param.name);
     model.parts.push_back(std::move(p));
   }
   try {

@@ -2,6 +2,7 @@
 #include <mixle/plan/placement.hpp>
 
 #include <mixle/error.hpp>
+#include <mixle/family.hpp>
 
 #include <limits>
 
@@ -12,8 +13,6 @@ namespace {
 constexpr std::uint64_t kFloat64Bytes = 8;
 // The flat statistics buffer ends with the total log-likelihood and the row count.
 constexpr std::uint64_t kGlobalStatisticValues = 2;
-constexpr const char* kFamilies =
-    "gaussian_diag, gaussian_full, categorical, poisson, exponential, bernoulli";
 
 std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, const char* what) {
   if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) {
@@ -29,16 +28,34 @@ std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, const char* what) {
   return a + b;
 }
 
-/// Values one component holds for a part; parameters and statistics have the same count for
-/// every family (mean+var ↔ Σx+Σx², mean+precision factor ↔ Σx+Σxxᵀ, probabilities ↔ counts).
-std::uint64_t part_values(const PartSummary& part) {
-  const std::uint64_t d = part.dims;
-  if (part.family == "gaussian_diag") return checked_mul(2, d, "gaussian_diag size");
-  if (part.family == "gaussian_full") {
-    return checked_add(d, checked_mul(d, d, "gaussian_full size"), "gaussian_full size");
+/// a·D + b·D² + c·D·V without overflowing (the rules of family descriptors are non-negative).
+std::uint64_t checked_count(const SizeRule& rule, std::uint64_t d, std::uint64_t v, const char* what) {
+  const auto coefficient = [](std::int64_t c) { return static_cast<std::uint64_t>(c); };
+  std::uint64_t n = checked_mul(coefficient(rule.per_column), d, what);
+  n = checked_add(n, checked_mul(coefficient(rule.per_column_pair), checked_mul(d, d, what), what), what);
+  n = checked_add(n, checked_mul(coefficient(rule.per_category), checked_mul(d, v, what), what), what);
+  return n / coefficient(rule.divisor);
+}
+
+/// The part's family descriptor; `where` prefixes the error for an unknown name.
+const FamilyDescriptor& descriptor_of(const PartSummary& part, const std::string& where = "model: ") {
+  const FamilyDescriptor* family = find_family(part.family);
+  if (family == nullptr) {
+    throw InvalidInput(where + "family='" + part.family + "' is not known; accepted: " + family_names());
   }
-  if (part.family == "categorical") return checked_mul(d, part.categories, "categorical size");
-  return d;  // poisson, exponential, bernoulli: one rate or probability per column
+  return *family;
+}
+
+/// Parameter values one component holds for a part (its descriptor's arrays).
+std::uint64_t parameter_values(const PartSummary& part) {
+  std::uint64_t n = 0;
+  for (const ParamDescriptor& param : descriptor_of(part).params) {
+    const SizeRule rule{.per_column = param.shape == ParamShape::per_column,
+                        .per_column_pair = param.shape == ParamShape::per_column_pair,
+                        .per_category = param.shape == ParamShape::per_category};
+    n = checked_add(n, checked_count(rule, part.dims, part.categories, "parameter count"), "parameter count");
+  }
+  return n;
 }
 
 }  // namespace
@@ -53,20 +70,15 @@ void ModelSummary::validate() const {
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const PartSummary& p = parts[i];
     const std::string where = "model part " + std::to_string(i) + ": ";
-    const bool known = p.family == "gaussian_diag" || p.family == "gaussian_full" ||
-                       p.family == "categorical" || p.family == "poisson" ||
-                       p.family == "exponential" || p.family == "bernoulli";
-    if (!known) {
-      throw InvalidInput(where + "family='" + p.family + "' is not known; accepted: " + kFamilies);
-    }
+    const FamilyDescriptor& family = descriptor_of(p, where);
     if (p.dims == 0) throw InvalidInput(where + "dims=0 is invalid; accepted: dims ≥ 1");
-    if (p.family == "categorical" && p.categories < 2) {
-      throw InvalidInput(where + "categories=" + std::to_string(p.categories) +
-                         " is invalid for a categorical part; accepted: categories ≥ 2");
+    if (family.categories && p.categories < 1) {
+      throw InvalidInput(where + "categories=0 is invalid for a " + p.family +
+                         " part; accepted: categories ≥ 1");
     }
-    if (p.family != "categorical" && p.categories != 0) {
+    if (!family.categories && p.categories != 0) {
       throw InvalidInput(where + "categories=" + std::to_string(p.categories) + " is set for family '" +
-                         p.family + "'; accepted: categories only for categorical parts");
+                         p.family + "', which has none; accepted: categories 0");
     }
   }
 }
@@ -79,13 +91,16 @@ std::size_t ModelSummary::columns() const {
 
 std::uint64_t ModelSummary::parameter_values_per_component() const {
   std::uint64_t total = 1;  // the mixture weight
-  for (const PartSummary& p : parts) total = checked_add(total, part_values(p), "parameter count");
+  for (const PartSummary& p : parts) total = checked_add(total, parameter_values(p), "parameter count");
   return total;
 }
 
 std::uint64_t ModelSummary::statistic_values_per_component() const {
   std::uint64_t total = 1;  // the responsibility count
-  for (const PartSummary& p : parts) total = checked_add(total, part_values(p), "statistic count");
+  for (const PartSummary& p : parts) {
+    const SizeRule& rule = descriptor_of(p).statistics;
+    total = checked_add(total, checked_count(rule, p.dims, p.categories, "statistic count"), "statistic count");
+  }
   return total;
 }
 

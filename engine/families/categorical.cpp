@@ -7,11 +7,29 @@
 namespace mixle::engine {
 namespace {
 
+constexpr ParamDescriptor kParams[] = {{"prob", ParamShape::per_category, &Part::prob}};
+
+// Statistics Σr[x_d = v] [D×V]; free: V − 1 per column; work: a gather and a scatter-add per
+// (row, component, column).
+constexpr FamilyDescriptor kDescriptor{
+    .family = Family::categorical,
+    .name = "categorical",
+    .summary = "codes 0…V−1 in each column (prob per category)",
+    .discrete = true,
+    .categories = true,
+    .params = kParams,
+    .statistics = {.per_category = 1},
+    .free_parameters = {.per_column = -1, .per_category = 1},
+    .flops = {.per_column = 2},
+    .log_probabilities = true,
+    .row_constant = false,
+    .shifted = false,
+};
+
 class Categorical final : public FamilyOps {
  public:
-  Family family() const override { return Family::categorical; }
+  const FamilyDescriptor& descriptor() const override { return kDescriptor; }
   int coef_stride(const Part& p) const override { return static_cast<int>(p.dims() * p.categories); }
-  int stat_stride(const Part& p) const override { return coef_stride(p); }
 
   void resize(Part& p, std::size_t K) const override {
     p.prob.assign(K * p.dims() * p.categories, p.categories ? 1.0 / p.categories : 0.0);
@@ -60,8 +78,6 @@ class Categorical final : public FamilyOps {
         p.prob[(k * D + d) * V + v] = (s[d * V + v] + o.pseudo_count) / denom;
     }
   }
-
-  std::size_t free_parameters(const Part& p) const override { return p.dims() * (p.categories - 1); }
 
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
     const std::size_t D = p.dims(), V = p.categories;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <mixle/data.hpp>
+#include <mixle/family.hpp>
 #include <mixle/model.hpp>
 
 #include <cstddef>
@@ -23,13 +24,18 @@ struct MStepOptions {
 class FamilyOps {
  public:
   virtual ~FamilyOps() = default;
-  virtual Family family() const = 0;
+  /// The family as data (include/mixle/family.hpp).
+  virtual const FamilyDescriptor& descriptor() const = 0;
 
-  /// Sizes of the packed coefficient and statistics blocks per component.
+  /// Size of the packed coefficient block per component.
   virtual int coef_stride(const Part& part) const = 0;
-  virtual int stat_stride(const Part& part) const = 0;
+  /// Size of the statistics block per component (the descriptor's statistics rule).
+  int stat_stride(const Part& part) const {
+    return static_cast<int>(descriptor().statistics.count(static_cast<std::int64_t>(part.dims()),
+                                                          static_cast<std::int64_t>(part.categories)));
+  }
   /// Whether statistics are accumulated about a per-component shift (Gaussian families).
-  virtual bool shifted() const { return false; }
+  bool shifted() const { return descriptor().shifted; }
 
   /// Sizes the parameter arrays for K components (values unspecified).
   virtual void resize(Part& part, std::size_t K) const = 0;
@@ -51,8 +57,11 @@ class FamilyOps {
   virtual void m_step(Part& part, std::size_t k, const double* stats, double mass,
                       const double* shift, const MStepOptions& options) const = 0;
 
-  /// Free parameters per component (for BIC/AIC).
-  virtual std::size_t free_parameters(const Part& part) const = 0;
+  /// Free parameters per component (for BIC/AIC; the descriptor's rule).
+  std::size_t free_parameters(const Part& part) const {
+    return static_cast<std::size_t>(descriptor().free_parameters.count(
+        static_cast<std::int64_t>(part.dims()), static_cast<std::int64_t>(part.categories)));
+  }
 
   /// Draws the part's columns of one row from component k into row[col_begin, col_end).
   virtual void sample(const Part& part, std::size_t k, std::mt19937_64& rng, double* row) const = 0;

@@ -9,12 +9,29 @@
 namespace mixle::engine {
 namespace {
 
+constexpr ParamDescriptor kParams[] = {{"mean", ParamShape::per_column, &Part::mean},
+                                       {"var", ParamShape::per_column, &Part::var}};
+
+// Statistics Σr(x−s), Σr(x−s)²; E 4 flops and M 4 flops per (row, component, column).
+constexpr FamilyDescriptor kDescriptor{
+    .family = Family::gaussian_diag,
+    .name = "gaussian_diag",
+    .summary = "independent normal columns (mean, var)",
+    .discrete = false,
+    .categories = false,
+    .params = kParams,
+    .statistics = {.per_column = 2},
+    .free_parameters = {.per_column = 2},
+    .flops = {.per_column = 8},
+    .log_probabilities = false,
+    .row_constant = false,
+    .shifted = true,
+};
+
 class GaussianDiag final : public FamilyOps {
  public:
-  Family family() const override { return Family::gaussian_diag; }
+  const FamilyDescriptor& descriptor() const override { return kDescriptor; }
   int coef_stride(const Part& p) const override { return 2 * static_cast<int>(p.dims()); }
-  int stat_stride(const Part& p) const override { return 2 * static_cast<int>(p.dims()); }
-  bool shifted() const override { return true; }
 
   void resize(Part& p, std::size_t K) const override {
     p.mean.assign(K * p.dims(), 0.0);
@@ -72,8 +89,6 @@ class GaussianDiag final : public FamilyOps {
                            "there); increase --reg-covar (reg_covar, default 1e-6)");
     }
   }
-
-  std::size_t free_parameters(const Part& p) const override { return 2 * p.dims(); }
 
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
     const std::size_t D = p.dims();

@@ -12,15 +12,33 @@
 namespace mixle::engine {
 namespace {
 
+constexpr ParamDescriptor kParams[] = {{"mean", ParamShape::per_column, &Part::mean},
+                                       {"cov", ParamShape::per_column_pair, &Part::cov}};
+
+// Statistics Σr(x−s) [D], Σr(x−s)(x−s)ᵀ [D×D]; free: D means + D(D+1)/2 covariances; the work
+// model counts the dense products (E 2D² + 2D, M 2D² + 2D per row and component).
+constexpr FamilyDescriptor kDescriptor{
+    .family = Family::gaussian_full,
+    .name = "gaussian_full",
+    .summary = "a multivariate normal over the part's columns (mean, cov)",
+    .discrete = false,
+    .categories = false,
+    .params = kParams,
+    .statistics = {.per_column = 1, .per_column_pair = 1},
+    .free_parameters = {.per_column = 3, .per_column_pair = 1, .divisor = 2},
+    .flops = {.per_column = 4, .per_column_pair = 4},
+    .log_probabilities = false,
+    .row_constant = false,
+    .shifted = true,
+};
+
 class GaussianFull final : public FamilyOps {
  public:
-  Family family() const override { return Family::gaussian_full; }
+  const FamilyDescriptor& descriptor() const override { return kDescriptor; }
   int coef_stride(const Part& p) const override {
     const int D = static_cast<int>(p.dims());
     return D + D * D;
   }
-  int stat_stride(const Part& p) const override { return coef_stride(p); }
-  bool shifted() const override { return true; }
 
   void resize(Part& p, std::size_t K) const override {
     const std::size_t D = p.dims();
@@ -95,11 +113,6 @@ class GaussianFull final : public FamilyOps {
         c[i * D + j] = v;
         c[j * D + i] = v;
       }
-  }
-
-  std::size_t free_parameters(const Part& p) const override {
-    const std::size_t D = p.dims();
-    return D + D * (D + 1) / 2;
   }
 
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {

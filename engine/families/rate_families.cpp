@@ -9,11 +9,60 @@
 namespace mixle::engine {
 namespace {
 
+constexpr ParamDescriptor kRate[] = {{"rate", ParamShape::per_column, &Part::rate}};
+constexpr ParamDescriptor kProb[] = {{"prob", ParamShape::per_column, &Part::prob}};
+
+// One value per column: the statistic Σr x, one free parameter, E 2 and M 2 flops per
+// (row, component, column).
+constexpr FamilyDescriptor kPoisson{
+    .family = Family::poisson,
+    .name = "poisson",
+    .summary = "non-negative integer counts (rate)",
+    .discrete = true,
+    .categories = false,
+    .params = kRate,
+    .statistics = {.per_column = 1},
+    .free_parameters = {.per_column = 1},
+    .flops = {.per_column = 4},
+    .log_probabilities = false,
+    .row_constant = true,  // −log x!
+    .shifted = false,
+};
+
+constexpr FamilyDescriptor kExponential{
+    .family = Family::exponential,
+    .name = "exponential",
+    .summary = "non-negative reals (rate)",
+    .discrete = false,
+    .categories = false,
+    .params = kRate,
+    .statistics = {.per_column = 1},
+    .free_parameters = {.per_column = 1},
+    .flops = {.per_column = 4},
+    .log_probabilities = false,
+    .row_constant = false,
+    .shifted = false,
+};
+
+constexpr FamilyDescriptor kBernoulli{
+    .family = Family::bernoulli,
+    .name = "bernoulli",
+    .summary = "0/1 outcomes (prob of 1)",
+    .discrete = true,
+    .categories = false,
+    .params = kProb,
+    .statistics = {.per_column = 1},
+    .free_parameters = {.per_column = 1},
+    .flops = {.per_column = 4},
+    .log_probabilities = true,
+    .row_constant = false,
+    .shifted = false,
+};
+
 /// What poisson and exponential share: one positive rate per (component, column).
 class PositiveRate : public FamilyOps {
  public:
   int coef_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
-  int stat_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
   void resize(Part& p, std::size_t K) const override { p.rate.assign(K * p.dims(), 1.0); }
   void validate(const Part& p, std::size_t K, const std::string& where) const override {
     require_size(p.rate, K * p.dims(), where, "rate", "K×D");
@@ -21,12 +70,11 @@ class PositiveRate : public FamilyOps {
       require_value(std::isfinite(p.rate[i]) && p.rate[i] > 0.0, where, "rate", i / p.dims(),
                     i % p.dims(), p.rate[i], "must be finite and > 0");
   }
-  std::size_t free_parameters(const Part& p) const override { return p.dims(); }
 };
 
 class Poisson final : public PositiveRate {
  public:
-  Family family() const override { return Family::poisson; }
+  const FamilyDescriptor& descriptor() const override { return kPoisson; }
   void check_data(const Part& p, const Dataset& data) const override {
     check_columns(p, data, "non-negative integer counts",
                   [](double v) { return is_integer(v) && v >= 0.0; });
@@ -55,7 +103,7 @@ class Poisson final : public PositiveRate {
 
 class Exponential final : public PositiveRate {
  public:
-  Family family() const override { return Family::exponential; }
+  const FamilyDescriptor& descriptor() const override { return kExponential; }
   void check_data(const Part& p, const Dataset& data) const override {
     check_columns(p, data, "finite numbers ≥ 0",
                   [](double v) { return std::isfinite(v) && v >= 0.0; });
@@ -84,9 +132,8 @@ class Exponential final : public PositiveRate {
 
 class Bernoulli final : public FamilyOps {
  public:
-  Family family() const override { return Family::bernoulli; }
+  const FamilyDescriptor& descriptor() const override { return kBernoulli; }
   int coef_stride(const Part& p) const override { return 2 * static_cast<int>(p.dims()); }
-  int stat_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
   void resize(Part& p, std::size_t K) const override { p.prob.assign(K * p.dims(), 0.5); }
   void validate(const Part& p, std::size_t K, const std::string& where) const override {
     require_size(p.prob, K * p.dims(), where, "prob", "K×D");
@@ -111,7 +158,6 @@ class Bernoulli final : public FamilyOps {
     for (std::size_t d = 0; d < p.dims(); ++d)
       p.prob[k * p.dims() + d] = (s[d] + o.pseudo_count) / (mass + 2.0 * o.pseudo_count);
   }
-  std::size_t free_parameters(const Part& p) const override { return p.dims(); }
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
     std::uniform_real_distribution<double> u(0.0, 1.0);
     for (std::size_t d = 0; d < p.dims(); ++d)

@@ -1,4 +1,5 @@
-// The family registry: Family → its operations, and the names users type.
+// The family registry: the one list of families. A family's descriptor and operations come from
+// its file in engine/families; names, lists and lookups here read the descriptors.
 #include "engine/families/family_ops.hpp"
 #include "kernels/model_view.hpp"
 
@@ -16,6 +17,14 @@ const FamilyOps& poisson_ops();
 const FamilyOps& exponential_ops();
 const FamilyOps& bernoulli_ops();
 
+namespace {
+
+/// Registration order is Family's order (and the kernels' PartKind's).
+constexpr std::array kRegistered = {gaussian_diag_ops, gaussian_full_ops, categorical_ops,
+                                    poisson_ops,       exponential_ops,   bernoulli_ops};
+
+}  // namespace
+
 // The kernels' PartKind mirrors Family so packing is a cast.
 static_assert(static_cast<int>(kernels::PartKind::gaussian_diag) == static_cast<int>(Family::gaussian_diag));
 static_assert(static_cast<int>(kernels::PartKind::gaussian_full) == static_cast<int>(Family::gaussian_full));
@@ -25,39 +34,58 @@ static_assert(static_cast<int>(kernels::PartKind::exponential) == static_cast<in
 static_assert(static_cast<int>(kernels::PartKind::bernoulli) == static_cast<int>(Family::bernoulli));
 
 const FamilyOps& family_ops(Family family) {
-  switch (family) {
-    case Family::gaussian_diag: return gaussian_diag_ops();
-    case Family::gaussian_full: return gaussian_full_ops();
-    case Family::categorical: return categorical_ops();
-    case Family::poisson: return poisson_ops();
-    case Family::exponential: return exponential_ops();
-    case Family::bernoulli: return bernoulli_ops();
-  }
-  throw InvalidInput("unknown family id " + std::to_string(static_cast<int>(family)));
+  const auto i = static_cast<std::size_t>(family);
+  if (i >= kRegistered.size()) throw InvalidInput("unknown family id " + std::to_string(i));
+  return kRegistered[i]();
 }
 
 }  // namespace mixle::engine
 
 namespace mixle {
-namespace {
-constexpr std::array<const char*, 6> kFamilyNames = {
-    "gaussian_diag", "gaussian_full", "categorical", "poisson", "exponential", "bernoulli"};
+
+std::span<const FamilyDescriptor* const> family_descriptors() noexcept {
+  static const auto all = [] {
+    std::array<const FamilyDescriptor*, engine::kRegistered.size()> out{};
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = &engine::kRegistered[i]().descriptor();
+    return out;
+  }();
+  return all;
 }
 
-const char* family_name(Family family) noexcept {
-  return kFamilyNames[static_cast<std::size_t>(family)];
+const FamilyDescriptor& family_descriptor(Family family) noexcept {
+  return *family_descriptors()[static_cast<std::size_t>(family)];
 }
+
+const FamilyDescriptor* find_family(std::string_view name) noexcept {
+  for (const FamilyDescriptor* d : family_descriptors())
+    if (name == d->name) return d;
+  return nullptr;
+}
+
+std::string family_names() {
+  std::string out;
+  for (const FamilyDescriptor* d : family_descriptors()) out += std::string(out.empty() ? "" : ", ") + d->name;
+  return out;
+}
+
+std::string flop_formula(const SizeRule& flops) {
+  std::string out;
+  auto term = [&](std::int64_t c, const char* dims) {
+    if (c != 0) out += (out.empty() ? "" : " + ") + std::to_string(c) + "*N*K*" + dims;
+  };
+  term(flops.per_column_pair, "D^2");
+  term(flops.per_column, "D");
+  term(flops.per_category, "D*V");
+  return out;
+}
+
+const char* family_name(Family family) noexcept { return family_descriptor(family).name; }
 
 Family family_from_name(std::string_view name) {
-  for (std::size_t i = 0; i < kFamilyNames.size(); ++i)
-    if (name == kFamilyNames[i]) return static_cast<Family>(i);
-  std::string accepted;
-  for (const char* n : kFamilyNames) accepted += std::string(accepted.empty() ? "" : ", ") + n;
-  throw InvalidInput("unknown family \"" + std::string(name) + "\"; accepted: " + accepted);
+  if (const FamilyDescriptor* d = find_family(name)) return d->family;
+  throw InvalidInput("unknown family \"" + std::string(name) + "\"; accepted: " + family_names());
 }
 
-bool family_is_discrete(Family family) noexcept {
-  return family == Family::categorical || family == Family::poisson || family == Family::bernoulli;
-}
+bool family_is_discrete(Family family) noexcept { return family_descriptor(family).discrete; }
 
 }  // namespace mixle

@@ -2,6 +2,7 @@
 // change both together and bump kSchemaVersion when a field changes meaning.
 #include "host/bench/report.hpp"
 
+#include <mixle/family.hpp>
 #include <mixle/version.hpp>
 
 #include <nlohmann/json.hpp>
@@ -36,18 +37,6 @@ std::vector<std::string> build_features() {
   if (MIXLE_HAVE_GLOO) f.push_back("gloo");
   if (MIXLE_HAVE_MPI) f.push_back("mpi");
   return f;
-}
-
-const char* flop_formula(Family family) {
-  switch (family) {
-    case Family::gaussian_diag: return "8*N*K*D";
-    case Family::gaussian_full: return "4*N*K*D^2 + 4*N*K*D";
-    case Family::poisson:
-    case Family::exponential:
-    case Family::bernoulli: return "4*N*K*D";
-    case Family::categorical: return "2*N*K*D";
-  }
-  return "?";
 }
 
 json phase_json(const PhaseTimings& t) {
@@ -114,7 +103,7 @@ std::string format_json(const PreparedCase& p, const std::vector<BenchResult>& r
                  {"rows", c.rows},
                  {"dims", c.dims},
                  {"components", c.components},
-                 {"categories", c.family == Family::categorical ? c.categories : 0},
+                 {"categories", family_descriptor(c.family).categories ? c.categories : 0},
                  {"precision", engine::precision_name(c.precision)},
                  {"data_dtype", "f32"},
                  {"threads_requested", c.threads},
@@ -122,7 +111,7 @@ std::string format_json(const PreparedCase& p, const std::vector<BenchResult>& r
                  {"warmup", c.warmup},
                  {"seed", c.seed},
                  {"statistics", w.statistics},
-                 {"flop_formula", flop_formula(c.family)},
+                 {"flop_formula", flop_formula(family_descriptor(c.family).flops)},
                  {"flops_per_iteration", w.flops},
                  {"bytes_per_iteration", w.bytes},
                  {"clock", "steady_clock around synchronous calls"},
@@ -143,12 +132,12 @@ std::string format_table(const PreparedCase& p, const std::vector<BenchResult>& 
     out += line;
   };
   add("# mixle bench: %s  N=%zu D=%zu K=%zu%s  precision %s  data f32\n", family_name(c.family), c.rows,
-      c.dims, c.components, c.family == Family::categorical ? (" V=" + std::to_string(c.categories)).c_str() : "",
+      c.dims, c.components, family_descriptor(c.family).categories ? (" V=" + std::to_string(c.categories)).c_str() : "",
       engine::precision_name(c.precision));
   add("# %d timed repetitions per phase after %d warm-up iterations; steady_clock, synchronous calls\n",
       c.iters, c.warmup);
   add("# model per iteration: %.4g flop (%s), %.4g bytes (data once + %lld float64 statistics)\n", w.flops,
-      flop_formula(c.family), w.bytes, static_cast<long long>(w.statistics));
+      flop_formula(family_descriptor(c.family).flops).c_str(), w.bytes, static_cast<long long>(w.statistics));
   add("#\n# %-8s %-10s %10s %10s %10s %11s %11s %9s %8s %7s\n", "device", "phase", "min ms", "median ms",
       "mean ms", "rows/s", "NKD/s", "GFLOP/s", "GB/s", "%peak");
   for (const BenchResult& r : results) {

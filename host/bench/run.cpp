@@ -5,6 +5,7 @@
 #include "engine/compute.hpp"
 
 #include <mixle/error.hpp>
+#include <mixle/family.hpp>
 
 #include <omp.h>
 
@@ -132,14 +133,12 @@ WorkModel work_model(const BenchCase& c, const Model& model) {
   const double N = static_cast<double>(c.rows), K = static_cast<double>(c.components),
                D = static_cast<double>(c.dims);
   WorkModel w;
-  switch (c.family) {
-    case Family::gaussian_diag: w.flops = 8.0 * N * K * D; break;                    // E 4NKD + M 4NKD
-    case Family::gaussian_full: w.flops = 4.0 * N * K * D * D + 4.0 * N * K * D; break;  // dense accounting
-    case Family::poisson:
-    case Family::exponential:
-    case Family::bernoulli: w.flops = 4.0 * N * K * D; break;                        // E 2NKD + M 2NKD
-    case Family::categorical: w.flops = 2.0 * N * K * D; break;                      // gather + scatter adds
-  }
+  // The family's work model per (row, component): e.g. gaussian_diag's E 4D + M 4D.
+  const SizeRule& flops = family_descriptor(c.family).flops;
+  const double V = static_cast<double>(c.categories);
+  w.flops = N * K *
+            (static_cast<double>(flops.per_column) * D + static_cast<double>(flops.per_column_pair) * D * D +
+             static_cast<double>(flops.per_category) * D * V);
   w.statistics = engine::stat_layout(model).size;
   // Data read once per E-step (float32) plus the float64 statistics written once.
   w.bytes = 4.0 * N * static_cast<double>(model.columns()) + 8.0 * static_cast<double>(w.statistics);

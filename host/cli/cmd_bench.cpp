@@ -14,6 +14,7 @@
 #include "engine/compute.hpp"
 
 #include <mixle/error.hpp>
+#include <mixle/family.hpp>
 
 #include <cstdio>
 #include <memory>
@@ -85,8 +86,7 @@ int run_comm(const BenchArgs& a) {
 
 std::function<int()> setup_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
-  app.add_option("--family", a->family, "Component family (gaussian_diag, gaussian_full, categorical, poisson, "
-                                        "exponential, bernoulli)")->capture_default_str();
+  app.add_option("--family", a->family, "Component family (" + family_names() + ")")->capture_default_str();
   app.add_option("-n,--rows", a->rows, "Rows N of the synthetic dataset")->capture_default_str();
   app.add_option("-d,--dims", a->dims, "Dimensions D (columns)")->capture_default_str();
   app.add_option("-k,--components", a->components, "Components K")->capture_default_str();

@@ -5,6 +5,7 @@
 #include "host/progress.hpp"
 
 #include <mixle/error.hpp>
+#include <mixle/family.hpp>
 #include <mixle/distributed.hpp>
 #include <mixle/fit.hpp>
 
@@ -54,21 +55,17 @@ void print_summary(const FitResult& r, double seconds) {
   for (std::size_t k = 0; k < m.components(); ++k) {
     std::printf("  component %zu  weight %.4f", k, m.weights[k]);
     for (const Part& p : m.parts) {
-      const std::size_t D = p.dims(), show = std::min<std::size_t>(D, 4);
-      std::printf("  %s[", family_name(p.family));
-      const std::vector<double>* v = nullptr;
-      std::size_t stride = D;
-      switch (p.family) {
-        case Family::gaussian_diag:
-        case Family::gaussian_full: v = &p.mean; break;
-        case Family::poisson:
-        case Family::exponential: v = &p.rate; break;
-        case Family::bernoulli: v = &p.prob; break;
-        case Family::categorical: v = &p.prob; stride = D * p.categories; break;
-      }
-      const std::size_t n = p.family == Family::categorical ? std::min<std::size_t>(p.categories, 4) : show;
-      for (std::size_t i = 0; i < n; ++i) std::printf("%s%.4g", i ? " " : "", (*v)[k * stride + i]);
-      std::printf("%s]", (p.family == Family::categorical ? p.categories > n : D > n) ? " …" : "");
+      // The first parameter of the family, for its first column: D values (e.g. the means) or,
+      // for a family with categories, the first column's V values.
+      const FamilyDescriptor& family = family_descriptor(p.family);
+      const ParamDescriptor& shown = family.params.front();
+      const std::size_t per_component = static_cast<std::size_t>(
+          param_values(shown.shape, static_cast<std::int64_t>(p.dims()), static_cast<std::int64_t>(p.categories)));
+      const std::size_t row = shown.shape == ParamShape::per_category ? p.categories : p.dims();
+      const std::size_t n = std::min<std::size_t>(row, 4);
+      std::printf("  %s[", family.name);
+      for (std::size_t i = 0; i < n; ++i) std::printf("%s%.4g", i ? " " : "", (p.*shown.values)[k * per_component + i]);
+      std::printf("%s]", row > n ? " …" : "");
     }
     std::printf("\n");
   }
@@ -92,7 +89,7 @@ std::function<int()> setup_fit(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
   args->data.add_to(app);
   app.add_option("--family", args->family,
-                 "Family for all columns: gaussian_diag, gaussian_full, categorical, poisson, exponential, bernoulli");
+                 "Family for all columns: " + family_names());
   app.add_option("--layout", args->layout,
                  "Mixed record layout, e.g. gaussian_diag:0-4,categorical:4-5:3,poisson:5-7 (overrides --family)");
   app.add_option("-k,--components", args->components, "Number of components K");

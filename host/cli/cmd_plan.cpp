@@ -2,9 +2,11 @@
 #include "host/cli/command.hpp"
 #include "host/cli/data_args.hpp"
 
-#include "plan/json_fields.hpp"
+#include "engine/model_summary.hpp"
 
 #include <mixle/error.hpp>
+#include <mixle/family.hpp>
+#include <mixle/model.hpp>
 #include <mixle/plan/placement.hpp>
 
 #include <nlohmann/json.hpp>
@@ -24,6 +26,7 @@ struct PlanArgs {
   DataArgs data;
   std::string model_file;
   std::string family;
+  std::string layout;
   std::optional<std::size_t> components;
   std::size_t dims = 1;
   std::size_t categories = 0;
@@ -39,79 +42,19 @@ struct PlanArgs {
   bool json = false;
 };
 
-/// K and each part's family, columns and categories from a mixle model file (docs/design.md §4);
-/// only the fields planning needs are read.
-plan::ModelSummary read_model_summary(const std::string& path) {
-  const std::string text = plan::detail::read_text(path);
-  Json doc;
-  try {
-    doc = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    throw InvalidInput("model file '" + path + "' is not valid JSON: " + e.what());
-  }
-  const std::string where = "model file '" + path + "': ";
-  if (!doc.is_object() || doc.value("format", std::string()) != "mixle-model") {
-    throw InvalidInput(where + "format is not \"mixle-model\"; accepted: a model written by mixle");
-  }
-  const Json& weights = doc.contains("weights") ? doc["weights"] : Json();
-  if (!weights.is_array() || weights.empty()) {
-    throw InvalidInput(where + "weights must be a non-empty list (one weight per component)");
-  }
-  const Json& parts = doc.contains("parts") ? doc["parts"] : Json();
-  if (!parts.is_array() || parts.empty()) {
-    throw InvalidInput(where + "parts must be a non-empty list");
-  }
-  plan::ModelSummary model;
-  model.components = weights.size();
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const Json& p = parts[i];
-    const std::string ctx = "parts[" + std::to_string(i) + "]";
-    try {
-      if (!p.is_object()) throw InvalidInput(ctx + " is not an object");
-      plan::PartSummary part;
-      part.family = plan::detail::get_string(p, ctx, "family");
-      const Json& cols = plan::detail::require(p, ctx, "columns");
-      if (!cols.is_array() || cols.size() != 2) {
-        throw InvalidInput(ctx + ".columns=" + plan::detail::describe(cols) +
-                           " is not [start, stop]; accepted: two integers with start < stop");
-      }
-      const std::uint64_t start = plan::detail::as_uint(cols[0], ctx + ".columns[0]");
-      const std::uint64_t stop = plan::detail::as_uint(cols[1], ctx + ".columns[1]");
-      if (stop <= start) {
-        throw InvalidInput(ctx + ".columns=[" + std::to_string(start) + ", " + std::to_string(stop) +
-                           "] is empty; accepted: start < stop");
-      }
-      part.dims = stop - start;
-      if (part.family == "categorical") {
-        if (p.contains("categories")) {
-          part.categories = plan::detail::as_uint(p["categories"], ctx + ".categories");
-        } else if (p.contains("prob") && p["prob"].is_array() && !p["prob"].empty() &&
-                   p["prob"][0].is_array() && !p["prob"][0].empty()) {
-          // prob is K×V, or K×D×V when the part spans several columns.
-          const Json& row = p["prob"][0];
-          part.categories = row[0].is_array() ? row[0].size() : row.size();
-        } else {
-          throw InvalidInput(ctx + " (categorical) has neither categories nor a prob table");
-        }
-      }
-      model.parts.push_back(std::move(part));
-    } catch (const InvalidInput& e) {
-      throw InvalidInput(where + e.what());
-    }
-  }
-  model.validate();
-  return model;
-}
-
+/// The model to plan: a model file (read and validated as `mixle fit --init model` reads it), a
+/// layout of parts (the syntax of `mixle fit --layout`), or one family over --dims columns.
 plan::ModelSummary model_from_args(const PlanArgs& a) {
-  if (!a.model_file.empty() && !a.family.empty()) {
-    throw UsageError("give either --model FILE or --family F --components K, not both");
+  const int given = !a.model_file.empty() + !a.family.empty() + !a.layout.empty();
+  if (given > 1) throw UsageError("give one of --model FILE, --family F or --layout L, not several");
+  if (!a.model_file.empty()) return engine::summarise(load_model(a.model_file));
+  if (given == 0 || !a.components) {
+    throw UsageError("the model is needed: --model FILE, --family F --components K [--dims D], "
+                     "or --layout L --components K");
   }
-  if (!a.model_file.empty()) return read_model_summary(a.model_file);
-  if (a.family.empty() || !a.components) {
-    throw UsageError("the model is needed: --model FILE, or --family F --components K [--dims D]");
-  }
-  plan::ModelSummary model{*a.components, {{a.family, a.dims, a.categories}}};
+  plan::ModelSummary model = a.layout.empty()
+                                 ? plan::ModelSummary{*a.components, {{a.family, a.dims, a.categories}}}
+                                 : engine::summarise(*a.components, parse_layout(a.layout, 0), 0);
   model.validate();
   return model;
 }
@@ -172,10 +115,10 @@ std::function<int()> setup_plan(CLI::App& app) {
   a->data.add_to(app, /*required=*/false);
   app.add_option("--model", a->model_file, "A mixle model JSON file (K and the parts)")
       ->check(CLI::ExistingFile);
-  app.add_option("--family", a->family,
-                 "Family of a one-part model: gaussian_diag, gaussian_full, categorical, poisson, "
-                 "exponential, bernoulli");
-  app.add_option("--components", a->components, "K, with --family");
+  app.add_option("--family", a->family, "Family of a one-part model: " + family_names());
+  app.add_option("--layout", a->layout,
+                 "Parts of a model, as mixle fit --layout takes them (e.g. gaussian_diag:0-4,categorical:4-5:3)");
+  app.add_option("--components", a->components, "K, with --family or --layout");
   app.add_option("--dims", a->dims, "Columns of the one-part model (default 1)");
   app.add_option("--categories", a->categories, "Categories per column, for --family categorical");
   app.add_option("--resources", a->resources_file, "A Resources JSON file (mixle resources --out)")

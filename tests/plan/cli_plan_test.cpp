@@ -1,4 +1,5 @@
 // `mixle resources` and `mixle plan` end to end: real processes, output parsed back.
+#include <mixle/model.hpp>
 #include <mixle/plan.hpp>
 
 #include "plan/test_util.hpp"
@@ -122,16 +123,24 @@ TEST_F(PlanCli, PlanJsonMatchesTheLibrary) {
 TEST_F(PlanCli, PlanReadsTheModelFile) {
   Resources::single_cpu().save(path("res.json"));
   write("model.json", R"({"format": "mixle-model", "version": 1, "weights": [0.5, 0.25, 0.25],
-      "parts": [{"family": "gaussian_diag", "columns": [0, 2]},
-                {"family": "categorical", "columns": [2, 3], "prob": [[0.5, 0.5, 0], [0.2, 0.3, 0.5], [1, 0, 0]]}]})");
+      "parts": [{"family": "gaussian_diag", "columns": [0, 2],
+                 "mean": [[0, 0], [1, 1], [2, 2]], "var": [[1, 1], [1, 1], [1, 1]]},
+                {"family": "categorical", "columns": [2, 3], "categories": 3,
+                 "prob": [[0.5, 0.5, 0], [0.2, 0.3, 0.5], [1, 0, 0]]}]})");
   CliRun r = run("plan --rows 10 --model " + path("model.json") + " --resources " + path("res.json") +
               " --json --safety-factor 1");
   ASSERT_EQ(r.code, 0) << r.err;
   Placement p = Placement::from_json(nlohmann::json::parse(r.out).at("placement").dump());
   ModelSummary expected{3, {{"gaussian_diag", 2, 0}, {"categorical", 1, 3}}};
   EXPECT_EQ(p.model_bytes, expected.parameter_bytes());
+  EXPECT_EQ(p.statistic_bytes, expected.statistic_bytes());
   EXPECT_EQ(p.encoded_row_bytes, 3 * 4);
   EXPECT_EQ(p.transient_row_bytes, 3 * 4);
+  // The same shape as a layout gives the same bytes.
+  CliRun layout = run("plan --rows 10 --layout gaussian_diag:0-2,categorical:2-3:3 --components 3 --resources " +
+                      path("res.json") + " --json --safety-factor 1");
+  ASSERT_EQ(layout.code, 0) << layout.err;
+  EXPECT_EQ(Placement::from_json(nlohmann::json::parse(layout.out).at("placement").dump()), p);
   // The table names every shard and its rows.
   CliRun table = run("plan --rows 10 --model " + path("model.json") + " --resources " + path("res.json"));
   ASSERT_EQ(table.code, 0) << table.err;
@@ -139,25 +148,38 @@ TEST_F(PlanCli, PlanReadsTheModelFile) {
   EXPECT_NE(table.out.find("[0, 10)"), std::string::npos);
 }
 
-// A categorical part described by its prob table alone: the categories are its rows' length,
-// for one component (a single K×V row) and for a part over several columns (K×D×V).
-TEST_F(PlanCli, PlanTakesCategoriesFromTheProbTable) {
+// The plan command reads model files with the fit's parser: what `mixle fit --init model`
+// refuses, `mixle plan` refuses with the same message (the version, parameters, the categorical
+// rule), and a layout's categorical part needs its V.
+TEST_F(PlanCli, PlanReadsModelsAsTheFitDoes) {
   Resources::single_cpu().save(path("res.json"));
-  write("one.json", R"({"format": "mixle-model", "version": 1, "weights": [1],
-      "parts": [{"family": "categorical", "columns": [0, 1], "prob": [[0.25, 0.25, 0.25, 0.25]]}]})");
-  write("cols.json", R"({"format": "mixle-model", "version": 1, "weights": [0.5, 0.5],
-      "parts": [{"family": "categorical", "columns": [0, 2],
-                 "prob": [[[0.5, 0.5], [0.1, 0.9]], [[0.3, 0.7], [1, 0]]]}]})");
-  for (const auto& [file, expected] :
-       {std::pair{"one.json", ModelSummary{1, {{"categorical", 1, 4}}}},
-        std::pair{"cols.json", ModelSummary{2, {{"categorical", 2, 2}}}}}) {
+  const std::string tail = " --resources " + path("res.json");
+  write("noversion.json", R"({"format": "mixle-model", "weights": [1],
+      "parts": [{"family": "poisson", "columns": [0, 1], "rate": [[2]]}]})");
+  write("noparams.json", R"({"format": "mixle-model", "version": 1, "weights": [1],
+      "parts": [{"family": "poisson", "columns": [0, 1]}]})");
+  write("onecat.json", R"({"format": "mixle-model", "version": 1, "weights": [1],
+      "parts": [{"family": "categorical", "columns": [0, 1], "categories": 1, "prob": [[1]]}]})");
+  for (const char* file : {"noversion.json", "noparams.json"}) {
     SCOPED_TRACE(file);
-    CliRun r = run(std::string("plan --rows 10 --model ") + path(file) + " --resources " + path("res.json") +
-                   " --json --safety-factor 1");
-    ASSERT_EQ(r.code, 0) << r.err;
-    Placement p = Placement::from_json(nlohmann::json::parse(r.out).at("placement").dump());
-    EXPECT_EQ(p.model_bytes, expected.parameter_bytes());
+    std::string fit_error;
+    try {
+      mixle::load_model(path(file));
+    } catch (const mixle::InvalidInput& e) {
+      fit_error = e.what();
+    }
+    ASSERT_FALSE(fit_error.empty());
+    CliRun r = run("plan --rows 5 --model " + path(file) + tail);
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find(fit_error), std::string::npos) << r.err << "\nfit says: " << fit_error;
   }
+  // One category is a valid model for the fit, and so for the plan.
+  CliRun one = run("plan --rows 5 --json --model " + path("onecat.json") + tail);
+  ASSERT_EQ(one.code, 0) << one.err;
+  CliRun nov = run("plan --rows 5 --layout categorical:0-1 --components 2" + tail);
+  EXPECT_EQ(nov.code, 1);
+  EXPECT_NE(nov.err.find("categories=0"), std::string::npos) << nov.err;
+  EXPECT_EQ(run("plan --rows 5 --layout poisson:0-1 --family poisson --components 2" + tail).code, 2);
 }
 
 // The table: every line of a table has the same width (headers and values padded to the same
@@ -215,7 +237,8 @@ TEST_F(PlanCli, PlanErrorsExitWithTheRightCodes) {
   // Usage: no model, both models, no rows → 2.
   EXPECT_EQ(run("plan --rows 5 --resources " + path("res.json")).code, 2);
   EXPECT_EQ(run("plan --family poisson --components 2 --resources " + path("res.json")).code, 2);
-  write("m.json", R"({"format": "mixle-model", "weights": [1], "parts": [{"family": "poisson", "columns": [0, 1]}]})");
+  write("m.json", R"({"format": "mixle-model", "version": 1, "weights": [1],
+      "parts": [{"family": "poisson", "columns": [0, 1], "rate": [[1]]}]})");
   EXPECT_EQ(run("plan --rows 5 --model " + path("m.json") + " --family poisson --components 2 --resources " +
                 path("res.json")).code, 2);
   // Bad values and impossible plans → 1 with a message.
@@ -225,12 +248,13 @@ TEST_F(PlanCli, PlanErrorsExitWithTheRightCodes) {
   CliRun sf = run("plan --rows 5 --family poisson --components 2 --safety-factor -1 --resources " + path("res.json"));
   EXPECT_EQ(sf.code, 1);
   EXPECT_NE(sf.err.find("safety_factor=-1"), std::string::npos) << sf.err;
-  write("none.json", R"({"format": "mixle-model", "weights": [1], "parts": []})");
+  write("none.json", R"({"format": "mixle-model", "version": 1, "weights": [1], "parts": []})");
   CliRun none = run("plan --rows 5 --model " + path("none.json") + " --resources " + path("res.json"));
   EXPECT_EQ(none.code, 1);
-  EXPECT_NE(none.err.find("parts must be a non-empty list"), std::string::npos) << none.err;
-  write("bad.json", R"({"format": "mixle-model", "weights": [1], "parts": [{"family": "poisson", "columns": [3, 1]}]})");
+  EXPECT_NE(none.err.find("\"parts\" is empty"), std::string::npos) << none.err;
+  write("bad.json", R"({"format": "mixle-model", "version": 1, "weights": [1],
+      "parts": [{"family": "poisson", "columns": [3, 1], "rate": [[1]]}]})");
   CliRun bad = run("plan --rows 5 --model " + path("bad.json") + " --resources " + path("res.json"));
   EXPECT_EQ(bad.code, 1);
-  EXPECT_NE(bad.err.find("parts[0].columns=[3, 1]"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("parts[0]: \"columns\" [3, 1) is empty"), std::string::npos) << bad.err;
 }

@@ -54,10 +54,18 @@ TEST(PlacementMemoryModel, FamilyFormulas) {
 }
 
 TEST(PlacementMemoryModel, RejectsBadModelsNamingThePart) {
-  expect_mentions(message_of<InvalidInput>([] { ModelSummary{2, {{"gamma", 1, 0}}}.validate(); }),
-                  {"part 0", "family='gamma'", "gaussian_diag"});
-  expect_mentions(message_of<InvalidInput>([] { ModelSummary{2, {{"categorical", 1, 1}}}.validate(); }),
-                  {"categories=1", "categories ≥ 2"});
+  expect_mentions(message_of<InvalidInput>([] { ModelSummary{2, {{"weibull", 1, 0}}}.validate(); }),
+                  {"part 0", "family='weibull'", "gaussian_diag", "bernoulli"});
+  // The categorical rule is the model file's: V ≥ 1 (a column that only ever holds code 0 is a
+  // valid fit), and only families with categories state V.
+  expect_mentions(message_of<InvalidInput>([] { ModelSummary{2, {{"categorical", 1, 0}}}.validate(); }),
+                  {"part 0", "categories=0", "categories ≥ 1"});
+  EXPECT_NO_THROW((ModelSummary{2, {{"categorical", 1, 1}}}.validate()));
+  expect_mentions(message_of<InvalidInput>([] { ModelSummary{2, {{"gaussian_diag", 2, 0}, {"poisson", 1, 3}}}.validate(); }),
+                  {"part 1", "categories=3", "poisson", "categories 0"});
+  // Sizes of an unknown family are refused too (without validate()).
+  expect_mentions(message_of<InvalidInput>([] { ModelSummary{2, {{"weibull", 1, 0}}}.statistic_values_per_component(); }),
+                  {"family='weibull'"});
   expect_mentions(message_of<InvalidInput>([] { ModelSummary{0, {{"poisson", 1, 0}}}.validate(); }),
                   {"components=0", "K ≥ 1"});
 }

@@ -1,0 +1,102 @@
+// Family descriptors are the one statement of a family's shape: the registry finds every family
+// by name and enum, and what the descriptors say — parameter shapes, statistics sizes, free
+// parameters — matches what the engine really allocates, packs and counts.
+#include "engine/estimator.hpp"
+#include "engine/families/family_ops.hpp"
+#include "engine/model_summary.hpp"
+
+#include <mixle/error.hpp>
+#include <mixle/family.hpp>
+#include <mixle/model.hpp>
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace mixle {
+namespace {
+
+TEST(FamilyDescriptors, RegistryFindsEveryFamilyByNameAndEnum) {
+  std::set<std::string> names;
+  for (const FamilyDescriptor* d : family_descriptors()) {
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(&family_descriptor(d->family), d) << d->name;
+    EXPECT_EQ(find_family(d->name), d);
+    EXPECT_EQ(family_from_name(d->name), d->family);
+    EXPECT_STREQ(family_name(d->family), d->name);
+    EXPECT_EQ(&engine::family_ops(d->family).descriptor(), d) << d->name;
+    EXPECT_FALSE(d->params.empty()) << d->name;
+    EXPECT_NE(std::string(d->summary), "") << d->name;
+    names.insert(d->name);
+    EXPECT_NE(family_names().find(d->name), std::string::npos);
+  }
+  EXPECT_EQ(names.size(), family_descriptors().size()) << "names are unique";
+  EXPECT_EQ(names.size(), 6u);
+  EXPECT_EQ(find_family("gaussian"), nullptr);
+  try {
+    family_from_name("gaussian");
+    FAIL() << "an unknown name is refused";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find(family_names()), std::string::npos) << e.what();
+  }
+}
+
+// A model with one part of every family, D = 3 columns each (V = 4 for categorical), K = 2:
+// the planner's bytes (from descriptors) equal the engine's parameter arrays and statistics
+// buffer, and the free parameters follow the families' formulas.
+TEST(FamilyDescriptors, SizesMatchWhatTheEngineAllocates) {
+  constexpr std::size_t K = 2, D = 3, V = 4;
+  Model model;
+  model.weights = {0.5, 0.5};
+  std::size_t column = 0;
+  for (const FamilyDescriptor* d : family_descriptors()) {
+    Part p;
+    p.family = d->family;
+    p.col_begin = column;
+    p.col_end = column += D;
+    p.categories = d->categories ? V : 0;
+    engine::family_ops(d->family).resize(p, K);
+    model.parts.push_back(p);
+  }
+  std::uint64_t values = K;  // the weights
+  for (const Part& p : model.parts)
+    for (const ParamDescriptor& param : family_descriptor(p.family).params) {
+      EXPECT_EQ((p.*param.values).size(),
+                K * static_cast<std::size_t>(param_values(param.shape, D, static_cast<std::int64_t>(p.categories))))
+          << family_name(p.family) << "." << param.name;
+      values += (p.*param.values).size();
+    }
+  const plan::ModelSummary summary = engine::summarise(model);
+  ASSERT_NO_THROW(summary.validate());
+  EXPECT_EQ(summary.parameter_bytes(), 8 * values);
+  EXPECT_EQ(summary.statistic_bytes(), 8 * static_cast<std::uint64_t>(engine::stat_layout(model).size));
+  // diag 2D, full D + D(D+1)/2, categorical D(V−1), poisson, exponential, bernoulli D each.
+  EXPECT_EQ(model.free_parameters(), (K - 1) + K * (2 * D + (D + D * (D + 1) / 2) + D * (V - 1) + 3 * D));
+}
+
+// A layout summarises like the model it initialises; a categorical part whose V comes from the
+// data counts with the V given for unknown ones.
+TEST(FamilyDescriptors, LayoutSummariesCountUnknownCategories) {
+  const plan::ModelSummary s = engine::summarise(3, parse_layout("gaussian_full:0-2,categorical:2-4", 4), 5);
+  ASSERT_EQ(s.parts.size(), 2u);
+  EXPECT_EQ(s.components, 3u);
+  EXPECT_EQ(s.parts[0].family, "gaussian_full");
+  EXPECT_EQ(s.parts[0].dims, 2u);
+  EXPECT_EQ(s.parts[0].categories, 0u);
+  EXPECT_EQ(s.parts[1].categories, 5u);
+  EXPECT_EQ(engine::summarise(3, parse_layout("categorical:0-2:7", 2), 5).parts[0].categories, 7u);
+}
+
+// The benchmark's work model reads as it always has (bench reports carry these strings).
+TEST(FamilyDescriptors, FlopFormulas) {
+  EXPECT_EQ(flop_formula(family_descriptor(Family::gaussian_diag).flops), "8*N*K*D");
+  EXPECT_EQ(flop_formula(family_descriptor(Family::gaussian_full).flops), "4*N*K*D^2 + 4*N*K*D");
+  EXPECT_EQ(flop_formula(family_descriptor(Family::categorical).flops), "2*N*K*D");
+  for (const Family f : {Family::poisson, Family::exponential, Family::bernoulli})
+    EXPECT_EQ(flop_formula(family_descriptor(f).flops), "4*N*K*D") << family_name(f);
+  EXPECT_EQ(flop_formula({.per_column = 1, .per_category = 3}), "1*N*K*D + 3*N*K*D*V");
+}
+
+}  // namespace
+}  // namespace mixle
