@@ -4,6 +4,8 @@ find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 2.1 REQUIRED)
+# Boost.Math's digamma and trigamma (header-only) for the gamma family's M-step.
+find_package(Boost 1.74 REQUIRED)
 
 # ---- CUDA (optional) -------------------------------------------------------------------------
 # MIXLE_CUDA_LIBS is what code using the CUDA runtime and cuBLAS links: the toolkit's libraries,

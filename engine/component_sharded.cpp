@@ -4,6 +4,7 @@
 #include "engine/report.hpp"
 
 #include <mixle/error.hpp>
+#include <mixle/family.hpp>
 #include <mixle/plan/placement.hpp>
 
 #include <algorithm>
@@ -18,8 +19,17 @@ namespace {
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 /// The arrays of a part that hold parameters, in a fixed order (flattening, byte counts).
-std::vector<std::vector<double>*> part_arrays(Part& p) { return {&p.mean, &p.var, &p.cov, &p.prob, &p.rate}; }
-std::vector<const std::vector<double>*> part_arrays(const Part& p) { return {&p.mean, &p.var, &p.cov, &p.prob, &p.rate}; }
+/// The part's parameter arrays, as its family's descriptor lists them.
+std::vector<std::vector<double>*> part_arrays(Part& p) {
+  std::vector<std::vector<double>*> out;
+  for (const ParamDescriptor& param : family_descriptor(p.family).params) out.push_back(&(p.*param.values));
+  return out;
+}
+std::vector<const std::vector<double>*> part_arrays(const Part& p) {
+  std::vector<const std::vector<double>*> out;
+  for (const ParamDescriptor& param : family_descriptor(p.family).params) out.push_back(&(p.*param.values));
+  return out;
+}
 
 }  // namespace
 

@@ -24,4 +24,9 @@ plan::ModelSummary summarise(std::size_t components, const std::vector<PartSpec>
   return summary;
 }
 
+plan::ModelSummary summarise(const FitOptions& options, std::size_t columns) {
+  if (options.init == InitMethod::model && options.init_model) return summarise(*options.init_model);
+  return summarise(options.components, parse_layout(options.layout, columns), kUnreadCategories);
+}
+
 }  // namespace mixle::engine

@@ -2,6 +2,7 @@
 // place the engine's models become the plain summary the planner sizes.
 #pragma once
 
+#include <mixle/fit.hpp>
 #include <mixle/model.hpp>
 #include <mixle/plan/placement.hpp>
 
@@ -18,5 +19,11 @@ plan::ModelSummary summarise(const Model& model);
 /// since the data may not be read yet.
 plan::ModelSummary summarise(std::size_t components, const std::vector<PartSpec>& specs,
                              std::size_t unknown_categories);
+
+/// The model a fit with `options` fits, before its data are read: the initial model
+/// (InitMethod::model), or `components` components laid out by `layout` over `columns`, where a
+/// part whose categories come from the data counts V = kUnreadCategories.
+constexpr std::size_t kUnreadCategories = 2;
+plan::ModelSummary summarise(const FitOptions& options, std::size_t columns);
 
 }  // namespace mixle::engine

@@ -78,13 +78,6 @@ std::string device_for_rank(const std::string& device, const host::LaunchEnv& en
 }
 
 
-/// The planner's view of the model to fit (auto_parallel_estimator). A categorical part whose
-/// V comes from the data (categories 0) is counted with V = 2: the data is not read yet.
-plan::ModelSummary model_summary(const FitOptions& options, std::size_t cols) {
-  if (options.init == InitMethod::model && options.init_model) return engine::summarise(*options.init_model);
-  return engine::summarise(std::max<std::size_t>(options.components, 1), parse_layout(options.layout, cols), 2);
-}
-
 /// Every rank's resident parameter and statistic bytes, gathered on every rank (one all-gather).
 void gather_resident(comms::Communicator& comm, std::uint64_t parameter_bytes, std::uint64_t statistic_bytes,
                      DistributedFitResult& result) {
@@ -254,7 +247,7 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
         groups = 1;
         if (!dist.resources_file.empty()) {
           const engine::ParallelChoice choice = engine::auto_parallel_estimator(
-              host::estimator_options(options), model_summary(options, info.cols), plan::Resources::load(dist.resources_file),
+              host::estimator_options(options), engine::summarise(options, info.cols), plan::Resources::load(dist.resources_file),
               info.rows, 1, comm->size());
           groups = choice.shard_components;
           reason = choice.reason;

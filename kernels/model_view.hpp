@@ -11,6 +11,8 @@
 //     gaussian_full  Σ r (x−s)  [D],  Σ r (x−s)(x−s)ᵀ  [D×D, row-major, symmetric]
 //     categorical    Σ r [x_d = v]  [D×V]
 //     poisson, exponential, bernoulli   Σ r x  [D]
+//     gamma          Σ r x  [D],  Σ r log x  [D]
+//     lognormal      Σ r (log x − s)  [D],  Σ r (log x − s)²  [D]
 //   where s is the part's per-component shift (the previous means), which keeps float32
 //   accumulation of second moments free of cancellation.
 //
@@ -22,6 +24,8 @@
 //   poisson        log rate [D]     (adds x·log rate; −rate in log_const, −log x! per row)
 //   exponential    rate [D]         (adds −rate·x; log rate in log_const)
 //   bernoulli      log p [D], log(1−p) [D]                            (coef_stride 2D)
+//   gamma          shape − 1 [D] (on log x), rate [D] (adds −rate·x)  (coef_stride 2D)
+//   lognormal      mean [D], −1/(2 var) [D] of log x; −Σ log x per row (coef_stride 2D)
 // log_const[k] = log weight_k + every part's x-independent normalising terms.
 #pragma once
 
@@ -38,6 +42,8 @@ enum class PartKind : int {
   poisson = 3,
   exponential = 4,
   bernoulli = 5,
+  gamma = 6,
+  lognormal = 7,
 };
 
 template <class T>

@@ -92,6 +92,22 @@ class Categorical final : public FamilyOps {
       row[p.col_begin + d] = static_cast<double>(code);
     }
   }
+
+  // Each component favours one category per column (weight 4 against 1 for the others); the
+  // perturbation mixes 20% uniform in, so every code stays possible.
+  void draw_benchmark_parameters(Part& p, std::size_t K, std::mt19937_64& rng) const override {
+    const std::size_t V = p.categories;
+    p.prob.resize(K * p.dims() * V);
+    std::uniform_int_distribution<std::size_t> pick(0, V - 1);
+    for (std::size_t kd = 0; kd < K * p.dims(); ++kd) {
+      const std::size_t favourite = pick(rng);
+      for (std::size_t v = 0; v < V; ++v)
+        p.prob[kd * V + v] = (v == favourite ? 4.0 : 1.0) / (static_cast<double>(V) + 3.0);
+    }
+  }
+  void perturb(Part& p, std::mt19937_64&) const override {
+    for (auto& q : p.prob) q = 0.8 * q + 0.2 / static_cast<double>(p.categories);
+  }
 };
 
 }  // namespace

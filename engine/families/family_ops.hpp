@@ -65,7 +65,27 @@ class FamilyOps {
 
   /// Draws the part's columns of one row from component k into row[col_begin, col_end).
   virtual void sample(const Part& part, std::size_t k, std::mt19937_64& rng, double* row) const = 0;
+
+  /// The benchmark's recipe (host/bench/case.cpp): sizes the part's parameters for K components
+  /// and draws well-separated values (categories already set for families that have them) …
+  virtual void draw_benchmark_parameters(Part& part, std::size_t K, std::mt19937_64& rng) const = 0;
+  /// … and moves every parameter by a fraction of its scale: the benchmark evaluates a model
+  /// near, not at, the one that generated the data.
+  virtual void perturb(Part& part, std::mt19937_64& rng) const = 0;
 };
+
+/// Centres N(0, 4²) — the recipe of the scikit-learn anchor for the Gaussian families.
+inline void draw_benchmark_centres(std::vector<double>& mean, std::size_t n, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  mean.resize(n);
+  for (auto& m : mean) m = 4.0 * normal(rng);
+}
+
+/// Multiplies every value by a factor drawn from U(0.8, 1.25).
+inline void scale_by_random_factors(std::vector<double>& values, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> factor(0.8, 1.25);
+  for (auto& v : values) v *= factor(rng);
+}
 
 /// The operations of `family` (a static instance).
 const FamilyOps& family_ops(Family family);

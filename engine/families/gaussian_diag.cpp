@@ -1,4 +1,5 @@
-// gaussian_diag: independent normal columns; parameters mean K×D, var K×D.
+// gaussian_diag: independent normal columns; parameters mean K×D, var K×D. lognormal runs its
+// parameters (those of log x) through these operations too (engine/families/lognormal.cpp).
 #include "engine/families/checks.hpp"
 #include "engine/families/family_ops.hpp"
 
@@ -39,14 +40,18 @@ class GaussianDiag final : public FamilyOps {
   }
 
   void validate(const Part& p, std::size_t K, const std::string& where) const override {
+    // The fields as the part's family names them (lognormal's are "log_mean" and "log_var").
+    const auto params = family_descriptor(p.family).params;
+    const char* mean = params[0].name;
+    const char* var = params[1].name;
     const std::size_t D = p.dims();
-    require_size(p.mean, K * D, where, "mean", "K×D");
-    require_size(p.var, K * D, where, "var", "K×D");
+    require_size(p.mean, K * D, where, mean, "K×D");
+    require_size(p.var, K * D, where, var, "K×D");
     for (std::size_t k = 0; k < K; ++k)
       for (std::size_t d = 0; d < D; ++d) {
-        require_value(std::isfinite(p.mean[k * D + d]), where, "mean", k, d, p.mean[k * D + d], "must be finite");
+        require_value(std::isfinite(p.mean[k * D + d]), where, mean, k, d, p.mean[k * D + d], "must be finite");
         const double v = p.var[k * D + d];
-        require_value(std::isfinite(v) && v > 0.0, where, "var", k, d, v, "must be finite and > 0");
+        require_value(std::isfinite(v) && v > 0.0, where, var, k, d, v, "must be finite and > 0");
       }
   }
 
@@ -83,7 +88,7 @@ class GaussianDiag final : public FamilyOps {
       // 0: an invalid model whose log-density is NaN/∞. Stop with the remedy, as
       // gaussian_full does for a singular covariance (and scikit-learn for both).
       if (!(p.var[k * D + d] > 0.0))
-        throw InvalidInput("gaussian_diag component " + std::to_string(k) + ", column " +
+        throw InvalidInput(std::string(family_name(p.family)) + " component " + std::to_string(k) + ", column " +
                            std::to_string(p.col_begin + d) +
                            ": the variance collapsed to 0 (the component's rows are all equal "
                            "there); increase --reg-covar (reg_covar, default 1e-6)");
@@ -95,6 +100,25 @@ class GaussianDiag final : public FamilyOps {
     std::normal_distribution<double> normal(0.0, 1.0);
     for (std::size_t d = 0; d < D; ++d)
       row[p.col_begin + d] = p.mean[k * D + d] + std::sqrt(p.var[k * D + d]) * normal(rng);
+  }
+
+  // Centres N(0, 4²), scales U(0.5, 1.5); perturbed by half a scale and a variance factor.
+  void draw_benchmark_parameters(Part& p, std::size_t K, std::mt19937_64& rng) const override {
+    draw_benchmark_centres(p.mean, K * p.dims(), rng);
+    std::uniform_real_distribution<double> scale(0.5, 1.5);
+    p.var.resize(K * p.dims());
+    for (auto& v : p.var) {
+      const double s = scale(rng);
+      v = s * s;
+    }
+  }
+  void perturb(Part& p, std::mt19937_64& rng) const override {
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::uniform_real_distribution<double> factor(0.8, 1.25);
+    for (std::size_t i = 0; i < p.mean.size(); ++i) {
+      p.mean[i] += 0.5 * std::sqrt(p.var[i]) * normal(rng);
+      p.var[i] *= factor(rng);
+    }
   }
 };
 

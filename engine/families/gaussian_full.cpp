@@ -127,6 +127,42 @@ class GaussianFull final : public FamilyOps {
       row[p.col_begin + i] = v;
     }
   }
+
+  // Centres N(0, 4²); Σ = diag(s²) + A·Aᵀ/(2D) with s ~ U(0.5, 1.5) and A standard normal:
+  // positive definite, with correlations of moderate size. Perturbed by half a standard
+  // deviation per mean and one covariance factor per component (keeping Σ positive definite).
+  void draw_benchmark_parameters(Part& p, std::size_t K, std::mt19937_64& rng) const override {
+    const std::size_t D = p.dims();
+    draw_benchmark_centres(p.mean, K * D, rng);
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::uniform_real_distribution<double> scale(0.5, 1.5);
+    p.cov.assign(K * D * D, 0.0);
+    std::vector<double> a(D * D);
+    for (std::size_t k = 0; k < K; ++k) {
+      for (auto& x : a) x = normal(rng);
+      double* S = p.cov.data() + k * D * D;
+      for (std::size_t i = 0; i < D; ++i)
+        for (std::size_t j = 0; j < D; ++j) {
+          double dot = 0.0;
+          for (std::size_t l = 0; l < D; ++l) dot += a[i * D + l] * a[j * D + l];
+          S[i * D + j] = dot / (2.0 * static_cast<double>(D));
+        }
+      for (std::size_t i = 0; i < D; ++i) {
+        const double s = scale(rng);
+        S[i * D + i] += s * s;
+      }
+    }
+  }
+  void perturb(Part& p, std::mt19937_64& rng) const override {
+    const std::size_t D = p.dims(), K = p.mean.size() / D;
+    std::normal_distribution<double> normal(0.0, 1.0);
+    std::uniform_real_distribution<double> factor(0.8, 1.25);
+    for (std::size_t k = 0; k < K; ++k) {
+      const double f = factor(rng);
+      for (std::size_t d = 0; d < D; ++d) p.mean[k * D + d] += 0.5 * std::sqrt(p.cov[k * D * D + d * D + d]) * normal(rng);
+      for (std::size_t i = 0; i < D * D; ++i) p.cov[k * D * D + i] *= f;
+    }
+  }
 };
 
 }  // namespace

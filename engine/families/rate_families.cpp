@@ -64,6 +64,7 @@ class PositiveRate : public FamilyOps {
  public:
   int coef_stride(const Part& p) const override { return static_cast<int>(p.dims()); }
   void resize(Part& p, std::size_t K) const override { p.rate.assign(K * p.dims(), 1.0); }
+  void perturb(Part& p, std::mt19937_64& rng) const override { scale_by_random_factors(p.rate, rng); }
   void validate(const Part& p, std::size_t K, const std::string& where) const override {
     require_size(p.rate, K * p.dims(), where, "rate", "K×D");
     for (std::size_t i = 0; i < p.rate.size(); ++i)
@@ -99,6 +100,11 @@ class Poisson final : public PositiveRate {
       row[p.col_begin + d] = static_cast<double>(dist(rng));
     }
   }
+  void draw_benchmark_parameters(Part& p, std::size_t K, std::mt19937_64& rng) const override {
+    std::uniform_real_distribution<double> rate(1.0, 20.0);
+    p.rate.resize(K * p.dims());
+    for (auto& r : p.rate) r = rate(rng);
+  }
 };
 
 class Exponential final : public PositiveRate {
@@ -127,6 +133,11 @@ class Exponential final : public PositiveRate {
       std::exponential_distribution<double> dist(p.rate[k * p.dims() + d]);
       row[p.col_begin + d] = dist(rng);
     }
+  }
+  void draw_benchmark_parameters(Part& p, std::size_t K, std::mt19937_64& rng) const override {
+    std::uniform_real_distribution<double> rate(0.2, 5.0);
+    p.rate.resize(K * p.dims());
+    for (auto& r : p.rate) r = rate(rng);
   }
 };
 
@@ -162,6 +173,15 @@ class Bernoulli final : public FamilyOps {
     std::uniform_real_distribution<double> u(0.0, 1.0);
     for (std::size_t d = 0; d < p.dims(); ++d)
       row[p.col_begin + d] = u(rng) < p.prob[k * p.dims() + d] ? 1.0 : 0.0;
+  }
+  void draw_benchmark_parameters(Part& p, std::size_t K, std::mt19937_64& rng) const override {
+    std::uniform_real_distribution<double> prob(0.05, 0.95);
+    p.prob.resize(K * p.dims());
+    for (auto& q : p.prob) q = prob(rng);
+  }
+  void perturb(Part& p, std::mt19937_64& rng) const override {
+    std::normal_distribution<double> normal(0.0, 1.0);
+    for (auto& q : p.prob) q = std::clamp(q + 0.05 * normal(rng), 0.02, 0.98);
   }
 };
 

@@ -16,12 +16,14 @@ const FamilyOps& categorical_ops();
 const FamilyOps& poisson_ops();
 const FamilyOps& exponential_ops();
 const FamilyOps& bernoulli_ops();
+const FamilyOps& gamma_ops();
+const FamilyOps& lognormal_ops();
 
 namespace {
 
 /// Registration order is Family's order (and the kernels' PartKind's).
-constexpr std::array kRegistered = {gaussian_diag_ops, gaussian_full_ops, categorical_ops,
-                                    poisson_ops,       exponential_ops,   bernoulli_ops};
+constexpr std::array kRegistered = {gaussian_diag_ops, gaussian_full_ops, categorical_ops, poisson_ops,
+                                    exponential_ops,   bernoulli_ops,     gamma_ops,       lognormal_ops};
 
 }  // namespace
 
@@ -32,6 +34,8 @@ static_assert(static_cast<int>(kernels::PartKind::categorical) == static_cast<in
 static_assert(static_cast<int>(kernels::PartKind::poisson) == static_cast<int>(Family::poisson));
 static_assert(static_cast<int>(kernels::PartKind::exponential) == static_cast<int>(Family::exponential));
 static_assert(static_cast<int>(kernels::PartKind::bernoulli) == static_cast<int>(Family::bernoulli));
+static_assert(static_cast<int>(kernels::PartKind::gamma) == static_cast<int>(Family::gamma));
+static_assert(static_cast<int>(kernels::PartKind::lognormal) == static_cast<int>(Family::lognormal));
 
 const FamilyOps& family_ops(Family family) {
   const auto i = static_cast<std::size_t>(family);

@@ -11,9 +11,9 @@
 
 namespace mixle {
 
-/// The component families. Adding one means a file in engine/families, one per kernel backend,
-/// and a line in the family registry.
-enum class Family { gaussian_diag, gaussian_full, categorical, poisson, exponential, bernoulli };
+/// The component families; each is described by its FamilyDescriptor (<mixle/family.hpp>).
+/// Adding one: docs/design.md §4, "Adding a family".
+enum class Family { gaussian_diag, gaussian_full, categorical, poisson, exponential, bernoulli, gamma, lognormal };
 
 /// "gaussian_diag", … ; family_from_name throws InvalidInput listing the accepted names.
 const char* family_name(Family family) noexcept;
@@ -28,6 +28,8 @@ bool family_is_discrete(Family family) noexcept;
 ///   categorical   : prob K×D×V (each length-V row a probability vector), categories = V
 ///   poisson       : rate K×D (> 0);  exponential: rate K×D (> 0)
 ///   bernoulli     : prob K×D (in [0, 1])
+///   gamma         : shape K×D (> 0), rate K×D (> 0)
+///   lognormal     : mean K×D and var K×D (> 0) of log x (the file's "log_mean", "log_var")
 /// where D = col_end − col_begin. Unused arrays stay empty.
 struct Part {
   Family family = Family::gaussian_diag;
@@ -39,6 +41,7 @@ struct Part {
   std::vector<double> cov;
   std::vector<double> prob;
   std::vector<double> rate;
+  std::vector<double> shape;
 
   std::size_t dims() const noexcept { return col_end - col_begin; }
 };

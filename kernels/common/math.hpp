@@ -58,4 +58,8 @@ MIXLE_HD double exp_nonpositive(double x) {
 /// −log(x!) for a non-negative integer-valued x (Poisson's per-row term).
 MIXLE_HD double neg_log_factorial(double x) { return -lgamma(x + 1.0); }
 
+/// log x in the compute precision (logf for float), the same call on host and device.
+MIXLE_HD float log_of(float x) { return logf(x); }
+MIXLE_HD double log_of(double x) { return log(x); }
+
 }  // namespace mixle::kernels

@@ -12,11 +12,13 @@ namespace mixle::kernels::cpu {
 ///                           repeat row 0 so every lane holds valid values
 ///   xr  [kBlockRows][cols]  the block row-major, compute precision (statistics run across dims)
 ///   lp  [K][kBlockRows]     log-densities, then responsibilities
+///   lx  [cols][kBlockRows]  log x of the columns of families that read it (gamma, lognormal);
+///                           other columns unset, and empty when no part reads log x
 template <class T>
 struct Block {
   int rows = 0;
   int cols = 0;
-  std::vector<T> xt, xr, lp, row_offset;
+  std::vector<T> xt, xr, lp, lx, row_offset;
   std::vector<double> loglik;  // kBlockRows, per-row log-likelihood
 
   void reserve(int columns, int components) {
@@ -28,6 +30,7 @@ struct Block {
     loglik.assign(kBlockRows, 0.0);
   }
   const T* column(int c) const { return xt.data() + static_cast<std::size_t>(c) * kBlockRows; }
+  const T* log_column(int c) const { return lx.data() + static_cast<std::size_t>(c) * kBlockRows; }
   const T* row(int b) const { return xr.data() + static_cast<std::size_t>(b) * cols; }
   /// When set, log-densities/responsibilities live there ([K][kBlockRows], the caller's memory:
   /// a pass that keeps log-densities between two passes) instead of in `lp`.

@@ -5,6 +5,7 @@
 #include "kernels/cpu/families/discrete.hpp"
 #include "kernels/cpu/families/gaussian_diag.hpp"
 #include "kernels/cpu/families/gaussian_full.hpp"
+#include "kernels/cpu/families/positive.hpp"
 
 #include <omp.h>
 
@@ -31,6 +32,9 @@ constexpr int kBlocksPerTile = 16;
 
 enum class Mode { accumulate, score, given, normalised };
 
+/// Whether a part's terms read log x (Block::log_column).
+inline bool reads_log(PartKind kind) { return kind == PartKind::gamma || kind == PartKind::lognormal; }
+
 template <class T>
 int scratch_size(const ModelView<T>& model) {
   int size = 0;
@@ -55,6 +59,8 @@ struct Workspace {
 
   Workspace(const ModelView<T>& model, int component_workers) : workers(component_workers) {
     block.reserve(model.columns, model.components);
+    for (int p = 0; p < model.num_parts; ++p)
+      if (reads_log(model.parts[p].kind)) block.lx.assign(block.xt.size(), T(0));
     block_acc.assign(static_cast<std::size_t>(model.stat_size), T(0));
     active.reserve(model.components);
     acc_ptrs.resize(model.components);
@@ -99,6 +105,15 @@ void load_block(const ModelView<T>& model, const X* x, std::size_t ld, int n, Bl
       block.xt[static_cast<std::size_t>(c) * kBlockRows + b] = v;
     }
   }
+  for (int p = 0; p < model.num_parts; ++p) {
+    const PartView<T>& part = model.parts[p];
+    if (!reads_log(part.kind)) continue;
+    for (int c = part.col_begin; c < part.col_begin + part.dims; ++c) {
+      const T* v = block.column(c);
+      T* lv = block.lx.data() + static_cast<std::size_t>(c) * kBlockRows;
+      for (int b = 0; b < kBlockRows; ++b) lv[b] = log_of(v[b]);
+    }
+  }
 }
 
 template <class T>
@@ -109,6 +124,7 @@ void log_densities(const ModelView<T>& model, Workspace<T>& ws) {
     std::fill(block.row_offset.begin(), block.row_offset.end(), T(0));
     for (int p = 0; p < model.num_parts; ++p)
       if (model.parts[p].kind == PartKind::poisson) poisson_row_offset(model.parts[p], block);
+      else if (model.parts[p].kind == PartKind::lognormal) lognormal_row_offset(model.parts[p], block);
   }
   for_component_ranges(K, ws.workers, [&](int w, int k0, int k1) {
     for (int k = k0; k < k1; ++k) {
@@ -130,6 +146,8 @@ void log_densities(const ModelView<T>& model, Workspace<T>& ws) {
         case PartKind::poisson:
         case PartKind::exponential:
         case PartKind::bernoulli: linear_log_density(part, k0, k1, block, scratch); break;
+        case PartKind::gamma: gamma_log_density(part, k0, k1, block, scratch); break;
+        case PartKind::lognormal: lognormal_log_density(part, k0, k1, block, scratch); break;
       }
     }
   });
@@ -332,6 +350,8 @@ void fold_block(const ModelView<T>& model, Workspace<T>& ws, double* tile) {
         case PartKind::poisson:
         case PartKind::exponential:
         case PartKind::bernoulli: linear_accumulate(part, act, n, block, ptrs, scratch); break;
+        case PartKind::gamma: gamma_accumulate(part, act, n, block, ptrs, scratch); break;
+        case PartKind::lognormal: lognormal_accumulate(part, act, n, block, ptrs, scratch); break;
       }
       for (int a = 0; a < n; ++a) {
         const std::int64_t off = part.stat_offset + static_cast<std::int64_t>(act[a]) * part.stat_stride;

@@ -82,5 +82,17 @@ void launch_rate_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, cons
                             cudaStream_t s);
 template <class T>
 void launch_poisson_row_offset(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s);
+/// gamma and lognormal (positive_families.cu: terms of log x).
+template <class T>
+void launch_gamma_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s);
+template <class T>
+void launch_gamma_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan, cudaStream_t s);
+template <class T>
+void launch_lognormal_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s);
+template <class T>
+void launch_lognormal_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
+                                 cudaStream_t s);
+template <class T>
+void launch_lognormal_row_offset(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s);
 
 }  // namespace mixle::kernels::cuda

@@ -74,6 +74,7 @@ void add_log_densities(const ModelView<T>& model, const ChunkArgs<T>& c, cublasH
     MIXLE_CUDA_TRY(cudaMemsetAsync(c.row_offset, 0, static_cast<std::size_t>(c.rows) * sizeof(T), s));
     for (int p = 0; p < model.num_parts; ++p)
       if (model.parts[p].kind == PartKind::poisson) launch_poisson_row_offset(model.parts[p], c, s);
+      else if (model.parts[p].kind == PartKind::lognormal) launch_lognormal_row_offset(model.parts[p], c, s);
   }
   launch_init_log_density(model, c, s);
   for (int p = 0; p < model.num_parts; ++p) {
@@ -93,6 +94,8 @@ void add_log_densities(const ModelView<T>& model, const ChunkArgs<T>& c, cublasH
       case PartKind::poisson:
       case PartKind::exponential:
       case PartKind::bernoulli: launch_rate_log_density(part, c, s); break;
+      case PartKind::gamma: launch_gamma_log_density(part, c, s); break;
+      case PartKind::lognormal: launch_lognormal_log_density(part, c, s); break;
     }
   }
 }
@@ -110,6 +113,8 @@ void add_statistics(PassMode mode, const ModelView<T>& model, const ChunkArgs<T>
       case PartKind::poisson:
       case PartKind::exponential:
       case PartKind::bernoulli: launch_rate_accumulate(part, c, plan, s); break;
+      case PartKind::gamma: launch_gamma_accumulate(part, c, plan, s); break;
+      case PartKind::lognormal: launch_lognormal_accumulate(part, c, plan, s); break;
     }
   }
   launch_reduce_slots(plan, stats, s);

@@ -140,6 +140,26 @@ TEST(CliDeterminism, FitOutFilesByteIdentical) {
   EXPECT_EQ(a, test::read_text(dir.file("c.json")));
 }
 
+// The summary shows at most four leading values of a part (then " …"): five means show four
+// and the ellipsis, four show all four and none.
+TEST(CliRoundTrip, SummaryShowsFourLeadingValues) {
+  TempDir dir("cli-summary");
+  test::write_bytes(dir.file("truth.json"), R"({"format":"mixle-model","version":1,"weights":[1],"parts":[
+    {"family":"gaussian_diag","columns":[0,5],"mean":[[1,2,3,4,5]],"var":[[1,1,1,1,1]]}]})");
+  ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 200 --seed 1 -o " + dir.file("data.npy")).code, 0);
+  for (const int D : {5, 4}) {
+    const std::string out = dir.file("m" + std::to_string(D) + ".json");
+    const CliRun f = run_cli(dir, "fit --data " + dir.file("data.npy") + " --layout gaussian_diag:0-" + std::to_string(D) +
+                                      " -k 1 --seed 2 --out " + out);
+    ASSERT_EQ(f.code, 0) << f.err;
+    const Model m = load_model(out);
+    char shown[160];
+    std::snprintf(shown, sizeof shown, "gaussian_diag[%.4g %.4g %.4g %.4g%s]\n", m.parts[0].mean[0], m.parts[0].mean[1],
+                  m.parts[0].mean[2], m.parts[0].mean[3], D > 4 ? " …" : "");
+    EXPECT_NE(f.out.find(shown), std::string::npos) << "no \"" << shown << "\" in\n" << f.out;
+  }
+}
+
 TEST(CliRoundTrip, GenerateFitScore) {
   TempDir dir("cli-roundtrip");
   test::write_bytes(dir.file("truth.json"), kTruthJson);

@@ -43,6 +43,17 @@ void abs_terms(const Part& part, const double* x, const double* shift, std::vect
       out.assign(D * part.categories, 0.0);
       for (std::size_t d = 0; d < D; ++d) out[d * part.categories + static_cast<std::size_t>(x[d])] = 1.0;
       break;
+    case Family::gamma:
+      out.resize(2 * D);
+      for (std::size_t d = 0; d < D; ++d) out[d] = std::abs(x[d]), out[D + d] = std::abs(std::log(x[d]));
+      break;
+    case Family::lognormal:
+      out.resize(2 * D);
+      for (std::size_t d = 0; d < D; ++d) {
+        const double t = std::abs(std::log(x[d]) - shift[d]);
+        out[d] = t, out[D + d] = t * t;
+      }
+      break;
     default:
       out.resize(D);
       for (std::size_t d = 0; d < D; ++d) out[d] = std::abs(x[d]);
@@ -172,6 +183,16 @@ Part random_part(Family family, std::size_t K, std::size_t D, std::size_t col, s
       p.prob.resize(K * D);
       for (double& q : p.prob) q = 0.1 + 0.8 * u(rng);
       break;
+    case Family::gamma:
+      p.shape.resize(K * D), p.rate.resize(K * D);
+      for (double& a : p.shape) a = 0.5 + 9.5 * u(rng);
+      for (double& r : p.rate) r = 0.5 + 2.5 * u(rng);
+      break;
+    case Family::lognormal:
+      p.mean.resize(K * D), p.var.resize(K * D);
+      for (double& m : p.mean) m = -1.0 + 2.0 * u(rng);
+      for (double& v : p.var) v = 0.1 + 0.4 * u(rng);
+      break;
   }
   return p;
 }
@@ -225,6 +246,13 @@ std::vector<double> sample_rows(const Model& model, std::size_t rows, std::mt199
           break;
         case Family::bernoulli:
           for (std::size_t d = 0; d < D; ++d) xr[d] = std::bernoulli_distribution(p.prob[k * D + d])(rng) ? 1.0 : 0.0;
+          break;
+        case Family::gamma:
+          for (std::size_t d = 0; d < D; ++d)
+            xr[d] = std::gamma_distribution<double>(p.shape[k * D + d], 1.0 / p.rate[k * D + d])(rng);
+          break;
+        case Family::lognormal:
+          for (std::size_t d = 0; d < D; ++d) xr[d] = std::exp(p.mean[k * D + d] + std::sqrt(p.var[k * D + d]) * z(rng));
           break;
       }
     }

@@ -377,6 +377,12 @@ TEST(EngineBadInput, SliceErrorsNameGlobalRows) {
 TEST(EngineBadInput, ModelJson) {
   expect_invalid([&] { model_from_json(test::diag_model_json("[0.5, 0.6]")); }, {"weights", "sum"});
   expect_invalid([&] { model_from_json(test::full_model_json("[[1, 2], [2, 1]]")); }, {"cov[1]", "positive definite"});
+  // A categorical part's V is an integer ≥ 1, checked where the file is read.
+  for (const char* categories : {"0", "-2", "\"3\"", "1.5"})
+    expect_invalid([&] {
+      model_from_json(std::string(R"({"format":"mixle-model","version":1,"weights":[1],"parts":[
+        {"family":"categorical","columns":[0,1],"categories":)") + categories + R"(,"prob":[[1]]}]})");
+    }, {"\"categories\" must be an integer ≥ 1"});
   expect_invalid([&] { model_from_json(test::full_model_json("[[1, 0.5], [0, 1]]")); }, {"symmetric"});
   // Symmetric to a relative 1e-9 (what a JSON round trip of a computed covariance keeps): 5e-10
   // apart is accepted, 5e-9 apart is not.

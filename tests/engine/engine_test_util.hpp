@@ -50,7 +50,7 @@ inline bool all_finite(const Model& model) {
   };
   if (!ok(model.weights)) return false;
   for (const Part& p : model.parts)
-    if (!ok(p.mean) || !ok(p.var) || !ok(p.cov) || !ok(p.prob) || !ok(p.rate)) return false;
+    if (!ok(p.mean) || !ok(p.var) || !ok(p.cov) || !ok(p.prob) || !ok(p.rate) || !ok(p.shape)) return false;
   return true;
 }
 

@@ -32,7 +32,7 @@ TEST(FamilyDescriptors, RegistryFindsEveryFamilyByNameAndEnum) {
     EXPECT_NE(family_names().find(d->name), std::string::npos);
   }
   EXPECT_EQ(names.size(), family_descriptors().size()) << "names are unique";
-  EXPECT_EQ(names.size(), 6u);
+  EXPECT_EQ(names.size(), 8u);
   EXPECT_EQ(find_family("gaussian"), nullptr);
   try {
     family_from_name("gaussian");
@@ -71,8 +71,10 @@ TEST(FamilyDescriptors, SizesMatchWhatTheEngineAllocates) {
   ASSERT_NO_THROW(summary.validate());
   EXPECT_EQ(summary.parameter_bytes(), 8 * values);
   EXPECT_EQ(summary.statistic_bytes(), 8 * static_cast<std::uint64_t>(engine::stat_layout(model).size));
-  // diag 2D, full D + D(D+1)/2, categorical D(V−1), poisson, exponential, bernoulli D each.
-  EXPECT_EQ(model.free_parameters(), (K - 1) + K * (2 * D + (D + D * (D + 1) / 2) + D * (V - 1) + 3 * D));
+  // diag 2D, full D + D(D+1)/2, categorical D(V−1), poisson, exponential, bernoulli D each,
+  // gamma and lognormal 2D each.
+  EXPECT_EQ(model.free_parameters(),
+            (K - 1) + K * (2 * D + (D + D * (D + 1) / 2) + D * (V - 1) + 3 * D + 2 * 2 * D));
 }
 
 // A layout summarises like the model it initialises; a categorical part whose V comes from the
@@ -86,6 +88,34 @@ TEST(FamilyDescriptors, LayoutSummariesCountUnknownCategories) {
   EXPECT_EQ(s.parts[0].categories, 0u);
   EXPECT_EQ(s.parts[1].categories, 5u);
   EXPECT_EQ(engine::summarise(3, parse_layout("categorical:0-2:7", 2), 5).parts[0].categories, 7u);
+}
+
+// A fit's planned model: its initial model when it starts from one (K from the file, whatever
+// --components says), else its layout with categories not yet read counted as 2.
+TEST(FamilyDescriptors, FitOptionsSummariseTheModelToBeFitted) {
+  FitOptions o;
+  o.components = 5;
+  o.layout = "gaussian_diag:0-2,categorical:2-3";
+  plan::ModelSummary s = engine::summarise(o, 3);
+  EXPECT_EQ(s.components, 5u);
+  ASSERT_EQ(s.parts.size(), 2u);
+  EXPECT_EQ(s.parts[1].categories, engine::kUnreadCategories);
+  EXPECT_EQ(engine::kUnreadCategories, 2u);
+  Model start{{0.5, 0.5}, {Part{}}};
+  start.parts[0].family = Family::poisson;
+  start.parts[0].col_begin = 0;
+  start.parts[0].col_end = 3;
+  start.parts[0].rate = {1, 2, 3, 4, 5, 6};
+  o.init_model = start;
+  // An initial model that is not used (init is not InitMethod::model) is not what is fitted.
+  o.init = InitMethod::kmeanspp;
+  EXPECT_EQ(engine::summarise(o, 3).components, 5u);
+  o.init = InitMethod::model;
+  s = engine::summarise(o, 3);
+  EXPECT_EQ(s.components, 2u);
+  ASSERT_EQ(s.parts.size(), 1u);
+  EXPECT_EQ(s.parts[0].family, "poisson");
+  EXPECT_EQ(s.parts[0].dims, 3u);
 }
 
 // The benchmark's work model reads as it always has (bench reports carry these strings).

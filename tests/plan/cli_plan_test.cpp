@@ -179,7 +179,12 @@ TEST_F(PlanCli, PlanReadsModelsAsTheFitDoes) {
   CliRun nov = run("plan --rows 5 --layout categorical:0-1 --components 2" + tail);
   EXPECT_EQ(nov.code, 1);
   EXPECT_NE(nov.err.find("categories=0"), std::string::npos) << nov.err;
-  EXPECT_EQ(run("plan --rows 5 --layout poisson:0-1 --family poisson --components 2" + tail).code, 2);
+  for (const std::string both : {std::string(" --layout poisson:0-1 --family poisson"), " --layout poisson:0-1 --model " + path("onecat.json"),
+                                 " --family poisson --model " + path("onecat.json")}) {
+    CliRun r = run("plan --rows 5 --components 2" + both + tail);
+    EXPECT_EQ(r.code, 2) << both;
+    EXPECT_NE(r.err.find("not several"), std::string::npos) << both << ": " << r.err;
+  }
 }
 
 // The table: every line of a table has the same width (headers and values padded to the same

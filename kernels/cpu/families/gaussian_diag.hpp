@@ -8,9 +8,13 @@
 
 namespace mixle::kernels::cpu {
 
-/// Adds Σ_d −(x_d − mean_kd)² / (2 var_kd) to every component's log-densities. Each group of
-/// kGroup vectors of rows keeps its K-th accumulators in registers across the D dimensions.
-template <class T>
+/// What a normal term reads: the data x (gaussian_diag) or log x (lognormal).
+enum class Feature { value, log };
+
+/// Adds Σ_d −(f_d − mean_kd)² / (2 var_kd) to every component's log-densities, where f is x or
+/// log x. Each group of kGroup vectors of rows keeps its K-th accumulators in registers across
+/// the D dimensions.
+template <class T, Feature F = Feature::value>
 void gaussian_diag_log_density(const PartView<T>& part, int k0, int k1, Block<T>& block, T*) {
   using S = Simd<T>;
   using V = typename S::type;
@@ -26,7 +30,8 @@ void gaussian_diag_log_density(const PartView<T>& part, int k0, int k1, Block<T>
       V acc[kGroup];
       for (int g = 0; g < kGroup; ++g) acc[g] = S::load(l + g0 + g * S::lanes);
       for (int d = 0; d < D; ++d) {
-        const T* x = block.column(part.col_begin + d) + g0;
+        const int c = part.col_begin + d;
+        const T* x = (F == Feature::log ? block.log_column(c) : block.column(c)) + g0;
         const V m = S::broadcast(mean[d]), h = S::broadcast(neg_half_prec[d]);
         for (int g = 0; g < kGroup; ++g) {
           const V t = S::load(x + g * S::lanes) - m;
@@ -36,6 +41,22 @@ void gaussian_diag_log_density(const PartView<T>& part, int k0, int k1, Block<T>
       for (int g = 0; g < kGroup; ++g) S::store(l + g0 + g * S::lanes, acc[g]);
     }
   }
+}
+
+/// Adds Σ_b r_b (x_b − shift) to s1 and Σ_b r_b (x_b − shift)² to s2 over one column of a block
+/// (all kBlockRows lanes: a fixed trip count; lanes past the block's rows have r = 0).
+template <class T>
+void diag_moments_of_column(const T* x, const T* r, T shift, T& s1, T& s2) {
+  T a1 = T(0), a2 = T(0);
+#pragma omp simd reduction(+ : a1, a2)
+  for (int b = 0; b < kBlockRows; ++b) {
+    const T t = x[b] - shift;
+    const T rt = r[b] * t;
+    a1 += rt;
+    a2 += rt * t;
+  }
+  s1 += a1;
+  s2 += a2;
 }
 
 /// Adds Σ r (x−s) and Σ r (x−s)² of the block to acc[a] (component active[a]; compute
@@ -80,20 +101,8 @@ void gaussian_diag_accumulate(const PartView<T>& part, const int* active, int nu
         S::store(s2 + c0 + c * S::lanes, S::load(s2 + c0 + c * S::lanes) + m2[c]);
       }
     }
-    for (int d = vector_dims; d < D; ++d) {
-      const T* x = block.column(part.col_begin + d);
-      const T sh = s[d];
-      T a1 = T(0), a2 = T(0);
-#pragma omp simd reduction(+ : a1, a2)
-      for (int b = 0; b < kBlockRows; ++b) {
-        const T t = x[b] - sh;
-        const T rt = r[b] * t;
-        a1 += rt;
-        a2 += rt * t;
-      }
-      s1[d] += a1;
-      s2[d] += a2;
-    }
+    for (int d = vector_dims; d < D; ++d)
+      diag_moments_of_column(block.column(part.col_begin + d), r, s[d], s1[d], s2[d]);
   }
 }
 
