@@ -15,15 +15,13 @@ constexpr FamilyDescriptor kDescriptor{
     .family = Family::categorical,
     .name = "categorical",
     .summary = "codes 0…V−1 in each column (prob per category)",
-    .discrete = true,
-    .categories = true,
     .params = kParams,
     .statistics = {.per_category = 1},
     .free_parameters = {.per_column = -1, .per_category = 1},
     .flops = {.per_column = 2},
+    .discrete = true,
+    .categories = true,
     .log_probabilities = true,
-    .row_constant = false,
-    .shifted = false,
 };
 
 class Categorical final : public FamilyOps {

@@ -23,15 +23,10 @@ constexpr FamilyDescriptor kDescriptor{
     .family = Family::gamma,
     .name = "gamma",
     .summary = "positive reals (shape, rate)",
-    .discrete = false,
-    .categories = false,
     .params = kParams,
     .statistics = {.per_column = 2},
     .free_parameters = {.per_column = 2},
     .flops = {.per_column = 8},
-    .log_probabilities = false,
-    .row_constant = false,
-    .shifted = false,
 };
 
 /// The smallest gap log x̄ − l̄ the M-step uses. The gap is 0 when a component's values in a
@@ -40,14 +35,15 @@ constexpr FamilyDescriptor kDescriptor{
 constexpr double kMinLogGap = 1e-6;
 
 /// The α with log α − ψ(α) = gap (> 0): Newton's method on f(α) = log α − ψ(α) − gap, which is
-/// decreasing and convex, from Minka's approximation (within 1.5% everywhere).
+/// decreasing and convex, from Minka's approximation (within 1.5% of the root). A step from
+/// there lands within O(1.5%²) of the root on its near side, never at α ≤ 0, and converges
+/// quadratically: a handful of steps reach the tolerance (tests sweep gaps from 1e-6 to 60).
 double gamma_shape(double gap) {
   double alpha = (3.0 - gap + std::sqrt((gap - 3.0) * (gap - 3.0) + 24.0 * gap)) / (12.0 * gap);
   for (int i = 0; i < 100; ++i) {
     const double f = std::log(alpha) - boost::math::digamma(alpha) - gap;
     const double slope = 1.0 / alpha - boost::math::trigamma(alpha);
-    double next = alpha - f / slope;
-    if (!(next > 0.0)) next = 0.5 * alpha;
+    const double next = alpha - f / slope;
     const bool done = std::abs(next - alpha) <= 1e-13 * alpha;
     alpha = next;
     if (done) break;

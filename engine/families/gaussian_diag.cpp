@@ -18,14 +18,10 @@ constexpr FamilyDescriptor kDescriptor{
     .family = Family::gaussian_diag,
     .name = "gaussian_diag",
     .summary = "independent normal columns (mean, var)",
-    .discrete = false,
-    .categories = false,
     .params = kParams,
     .statistics = {.per_column = 2},
     .free_parameters = {.per_column = 2},
     .flops = {.per_column = 8},
-    .log_probabilities = false,
-    .row_constant = false,
     .shifted = true,
 };
 

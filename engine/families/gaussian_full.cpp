@@ -21,14 +21,10 @@ constexpr FamilyDescriptor kDescriptor{
     .family = Family::gaussian_full,
     .name = "gaussian_full",
     .summary = "a multivariate normal over the part's columns (mean, cov)",
-    .discrete = false,
-    .categories = false,
     .params = kParams,
     .statistics = {.per_column = 1, .per_column_pair = 1},
     .free_parameters = {.per_column = 3, .per_column_pair = 1, .divisor = 2},
     .flops = {.per_column = 4, .per_column_pair = 4},
-    .log_probabilities = false,
-    .row_constant = false,
     .shifted = true,
 };
 

@@ -23,13 +23,10 @@ constexpr FamilyDescriptor kDescriptor{
     .family = Family::lognormal,
     .name = "lognormal",
     .summary = "positive reals whose logs are normal (log_mean, log_var)",
-    .discrete = false,
-    .categories = false,
     .params = kParams,
     .statistics = {.per_column = 2},
     .free_parameters = {.per_column = 2},
     .flops = {.per_column = 8},
-    .log_probabilities = false,
     .row_constant = true,  // −Σ log x
     .shifted = true,
 };

@@ -18,45 +18,34 @@ constexpr FamilyDescriptor kPoisson{
     .family = Family::poisson,
     .name = "poisson",
     .summary = "non-negative integer counts (rate)",
-    .discrete = true,
-    .categories = false,
     .params = kRate,
     .statistics = {.per_column = 1},
     .free_parameters = {.per_column = 1},
     .flops = {.per_column = 4},
-    .log_probabilities = false,
+    .discrete = true,
     .row_constant = true,  // −log x!
-    .shifted = false,
 };
 
 constexpr FamilyDescriptor kExponential{
     .family = Family::exponential,
     .name = "exponential",
     .summary = "non-negative reals (rate)",
-    .discrete = false,
-    .categories = false,
     .params = kRate,
     .statistics = {.per_column = 1},
     .free_parameters = {.per_column = 1},
     .flops = {.per_column = 4},
-    .log_probabilities = false,
-    .row_constant = false,
-    .shifted = false,
 };
 
 constexpr FamilyDescriptor kBernoulli{
     .family = Family::bernoulli,
     .name = "bernoulli",
     .summary = "0/1 outcomes (prob of 1)",
-    .discrete = true,
-    .categories = false,
     .params = kProb,
     .statistics = {.per_column = 1},
     .free_parameters = {.per_column = 1},
     .flops = {.per_column = 4},
+    .discrete = true,
     .log_probabilities = true,
-    .row_constant = false,
-    .shifted = false,
 };
 
 /// What poisson and exponential share: one positive rate per (component, column).

@@ -34,6 +34,7 @@ TEST(FamilyDescriptors, RegistryFindsEveryFamilyByNameAndEnum) {
   EXPECT_EQ(names.size(), family_descriptors().size()) << "names are unique";
   EXPECT_EQ(names.size(), 8u);
   EXPECT_EQ(find_family("gaussian"), nullptr);
+  EXPECT_THROW(engine::family_ops(static_cast<Family>(family_descriptors().size())), InvalidInput);
   try {
     family_from_name("gaussian");
     FAIL() << "an unknown name is refused";
@@ -125,6 +126,9 @@ TEST(FamilyDescriptors, FlopFormulas) {
   EXPECT_EQ(flop_formula(family_descriptor(Family::categorical).flops), "2*N*K*D");
   for (const Family f : {Family::poisson, Family::exponential, Family::bernoulli})
     EXPECT_EQ(flop_formula(family_descriptor(f).flops), "4*N*K*D") << family_name(f);
+  // gamma: E (α−1)·log x − β·x, M Σ r x and Σ r log x; lognormal: gaussian_diag's on log x.
+  for (const Family f : {Family::gamma, Family::lognormal})
+    EXPECT_EQ(flop_formula(family_descriptor(f).flops), "8*N*K*D") << family_name(f);
   EXPECT_EQ(flop_formula({.per_column = 1, .per_category = 3}), "1*N*K*D + 3*N*K*D*V");
 }
 

@@ -1,0 +1,135 @@
+// The benchmark's recipes, which live with each family (FamilyOps::draw_benchmark_parameters and
+// perturb): every family draws a valid model in its documented ranges, and the perturbation
+// moves every parameter by the documented fraction while keeping the model valid.
+#include "engine/families/family_ops.hpp"
+
+#include <mixle/family.hpp>
+#include <mixle/model.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace mixle {
+namespace {
+
+// K = 50 components of D = 4 columns: 200 draws per array, so a recipe's ranges are reached.
+constexpr std::size_t K = 50, D = 4, V = 5;
+
+double standard_deviation(const std::vector<double>& v) {
+  double mean = 0.0, square = 0.0;
+  for (double x : v) mean += x / v.size();
+  for (double x : v) square += (x - mean) * (x - mean) / v.size();
+  return std::sqrt(square);
+}
+
+Part drawn(Family family, std::mt19937_64& rng) {
+  Part p;
+  p.family = family;
+  p.col_end = D;
+  if (family_descriptor(family).categories) p.categories = V;
+  engine::family_ops(family).draw_benchmark_parameters(p, K, rng);
+  return p;
+}
+
+void expect_in(const std::vector<double>& values, double lo, double hi, const char* what) {
+  ASSERT_FALSE(values.empty()) << what;
+  for (double v : values) EXPECT_TRUE(v >= lo && v <= hi) << what << " " << v << " not in [" << lo << ", " << hi << "]";
+}
+
+/// after[i] / before[i] for every value.
+std::vector<double> ratios(const std::vector<double>& after, const std::vector<double>& before) {
+  std::vector<double> out;
+  for (std::size_t i = 0; i < after.size(); ++i) out.push_back(after[i] / before[i]);
+  return out;
+}
+
+TEST(BenchRecipes, DrawValidModelsInTheirRangesAndPerturbThem) {
+  std::mt19937_64 rng(17);
+  for (const FamilyDescriptor* family : family_descriptors()) {
+    SCOPED_TRACE(family->name);
+    const Part p = drawn(family->family, rng);
+    Model m{std::vector<double>(K, 1.0 / K), {p}};
+    ASSERT_NO_THROW(validate_model(m));
+    Part q = p;
+    engine::family_ops(family->family).perturb(q, rng);
+    ASSERT_NO_THROW(validate_model(Model{m.weights, {q}}));
+    switch (family->family) {
+      case Family::gaussian_diag:
+        expect_in(p.var, 0.25, 2.25, "var");
+        expect_in(ratios(q.var, p.var), 0.8, 1.25, "var factor");
+        for (std::size_t i = 0; i < K * D; ++i) {
+          EXPECT_NE(q.mean[i], p.mean[i]);
+          EXPECT_LT(std::abs(q.mean[i] - p.mean[i]), 3.0 * std::sqrt(p.var[i])) << "half a standard deviation, 6σ";
+        }
+        EXPECT_NEAR(standard_deviation(p.mean), 4.0, 0.6) << "centres N(0, 4²)";
+        break;
+      case Family::gaussian_full:
+        for (std::size_t k = 0; k < K; ++k) {
+          const double f = q.cov[k * D * D] / p.cov[k * D * D];
+          EXPECT_TRUE(f >= 0.8 && f <= 1.25) << f;
+          for (std::size_t i = 0; i < D * D; ++i) EXPECT_NEAR(q.cov[k * D * D + i], f * p.cov[k * D * D + i], 1e-12);
+          for (std::size_t d = 0; d < D; ++d) {
+            EXPECT_GE(p.cov[k * D * D + d * D + d], 0.25) << "diag(s²) with s ≥ 0.5, plus A·Aᵀ/(2D) ≥ 0";
+            // A·Aᵀ/(2D) adds a χ²(D)/(2D) to the diagonal: beyond 9.75 only above χ² = 78.
+            EXPECT_LT(p.cov[k * D * D + d * D + d], 12.0);
+            EXPECT_NE(q.mean[k * D + d], p.mean[k * D + d]);
+          }
+        }
+        break;
+      case Family::categorical: {
+        std::vector<int> favoured(V, 0);
+        for (std::size_t kd = 0; kd < K * D; ++kd) {
+          int favourites = 0;
+          for (std::size_t v = 0; v < V; ++v) {
+            const double x = p.prob[kd * V + v];
+            favourites += x == 4.0 / (V + 3.0);
+            favoured[v] += x == 4.0 / (V + 3.0);
+            if (x != 4.0 / (V + 3.0)) EXPECT_EQ(x, 1.0 / (V + 3.0));
+            EXPECT_DOUBLE_EQ(q.prob[kd * V + v], 0.8 * x + 0.2 / V);
+          }
+          EXPECT_EQ(favourites, 1);
+        }
+        for (std::size_t v = 0; v < V; ++v) EXPECT_GT(favoured[v], 0) << "category " << v << " is never favoured";
+        break;
+      }
+      case Family::poisson:
+        expect_in(p.rate, 1.0, 20.0, "rate");
+        EXPECT_GT(*std::max_element(p.rate.begin(), p.rate.end()), 18.0);
+        expect_in(ratios(q.rate, p.rate), 0.8, 1.25, "rate factor");
+        break;
+      case Family::exponential:
+        expect_in(p.rate, 0.2, 5.0, "rate");
+        EXPECT_GT(*std::max_element(p.rate.begin(), p.rate.end()), 4.5);
+        expect_in(ratios(q.rate, p.rate), 0.8, 1.25, "rate factor");
+        break;
+      case Family::bernoulli:
+        expect_in(p.prob, 0.05, 0.95, "prob");
+        EXPECT_GT(*std::max_element(p.prob.begin(), p.prob.end()), 0.9);
+        expect_in(q.prob, 0.02, 0.98, "perturbed prob");
+        for (std::size_t i = 0; i < K * D; ++i) EXPECT_LT(std::abs(q.prob[i] - p.prob[i]), 0.3);
+        break;
+      case Family::gamma: {
+        expect_in(p.shape, 2.0, 20.0, "shape");
+        EXPECT_GT(*std::max_element(p.shape.begin(), p.shape.end()), 18.0);
+        expect_in(ratios(p.shape, p.rate), 0.5, 20.0, "mean = shape / rate");
+        expect_in(ratios(q.shape, p.shape), 0.8, 1.25, "shape factor");
+        expect_in(ratios(q.rate, p.rate), 0.8, 1.25, "rate factor");
+        break;
+      }
+      case Family::lognormal:
+        expect_in(p.var, 0.01, 0.25, "log_var (spreads 0.1 to 0.5)");
+        EXPECT_LT(*std::min_element(p.var.begin(), p.var.end()), 0.15 * 0.15) << "spreads reach down to 0.1";
+        EXPECT_NEAR(standard_deviation(p.mean), 1.0, 0.15) << "log_mean N(0, 1)";
+        expect_in(ratios(q.var, p.var), 0.8, 1.25, "log_var factor");
+        break;
+    }
+    // Every perturbed array differs from the drawn one somewhere.
+    for (const ParamDescriptor& param : family->params) EXPECT_NE(q.*param.values, p.*param.values) << param.name;
+  }
+}
+
+}  // namespace
+}  // namespace mixle
