@@ -16,9 +16,7 @@ CommBackend mpi_backend();
 CommBackend nccl_backend();
 
 /// Bytes of one element of `type`.
-constexpr std::size_t element_bytes(DataType type) noexcept {
-  return type == DataType::float64 ? 8 : 4;
-}
+constexpr std::size_t element_bytes(DataType type) noexcept { return type == DataType::float64 ? 8 : 4; }
 
 }  // namespace mixle::comms::detail
 
@@ -43,8 +41,10 @@ constexpr std::chrono::milliseconds kMaxFailureLinger{10'000};
 inline void leave_rendezvous(CommOptions& options) noexcept {
   const bool unwinding = std::uncaught_exceptions() > 0;
   if (options.store) {
-    if (unwinding) options.store->abandon();
-    else options.store->close();
+    if (unwinding)
+      options.store->abandon();
+    else
+      options.store->close();
   }
   if (options.store_server)
     options.store_server->drain(unwinding ? std::min(options.timeout, kMaxFailureLinger) + kReportPatience

@@ -32,7 +32,7 @@ struct Registry {
   Registry() {
     backends.push_back(detail::single_backend());
     for (const CommBackend& b : kKnown) backends.push_back(b);
-    // Each compiled backend completes its entry from its own file: one line each.
+      // Each compiled backend completes its entry from its own file: one line each.
 #if MIXLE_HAVE_GLOO
     complete(detail::gloo_backend());
 #endif
@@ -59,8 +59,7 @@ void register_comm_backend(CommBackend backend) {
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   for (const CommBackend& b : r.backends)
-    if (b.name == backend.name)
-      throw InvalidInput("register_comm_backend: the name '" + backend.name + "' is taken");
+    if (b.name == backend.name) throw InvalidInput("register_comm_backend: the name '" + backend.name + "' is taken");
   r.backends.push_back(std::move(backend));
 }
 

@@ -11,14 +11,12 @@
 
 namespace mixle::comms {
 
-Communicator::Communicator(int rank, int size, std::chrono::milliseconds timeout,
-                           std::vector<int> world_ranks)
+Communicator::Communicator(int rank, int size, std::chrono::milliseconds timeout, std::vector<int> world_ranks)
     : rank_(rank), size_(size), timeout_(timeout), world_ranks_(std::move(world_ranks)) {}
 
 int Communicator::world_rank(int r) const {
   if (r < 0 || r >= size_)
-    throw InvalidInput("world_rank: " + std::to_string(r) + " is not a rank in [0, " +
-                       std::to_string(size_) + ")");
+    throw InvalidInput("world_rank: " + std::to_string(r) + " is not a rank in [0, " + std::to_string(size_) + ")");
   return world_ranks_.empty() ? r : world_ranks_[static_cast<std::size_t>(r)];
 }
 
@@ -60,23 +58,22 @@ Communicator::SplitGroup Communicator::split_group(int color, int key) {
 void Communicator::check_space(MemorySpace space, std::string_view call) const {
   if (!accepts(space))
     throw InvalidInput(std::string(call) + ": the " + std::string(backend()) + " communicator takes " +
-                       (memory_space() == MemorySpace::host ? "host" : "device") +
-                       " buffers, got a " + (space == MemorySpace::host ? "host" : "device") +
-                       " buffer");
+                       (memory_space() == MemorySpace::host ? "host" : "device") + " buffers, got a " +
+                       (space == MemorySpace::host ? "host" : "device") + " buffer");
 }
 
 void Communicator::check_gather_sizes(std::size_t send, std::size_t recv) const {
   if (recv != send * static_cast<std::size_t>(size_))
     throw InvalidInput("all_gather: receive buffer has " + std::to_string(recv) +
-                       " elements; expected size() × send = " + std::to_string(size_) + " × " +
-                       std::to_string(send));
+                       " elements; expected size() × send = " + std::to_string(size_) + " × " + std::to_string(send));
 }
 
-void Communicator::all_reduce_checked(void* data, std::size_t count, DataType type, ReduceOp op,
-                                      MemorySpace space, std::string_view call) {
+void Communicator::all_reduce_checked(void* data, std::size_t count, DataType type, ReduceOp op, MemorySpace space,
+                                      std::string_view call) {
   check_space(space, call);
   if (count == 0) return;
-  if (data == nullptr) throw InvalidInput(std::string(call) + ": null buffer of " + std::to_string(count) + " elements");
+  if (data == nullptr)
+    throw InvalidInput(std::string(call) + ": null buffer of " + std::to_string(count) + " elements");
   collective_bytes_ += count * detail::element_bytes(type);
   all_reduce_impl(data, count, type, op, space);
 }
@@ -97,16 +94,15 @@ void Communicator::all_reduce_max(std::span<float> d, MemorySpace s) {
 void Communicator::broadcast_bytes(void* data, std::size_t bytes, int root, MemorySpace space) {
   check_space(space, "broadcast");
   if (root < 0 || root >= size_)
-    throw InvalidInput("broadcast: root " + std::to_string(root) + " is not a rank in [0, " +
-                       std::to_string(size_) + ")");
+    throw InvalidInput("broadcast: root " + std::to_string(root) + " is not a rank in [0, " + std::to_string(size_) +
+                       ")");
   if (bytes == 0) return;
   if (data == nullptr) throw InvalidInput("broadcast: null buffer of " + std::to_string(bytes) + " bytes");
   collective_bytes_ += bytes;
   broadcast_impl(data, bytes, root, space);
 }
 
-void Communicator::all_gather_bytes(const void* send, std::size_t bytes_per_rank, void* recv,
-                                    MemorySpace space) {
+void Communicator::all_gather_bytes(const void* send, std::size_t bytes_per_rank, void* recv, MemorySpace space) {
   check_space(space, "all_gather");
   if (bytes_per_rank == 0) return;
   if (send == nullptr || recv == nullptr) throw InvalidInput("all_gather: null buffer");
@@ -123,13 +119,11 @@ std::unique_ptr<Communicator> make_communicator(std::string_view backend, CommOp
     throw InvalidInput("communicator rank " + std::to_string(options.rank) + " of world size " +
                        std::to_string(options.size) + ": need 0 ≤ rank < size and size ≥ 1");
   if (options.timeout.count() <= 0)
-    throw InvalidInput("communicator timeout " + std::to_string(options.timeout.count()) +
-                       " ms: must be positive");
+    throw InvalidInput("communicator timeout " + std::to_string(options.timeout.count()) + " ms: must be positive");
   if (b.single_process && options.size != 1)
     throw InvalidInput("the " + b.name + " communicator needs world size 1, got " + std::to_string(options.size) +
                        " (use " + comm_backend_names() + ")");
-  if (b.rendezvous && !options.store)
-    throw InvalidInput("the " + b.name + " communicator needs a rendezvous store");
+  if (b.rendezvous && !options.store) throw InvalidInput("the " + b.name + " communicator needs a rendezvous store");
   return b.make(std::move(options));
 }
 

@@ -53,8 +53,8 @@ enum class ReduceOp { sum, max };
 
 /// What a backend needs to join its group.
 struct CommOptions {
-  int rank = 0;        ///< this process's rank in [0, size)
-  int size = 1;        ///< world size
+  int rank = 0;  ///< this process's rank in [0, size)
+  int size = 1;  ///< world size
   /// Deadline of every blocking call (connection, collective, barrier).
   std::chrono::milliseconds timeout{60'000};
   /// Rendezvous store (required by gloo and nccl; unused by single and mpi).
@@ -110,8 +110,7 @@ class Communicator {
   void all_reduce_max(std::span<float> data, MemorySpace space = MemorySpace::host);
 
   /// Copies `bytes` bytes at `data` from rank `root` to every rank (in place).
-  void broadcast_bytes(void* data, std::size_t bytes, int root,
-                       MemorySpace space = MemorySpace::host);
+  void broadcast_bytes(void* data, std::size_t bytes, int root, MemorySpace space = MemorySpace::host);
   /// Typed broadcast of a span of trivially copyable elements from `root`.
   template <class T>
   void broadcast(std::span<T> data, int root, MemorySpace space = MemorySpace::host) {
@@ -155,19 +154,17 @@ class Communicator {
   /// " (world rank W)" for a child, "" for a world communicator: for error messages.
   std::string world_suffix() const;
 
-  virtual void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op,
-                               MemorySpace space) = 0;
+  virtual void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op, MemorySpace space) = 0;
   virtual void broadcast_impl(void* data, std::size_t bytes, int root, MemorySpace space) = 0;
-  virtual void all_gather_impl(const void* send, std::size_t bytes_per_rank, void* recv,
-                               MemorySpace space) = 0;
+  virtual void all_gather_impl(const void* send, std::size_t bytes_per_rank, void* recv, MemorySpace space) = 0;
   virtual void barrier_impl() = 0;
 
  private:
   void check_space(MemorySpace space, std::string_view call) const;
   SplitGroup split_group(int color, int key);
   void check_gather_sizes(std::size_t send, std::size_t recv) const;
-  void all_reduce_checked(void* data, std::size_t count, DataType type, ReduceOp op,
-                          MemorySpace space, std::string_view call);
+  void all_reduce_checked(void* data, std::size_t count, DataType type, ReduceOp op, MemorySpace space,
+                          std::string_view call);
 
   int rank_;
   int size_;

@@ -68,8 +68,8 @@ inline std::string describe_lost_peers(StoreClient* store, const std::string& pr
 }
 
 /// describe_lost_peers for a world communicator of `size` ranks.
-inline std::string describe_lost_peers(StoreClient* store, const std::string& prefix, int rank,
-                                       int size, std::chrono::milliseconds patience) {
+inline std::string describe_lost_peers(StoreClient* store, const std::string& prefix, int rank, int size,
+                                       std::chrono::milliseconds patience) {
   std::vector<int> members(static_cast<std::size_t>(size));
   std::iota(members.begin(), members.end(), 0);
   return describe_lost_peers(store, prefix, rank, members, false, patience);

@@ -132,8 +132,7 @@ FileDescriptor listen_on(const std::string& host, int port, int backlog) {
   addrinfo* list = nullptr;
   std::string service = std::to_string(port);
   int rc = ::getaddrinfo(node, service.c_str(), &hints, &list);
-  if (rc != 0)
-    throw CommunicationError("cannot resolve store address '" + host + "': " + ::gai_strerror(rc));
+  if (rc != 0) throw CommunicationError("cannot resolve store address '" + host + "': " + ::gai_strerror(rc));
   std::string error = "no address to bind";
   for (addrinfo* a = list; a != nullptr; a = a->ai_next) {
     FileDescriptor fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
@@ -147,8 +146,8 @@ FileDescriptor listen_on(const std::string& host, int port, int backlog) {
     error = std::strerror(errno);
   }
   ::freeaddrinfo(list);
-  throw CommunicationError("cannot listen on " + (node ? host : std::string("*")) + ":" + service +
-                           ": " + error + " (is another job using this port? set MASTER_PORT or "
+  throw CommunicationError("cannot listen on " + (node ? host : std::string("*")) + ":" + service + ": " + error +
+                           " (is another job using this port? set MASTER_PORT or "
                            "MIXLE_STORE_PORT)");
 }
 

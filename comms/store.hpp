@@ -65,8 +65,8 @@ class StoreClient {
   /// Connects to host:port, retrying with backoff until `connect_timeout` passes (rank 0 may still
   /// be starting its server). `rank` is reported to the server (−1 for a non-rank client); `timeout`
   /// is the default deadline of later requests.
-  StoreClient(std::string host, int port, std::string token, int rank,
-              std::chrono::milliseconds connect_timeout, std::chrono::milliseconds timeout);
+  StoreClient(std::string host, int port, std::string token, int rank, std::chrono::milliseconds connect_timeout,
+              std::chrono::milliseconds timeout);
   /// Says goodbye unless an exception is unwinding: a rank that dies by an exception must be
   /// reported lost, just like one that was killed.
   ~StoreClient();
@@ -105,8 +105,7 @@ class StoreClient {
     std::int64_t arg;
     std::vector<char> value;
   };
-  Reply request(std::uint8_t op, std::int64_t arg, std::string_view key, std::string_view value,
-                Deadline deadline);
+  Reply request(std::uint8_t op, std::int64_t arg, std::string_view key, std::string_view value, Deadline deadline);
   [[noreturn]] void fail(const std::string& what);
 
   std::string host_;

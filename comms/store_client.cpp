@@ -50,8 +50,8 @@ StoreClient::StoreClient(std::string host, int port, std::string token, int rank
     if (fd_.valid()) break;
     auto now = Clock::now();
     if (now >= deadline)
-      throw CommunicationError("cannot reach the rendezvous store of rank 0 at " + address_ +
-                               " within " + std::to_string(connect_timeout.count()) + " ms: " + error);
+      throw CommunicationError("cannot reach the rendezvous store of rank 0 at " + address_ + " within " +
+                               std::to_string(connect_timeout.count()) + " ms: " + error);
     std::this_thread::sleep_for(std::min<Clock::duration>(backoff, deadline - now));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
   }
@@ -78,8 +78,10 @@ StoreClient::StoreClient(std::string host, int port, std::string token, int rank
 
 StoreClient::~StoreClient() {
   // Unwinding: close without goodbye, so the server reports this rank lost.
-  if (std::uncaught_exceptions() > uncaught_at_creation_) abandon();
-  else close();
+  if (std::uncaught_exceptions() > uncaught_at_creation_)
+    abandon();
+  else
+    close();
 }
 
 void StoreClient::abandon() noexcept {
@@ -108,8 +110,8 @@ void StoreClient::fail(const std::string& what) {
   throw CommunicationError("rendezvous store at " + address_ + " (hosted by rank 0): " + what);
 }
 
-StoreClient::Reply StoreClient::request(std::uint8_t op, std::int64_t arg, std::string_view key,
-                                        std::string_view value, Deadline deadline) {
+StoreClient::Reply StoreClient::request(std::uint8_t op, std::int64_t arg, std::string_view key, std::string_view value,
+                                        Deadline deadline) {
   check_key(key);
   if (value.size() > wire::kMaxValueBytes)
     throw InvalidInput("store value of " + std::to_string(value.size()) + " bytes; at most " +
@@ -136,8 +138,8 @@ StoreClient::Reply StoreClient::request(std::uint8_t op, std::int64_t arg, std::
   s = recv_all(fd_.get(), reply.value.data(), len, deadline);
   if (s != IoStatus::ok) fail("reading a reply: " + describe(s));
   if (reply.status == static_cast<std::uint8_t>(wire::Status::bad_request))
-    throw CommunicationError("rendezvous store at " + address_ + " rejected the request: " +
-                             std::string(reply.value.begin(), reply.value.end()));
+    throw CommunicationError("rendezvous store at " + address_ +
+                             " rejected the request: " + std::string(reply.value.begin(), reply.value.end()));
   return reply;
 }
 
@@ -161,25 +163,24 @@ std::vector<char> StoreClient::get(std::string_view key, std::chrono::millisecon
 void StoreClient::wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
   for (const auto& k : keys) check_key(k);
   std::vector<char> list = wire::encode_keys(keys);
-  Reply r = request(static_cast<std::uint8_t>(wire::Op::wait), timeout.count(), {},
-                    {list.data(), list.size()}, Clock::now() + timeout + kReplyGrace);
+  Reply r = request(static_cast<std::uint8_t>(wire::Op::wait), timeout.count(), {}, {list.data(), list.size()},
+                    Clock::now() + timeout + kReplyGrace);
   if (r.status == static_cast<std::uint8_t>(wire::Status::timed_out)) {
     std::string missing;
     for (const auto& k : keys) {
       if (!missing.empty()) missing += ", ";
       missing += "'" + k + "'";
     }
-    throw CommunicationError("rendezvous store at " + address_ + ": keys " + missing +
-                             " were not all set within " + std::to_string(timeout.count()) +
-                             " ms (a peer did not arrive or died)");
+    throw CommunicationError("rendezvous store at " + address_ + ": keys " + missing + " were not all set within " +
+                             std::to_string(timeout.count()) + " ms (a peer did not arrive or died)");
   }
 }
 
 bool StoreClient::check(const std::vector<std::string>& keys) {
   for (const auto& k : keys) check_key(k);
   std::vector<char> list = wire::encode_keys(keys);
-  return request(static_cast<std::uint8_t>(wire::Op::check), 0, {}, {list.data(), list.size()},
-                 Clock::now() + timeout_).arg == 1;
+  return request(static_cast<std::uint8_t>(wire::Op::check), 0, {}, {list.data(), list.size()}, Clock::now() + timeout_)
+             .arg == 1;
 }
 
 std::int64_t StoreClient::add(std::string_view key, std::int64_t delta) {

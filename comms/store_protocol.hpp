@@ -24,8 +24,8 @@ namespace mixle::comms::wire {
 inline constexpr std::uint32_t kHandshakeMagic = 0x4D585354;  // "MXST"
 inline constexpr std::uint32_t kVersion = 1;
 inline constexpr std::uint32_t kMaxTokenBytes = 1024;
-inline constexpr std::uint32_t kMaxKeyBytes = 4096;              // 4 KiB
-inline constexpr std::uint32_t kMaxValueBytes = 64u << 20;       // 64 MiB
+inline constexpr std::uint32_t kMaxKeyBytes = 4096;         // 4 KiB
+inline constexpr std::uint32_t kMaxValueBytes = 64u << 20;  // 64 MiB
 inline constexpr std::uint32_t kMaxWaitKeys = 65536;
 
 inline constexpr std::uint8_t kAccepted = 0xA5;

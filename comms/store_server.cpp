@@ -30,14 +30,14 @@ enum class Phase { handshake_head, handshake_token, request_head, request_body, 
 struct Connection {
   FileDescriptor fd;
   Phase phase = Phase::handshake_head;
-  std::vector<char> in;         // bytes received and not yet consumed
-  std::size_t need = 12;        // bytes the current phase needs
-  std::vector<char> out;        // reply bytes not yet sent
+  std::vector<char> in;   // bytes received and not yet consumed
+  std::size_t need = 12;  // bytes the current phase needs
+  std::vector<char> out;  // reply bytes not yet sent
   std::size_t out_pos = 0;
   int rank = -1;
   bool authenticated = false;
   bool said_bye = false;
-  bool closing = false;         // close once `out` is flushed
+  bool closing = false;  // close once `out` is flushed
   Deadline handshake_deadline;
   // The request being read.
   std::uint8_t op = 0;
@@ -121,8 +121,7 @@ bool all_present(const std::map<std::string, std::vector<char>, std::less<>>& da
 
 }  // namespace
 
-std::list<Connection>::iterator StoreServer::State::close(std::list<Connection>::iterator it,
-                                                         bool rejected_it) {
+std::list<Connection>::iterator StoreServer::State::close(std::list<Connection>::iterator it, bool rejected_it) {
   if (rejected_it) ++rejected;
   if (it->authenticated && it->rank >= 0) {
     std::lock_guard lock(mutex);
@@ -149,8 +148,7 @@ bool StoreServer::State::process(Connection& c) {
     const char* p = c.in.data();
     switch (c.phase) {
       case Phase::handshake_head: {
-        if (wire::get_u32(p) != wire::kHandshakeMagic || wire::get_u32(p + 4) != wire::kVersion)
-          return false;
+        if (wire::get_u32(p) != wire::kHandshakeMagic || wire::get_u32(p + 4) != wire::kVersion) return false;
         std::uint32_t token_len = wire::get_u32(p + 8);
         if (token_len > wire::kMaxTokenBytes) return false;
         c.in.erase(c.in.begin(), c.in.begin() + 12);
@@ -185,9 +183,7 @@ bool StoreServer::State::process(Connection& c) {
         c.key_len = wire::get_u32(p + 9);
         c.value_len = wire::get_u32(p + 13);
         // Refuse oversized lengths before buffering anything of that size.
-        if (c.op < 1 || c.op > 7 || c.key_len > wire::kMaxKeyBytes ||
-            c.value_len > wire::kMaxValueBytes)
-          return false;
+        if (c.op < 1 || c.op > 7 || c.key_len > wire::kMaxKeyBytes || c.value_len > wire::kMaxValueBytes) return false;
         c.in.erase(c.in.begin(), c.in.begin() + wire::kRequestHeaderBytes);
         c.need = std::size_t(c.key_len) + c.value_len;
         c.phase = Phase::request_body;
@@ -202,8 +198,7 @@ bool StoreServer::State::process(Connection& c) {
         c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(c.key_len + c.value_len));
         break;
       }
-      case Phase::waiting:
-        return true;
+      case Phase::waiting: return true;
     }
   }
 }
@@ -217,8 +212,10 @@ bool StoreServer::State::execute(Connection& c, const std::string& key, std::str
       break;
     case wire::Op::get: {
       auto it = data.find(key);
-      if (it == data.end()) queue_reply(c, wire::Status::not_found, 0, {});
-      else queue_reply(c, wire::Status::ok, 0, {it->second.data(), it->second.size()});
+      if (it == data.end())
+        queue_reply(c, wire::Status::not_found, 0, {});
+      else
+        queue_reply(c, wire::Status::ok, 0, {it->second.data(), it->second.size()});
       break;
     }
     case wire::Op::add: {
@@ -325,19 +322,24 @@ void StoreServer::serve() {
       bool drop = false, rejected = false;
       if (fds[i].revents & POLLOUT) {
         ssize_t w = ::send(c.fd.get(), c.out.data() + c.out_pos, c.out.size() - c.out_pos, MSG_NOSIGNAL);
-        if (w > 0) c.out_pos += static_cast<std::size_t>(w);
-        else if (w < 0 && errno != EAGAIN && errno != EINTR) drop = true;
+        if (w > 0)
+          c.out_pos += static_cast<std::size_t>(w);
+        else if (w < 0 && errno != EAGAIN && errno != EINTR)
+          drop = true;
         if (c.out_pos == c.out.size()) {
           c.out.clear();
           c.out_pos = 0;
-          if (c.closing) drop = true;
-          else if (!s.process(c)) drop = rejected = true;  // requests that arrived meanwhile
+          if (c.closing)
+            drop = true;
+          else if (!s.process(c))
+            drop = rejected = true;  // requests that arrived meanwhile
         }
       } else if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) {
         ssize_t r = ::recv(c.fd.get(), chunk.data(), chunk.size(), 0);
         if (r > 0) {
           // A waiting client must not send; anything it does is a protocol violation.
-          if (c.phase == Phase::waiting) drop = rejected = true;
+          if (c.phase == Phase::waiting)
+            drop = rejected = true;
           else {
             c.in.insert(c.in.end(), chunk.begin(), chunk.begin() + r);
             if (!s.process(c)) drop = rejected = true;

@@ -21,11 +21,11 @@ struct GroupState {
   std::mutex mutex;
   std::condition_variable changed;
   int size;
-  std::uint64_t generation = 0;        // completed rendezvous
-  int count = 0;                       // members at the current rendezvous
-  std::vector<char> arrived;           // who is at the current rendezvous (for timeout messages)
-  std::vector<const void*> send;       // each member's posted buffer
-  std::string broken;                  // why the group can no longer meet (empty: it can)
+  std::uint64_t generation = 0;   // completed rendezvous
+  int count = 0;                  // members at the current rendezvous
+  std::vector<char> arrived;      // who is at the current rendezvous (for timeout messages)
+  std::vector<const void*> send;  // each member's posted buffer
+  std::string broken;             // why the group can no longer meet (empty: it can)
 };
 
 class ThreadMember final : public Communicator {
@@ -65,8 +65,10 @@ class ThreadMember final : public Communicator {
     const std::size_t bytes = count * (type == DataType::float64 ? 8 : 4);
     scratch_.resize(bytes);
     rendezvous(data, "all_reduce");
-    if (type == DataType::float64) reduce<double>(count, op);
-    else reduce<float>(count, op);
+    if (type == DataType::float64)
+      reduce<double>(count, op);
+    else
+      reduce<float>(count, op);
     rendezvous(nullptr, "all_reduce");
     std::memcpy(data, scratch_.data(), bytes);
   }
@@ -86,7 +88,8 @@ class ThreadMember final : public Communicator {
     scratch_.resize(bytes * static_cast<std::size_t>(size()));
     rendezvous(send, "all_gather");
     for (int r = 0; r < size(); ++r)
-      std::memcpy(scratch_.data() + static_cast<std::size_t>(r) * bytes, state_->send[static_cast<std::size_t>(r)], bytes);
+      std::memcpy(scratch_.data() + static_cast<std::size_t>(r) * bytes, state_->send[static_cast<std::size_t>(r)],
+                  bytes);
     rendezvous(nullptr, "all_gather");
     std::memcpy(recv, scratch_.data(), scratch_.size());
   }
@@ -124,7 +127,8 @@ class ThreadMember final : public Communicator {
       s.changed.notify_all();
       return;
     }
-    const bool done = s.changed.wait_for(lock, timeout(), [&] { return s.generation != generation || !s.broken.empty(); });
+    const bool done =
+        s.changed.wait_for(lock, timeout(), [&] { return s.generation != generation || !s.broken.empty(); });
     if (s.generation != generation) return;
     if (!done) {  // the first member to time out says who is missing, for every member
       std::string missing;

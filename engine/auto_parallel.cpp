@@ -60,13 +60,13 @@ ParallelChoice auto_parallel_estimator(const EstimatorOptions& estimator, const 
   if (G < 2)
     throw UnrealizedModelPlacement("the model does not fit one device and model_sharding_plan gives " +
                                    std::to_string(G) + " shard (K = " + std::to_string(model.components) +
-                                   ", min_components_per_shard = " + std::to_string(min_components_per_shard) +
-                                   ", " + std::to_string(resources.size()) + " device(s))" + carried);
+                                   ", min_components_per_shard = " + std::to_string(min_components_per_shard) + ", " +
+                                   std::to_string(resources.size()) + " device(s))" + carried);
   if (world < G || world % G != 0)
-    throw UnrealizedModelPlacement("the model needs " + std::to_string(G) +
-                                   " component shards but the world of " + std::to_string(world) +
-                                   " rank(s) does not divide into groups of " + std::to_string(G) +
-                                   " (component-sharded execution needs world = data groups × G)" + carried);
+    throw UnrealizedModelPlacement("the model needs " + std::to_string(G) + " component shards but the world of " +
+                                   std::to_string(world) + " rank(s) does not divide into groups of " +
+                                   std::to_string(G) + " (component-sharded execution needs world = data groups × G)" +
+                                   carried);
   // Rows beside the largest shard's state, over one device per data group (ranks d·G).
   plan::ModelSummary largest = model;
   largest.components = 0;
@@ -84,8 +84,8 @@ ParallelChoice auto_parallel_estimator(const EstimatorOptions& estimator, const 
   choice.kind = "sharded";
   choice.shard_components = G;
   choice.shards = std::move(shards);
-  choice.reason = "the model does not fit one device (" + plain_error + "); components cut into " +
-                  std::to_string(G) + " shards per data group, " + std::to_string(world / G) + " data group(s)";
+  choice.reason = "the model does not fit one device (" + plain_error + "); components cut into " + std::to_string(G) +
+                  " shards per data group, " + std::to_string(world / G) + " data group(s)";
   return choice;
 }
 

@@ -9,7 +9,8 @@
 namespace mixle::engine {
 
 int resolve_workers(int num_workers, std::size_t components) {
-  if (num_workers < 0) throw InvalidInput("num_workers = " + std::to_string(num_workers) + " must be ≥ 0 (0 = all hardware threads)");
+  if (num_workers < 0)
+    throw InvalidInput("num_workers = " + std::to_string(num_workers) + " must be ≥ 0 (0 = all hardware threads)");
   int w = num_workers > 0 ? num_workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, std::min<int>(w, static_cast<int>(std::max<std::size_t>(components, 1))));
 }
@@ -29,8 +30,8 @@ ComponentParallelEncodedData::ComponentParallelEncodedData(Dataset data, int num
 std::unique_ptr<EncodedData> ComponentParallelEncodedData::create(const Dataset& data,
                                                                   const EncodedDataOptions& options) {
   if (options.device != "cpu" && options.device != "auto")
-    throw InvalidInput("the component_parallel backend threads components on the CPU; device \"" +
-                       options.device + "\" is not supported with it (use the local backend for CUDA)");
+    throw InvalidInput("the component_parallel backend threads components on the CPU; device \"" + options.device +
+                       "\" is not supported with it (use the local backend for CUDA)");
   return std::make_unique<ComponentParallelEncodedData>(data, resolve_workers(options.num_workers, 1 << 20));
 }
 

@@ -47,8 +47,8 @@ ShardMesh make_shard_mesh(int world, int rank, int groups) {
 
 std::vector<RowRange> component_ranges(std::size_t K, int groups, const plan::Resources* resources) {
   if (K < static_cast<std::size_t>(groups))
-    throw UsageError("--shard-components " + std::to_string(groups) + " needs at least as many components; K = " +
-                     std::to_string(K));
+    throw UsageError("--shard-components " + std::to_string(groups) +
+                     " needs at least as many components; K = " + std::to_string(K));
   std::vector<plan::DeviceSpec> devices;
   for (int g = 0; g < groups; ++g) {
     if (resources && static_cast<std::size_t>(g) < resources->size()) {
@@ -174,11 +174,16 @@ std::vector<std::string> gather_warnings(const std::vector<std::string>& warning
   return out;
 }
 
-ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::vector<RowRange> group_rows, ShardMesh mesh,
-                                   std::size_t max_shard_components, comms::Communicator& comm,
+ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::vector<RowRange> group_rows,
+                                   ShardMesh mesh, std::size_t max_shard_components, comms::Communicator& comm,
                                    std::unique_ptr<Compute> compute)
-    : data_(std::move(local)), first_row_(first_row), group_rows_(std::move(group_rows)), mesh_(mesh), comm_(comm),
-      compute_(std::move(compute)), max_shard_components_(std::max<std::size_t>(max_shard_components, 1)) {
+    : data_(std::move(local)),
+      first_row_(first_row),
+      group_rows_(std::move(group_rows)),
+      mesh_(mesh),
+      comm_(comm),
+      compute_(std::move(compute)),
+      max_shard_components_(std::max<std::size_t>(max_shard_components, 1)) {
   // The mesh's two kinds of group, as sub-communicators (collective: every rank builds its
   // estimator): the G shards of this rank's rows exchange per-row log-likelihoods; the D
   // holders of this rank's shard sum its statistics.
@@ -204,7 +209,8 @@ ShardedEstimator::Chunking ShardedEstimator::chunking(Precision precision) const
   c.keep = every_rank_keeps_;
   c.rows = kMaxRows;
   if (c.keep) {
-    const std::size_t bytes_per_row = max_shard_components_ * (precision == Precision::fp64 ? sizeof(double) : sizeof(float));
+    const std::size_t bytes_per_row =
+        max_shard_components_ * (precision == Precision::fp64 ? sizeof(double) : sizeof(float));
     c.rows = std::clamp<std::size_t>(kKeptBudget / bytes_per_row / 128 * 128, 128, kMaxRows);
   }
   std::size_t largest = 0;
@@ -238,8 +244,10 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
     const Dataset rows = data_.slice(begin, end);
     if (!error && !group_failed && m) try {
         // The shard model's weights are the global ones, so ℓ_c = log Σ_{k∈shard} w_k p(x|k).
-        if (keep) compute_->score_keeping(shard, rows, options.precision, send.data(), kept_);
-        else compute_->score(shard, rows, options.precision, send.data(), nullptr);
+        if (keep)
+          compute_->score_keeping(shard, rows, options.precision, send.data(), kept_);
+        else
+          compute_->score(shard, rows, options.precision, send.data(), nullptr);
       } catch (...) {
         error = std::current_exception();
       }
@@ -275,8 +283,10 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
       }
       raise_for(report, data_.source(), first_row_);
       // r_k = w_k p(x|k) / p(x), folded without storing rows × K_c responsibilities.
-      if (keep) compute_->accumulate_normalised_kept(shard, rows, options.precision, norm.data(), kept_, out.stats);
-      else compute_->accumulate_normalised(shard, rows, options.precision, norm.data(), out.stats);
+      if (keep)
+        compute_->accumulate_normalised_kept(shard, rows, options.precision, norm.data(), kept_, out.stats);
+      else
+        compute_->accumulate_normalised(shard, rows, options.precision, norm.data(), out.stats);
     } catch (...) {
       error = std::current_exception();
     }
@@ -305,7 +315,8 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
   return out;
 }
 
-MStepResult ShardedEstimator::m_step(const Model& shard, const ShardEStep& step, const EstimatorOptions& options) const {
+MStepResult ShardedEstimator::m_step(const Model& shard, const ShardEStep& step,
+                                     const EstimatorOptions& options) const {
   if (!(step.mass > 0.0) || !(step.nonempty_mass > 0.0))
     throw InvalidInput("M-step: no responsibility mass at all (no valid rows were folded in)");
   const std::size_t K = shard.components();
@@ -329,11 +340,15 @@ MStepResult ShardedEstimator::m_step(const Model& shard, const ShardEStep& step,
   return result;
 }
 
-EmResult run_sharded_em(ShardedEstimator& estimator, Model shard, std::size_t component_begin, const EmOptions& options) {
-  return run_em_steps(std::move(shard), options, [&](const Model& model) {
-    const ShardEStep step = estimator.e_step(model, options.estimator);
-    return IterationStep{step.rows, step.loglik, estimator.m_step(model, step, options.estimator)};
-  }, component_begin);
+EmResult run_sharded_em(ShardedEstimator& estimator, Model shard, std::size_t component_begin,
+                        const EmOptions& options) {
+  return run_em_steps(
+      std::move(shard), options,
+      [&](const Model& model) {
+        const ShardEStep step = estimator.e_step(model, options.estimator);
+        return IterationStep{step.rows, step.loglik, estimator.m_step(model, step, options.estimator)};
+      },
+      component_begin);
 }
 
 }  // namespace mixle::engine

@@ -22,13 +22,13 @@ class Compute {
 
   /// Adds the E-step statistics of `rows` under `model` to `stats` (stat_layout(model).size
   /// float64 values, host). Moments are accumulated about shift_table(model, precision).
-  virtual kernels::PassReport accumulate(const Model& model, const Dataset& rows,
-                                         Precision precision, std::vector<double>& stats) = 0;
+  virtual kernels::PassReport accumulate(const Model& model, const Dataset& rows, Precision precision,
+                                         std::vector<double>& stats) = 0;
 
   /// Per-row log-likelihood (rows values; −inf for an impossible row, NaN for a NaN row, both
   /// also in the report) and responsibilities (rows × K), host float64; either may be null.
-  virtual kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision,
-                                    double* loglik, double* resp) = 0;
+  virtual kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision, double* loglik,
+                                    double* resp) = 0;
 
   /// Folds given responsibilities (host, rows × K) into `stats`, float64, about zero shift.
   virtual void accumulate_given(const Model& model, const Dataset& rows, const double* resp,

@@ -9,8 +9,7 @@
 namespace mixle::engine {
 namespace {
 
-constexpr const char* kNoTf32 =
-    "precision tf32 is a CUDA tensor-core mode; the CPU backend computes fp32 or fp64";
+constexpr const char* kNoTf32 = "precision tf32 is a CUDA tensor-core mode; the CPU backend computes fp32 or fp64";
 
 class CpuCompute final : public Compute {
  public:
@@ -23,13 +22,12 @@ class CpuCompute final : public Compute {
   kernels::PassReport accumulate(const Model& model, const Dataset& rows, Precision precision,
                                  std::vector<double>& stats) override {
     if (precision == Precision::fp64) return run<double>(model, rows, stats);
-    if (precision == Precision::tf32)
-      throw InvalidInput(kNoTf32);
+    if (precision == Precision::tf32) throw InvalidInput(kNoTf32);
     return run<float>(model, rows, stats);
   }
 
-  kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision,
-                            double* loglik, double* resp) override {
+  kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision, double* loglik,
+                            double* resp) override {
     if (precision == Precision::fp64) return score_as<double>(model, rows, loglik, resp);
     if (precision == Precision::tf32) throw InvalidInput(kNoTf32);
     return score_as<float>(model, rows, loglik, resp);
@@ -39,9 +37,11 @@ class CpuCompute final : public Compute {
                         std::vector<double>& stats) override {
     const auto packed = pack_model<double>(model, rows.cols(), /*zero_shift=*/true);
     if (rows.dtype() == DType::f32)
-      kernels::cpu::accumulate_given(packed.view, rows.as<float>(), rows.rows(), rows.cols(), resp, stats.data(), options_);
+      kernels::cpu::accumulate_given(packed.view, rows.as<float>(), rows.rows(), rows.cols(), resp, stats.data(),
+                                     options_);
     else
-      kernels::cpu::accumulate_given(packed.view, rows.as<double>(), rows.rows(), rows.cols(), resp, stats.data(), options_);
+      kernels::cpu::accumulate_given(packed.view, rows.as<double>(), rows.rows(), rows.cols(), resp, stats.data(),
+                                     options_);
   }
 
   void accumulate_normalised(const Model& model, const Dataset& rows, Precision precision, const double* log_norm,
@@ -79,14 +79,17 @@ class CpuCompute final : public Compute {
   }
 
   template <class T>
-  kernels::PassReport keep_as(const Model& model, const Dataset& rows, double* loglik, std::vector<unsigned char>& kept) {
+  kernels::PassReport keep_as(const Model& model, const Dataset& rows, double* loglik,
+                              std::vector<unsigned char>& kept) {
     const auto packed = pack_model<T>(model, rows.cols());
     // Whole blocks (the kernels' layout): a little more than rows × kept_bytes_per_row.
     kept.resize(kernels::cpu::log_density_cache_size(rows.rows(), packed.view.components) * sizeof(T));
     T* cache = reinterpret_cast<T*>(kept.data());
     if (rows.dtype() == DType::f32)
-      return kernels::cpu::score_keeping(packed.view, rows.as<float>(), rows.rows(), rows.cols(), loglik, cache, options_);
-    return kernels::cpu::score_keeping(packed.view, rows.as<double>(), rows.rows(), rows.cols(), loglik, cache, options_);
+      return kernels::cpu::score_keeping(packed.view, rows.as<float>(), rows.rows(), rows.cols(), loglik, cache,
+                                         options_);
+    return kernels::cpu::score_keeping(packed.view, rows.as<double>(), rows.rows(), rows.cols(), loglik, cache,
+                                       options_);
   }
 
   template <class T>
@@ -100,17 +103,19 @@ class CpuCompute final : public Compute {
       kernels::cpu::accumulate_normalised_kept(packed.view, rows.as<float>(), rows.rows(), rows.cols(), cache, log_norm,
                                                stats.data(), options_);
     else
-      kernels::cpu::accumulate_normalised_kept(packed.view, rows.as<double>(), rows.rows(), rows.cols(), cache, log_norm,
-                                               stats.data(), options_);
+      kernels::cpu::accumulate_normalised_kept(packed.view, rows.as<double>(), rows.rows(), rows.cols(), cache,
+                                               log_norm, stats.data(), options_);
   }
 
   template <class T>
   void normalised(const Model& model, const Dataset& rows, const double* log_norm, std::vector<double>& stats) {
     const auto packed = pack_model<T>(model, rows.cols());
     if (rows.dtype() == DType::f32)
-      kernels::cpu::accumulate_normalised(packed.view, rows.as<float>(), rows.rows(), rows.cols(), log_norm, stats.data(), options_);
+      kernels::cpu::accumulate_normalised(packed.view, rows.as<float>(), rows.rows(), rows.cols(), log_norm,
+                                          stats.data(), options_);
     else
-      kernels::cpu::accumulate_normalised(packed.view, rows.as<double>(), rows.rows(), rows.cols(), log_norm, stats.data(), options_);
+      kernels::cpu::accumulate_normalised(packed.view, rows.as<double>(), rows.rows(), rows.cols(), log_norm,
+                                          stats.data(), options_);
   }
 
   template <class T>

@@ -69,12 +69,16 @@ void convert_rows(const Dataset& src, std::int64_t first, std::int64_t n, T* dst
   const std::size_t offset = static_cast<std::size_t>(first) * src.cols();
   if (src.dtype() == DType::f32) {
     const float* s = src.as<float>() + offset;
-    if constexpr (std::is_same_v<T, float>) std::memcpy(dst, s, count * sizeof(float));
-    else for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<T>(s[i]);
+    if constexpr (std::is_same_v<T, float>)
+      std::memcpy(dst, s, count * sizeof(float));
+    else
+      for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<T>(s[i]);
   } else {
     const double* s = src.as<double>() + offset;
-    if constexpr (std::is_same_v<T, double>) std::memcpy(dst, s, count * sizeof(double));
-    else for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<T>(s[i]);
+    if constexpr (std::is_same_v<T, double>)
+      std::memcpy(dst, s, count * sizeof(double));
+    else
+      for (std::size_t i = 0; i < count; ++i) dst[i] = static_cast<T>(s[i]);
   }
 }
 
@@ -98,8 +102,7 @@ struct TypedState {
     std::size_t b = resident.size() * sizeof(T) + ws.resp.size() * sizeof(T) + ws.row_offset.size() * sizeof(T) +
                     ws.loglik.size() * sizeof(double) + ws.status.size() * sizeof(int) +
                     ws.partials.size() * sizeof(double);
-    for (int i = 0; i < 2; ++i)
-      b += (x[i].size() + given[i].size()) * sizeof(T) + norm[i].size() * sizeof(double);
+    for (int i = 0; i < 2; ++i) b += (x[i].size() + given[i].size()) * sizeof(T) + norm[i].size() * sizeof(double);
     return b;
   }
 };
@@ -138,14 +141,17 @@ class CudaCompute final : public Compute {
   kernels::PassReport accumulate(const Model& model, const Dataset& rows, Precision precision,
                                  std::vector<double>& stats) override {
     check_door(model, rows, &stats);
-    if (precision == Precision::fp64) return run<double>(kc::PassMode::accumulate, model, rows, {}, &stats, nullptr, nullptr, false);
-    return run<float>(kc::PassMode::accumulate, model, rows, {}, &stats, nullptr, nullptr, precision == Precision::tf32);
+    if (precision == Precision::fp64)
+      return run<double>(kc::PassMode::accumulate, model, rows, {}, &stats, nullptr, nullptr, false);
+    return run<float>(kc::PassMode::accumulate, model, rows, {}, &stats, nullptr, nullptr,
+                      precision == Precision::tf32);
   }
 
-  kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision,
-                            double* loglik, double* resp) override {
+  kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision, double* loglik,
+                            double* resp) override {
     check_door(model, rows, nullptr);
-    if (precision == Precision::fp64) return run<double>(kc::PassMode::score, model, rows, {}, nullptr, loglik, resp, false);
+    if (precision == Precision::fp64)
+      return run<double>(kc::PassMode::score, model, rows, {}, nullptr, loglik, resp, false);
     return run<float>(kc::PassMode::score, model, rows, {}, nullptr, loglik, resp, precision == Precision::tf32);
   }
 
@@ -160,8 +166,10 @@ class CudaCompute final : public Compute {
     check_door(model, rows, &stats);
     if (!log_norm && rows.rows() > 0) throw InvalidInput("accumulate_normalised: no per-row normalisers given");
     const PerRow in{.log_norm = log_norm};
-    if (precision == Precision::fp64) run<double>(kc::PassMode::normalised, model, rows, in, &stats, nullptr, nullptr, false);
-    else run<float>(kc::PassMode::normalised, model, rows, in, &stats, nullptr, nullptr, precision == Precision::tf32);
+    if (precision == Precision::fp64)
+      run<double>(kc::PassMode::normalised, model, rows, in, &stats, nullptr, nullptr, false);
+    else
+      run<float>(kc::PassMode::normalised, model, rows, in, &stats, nullptr, nullptr, precision == Precision::tf32);
   }
 
  private:
@@ -173,7 +181,8 @@ class CudaCompute final : public Compute {
       throw InvalidInput("the CUDA backend accepts at most 2^31-1 columns, got " + std::to_string(rows.cols()));
     // Components index grid.y of the statistics and full-covariance kernels.
     if (model.components() > 65535)
-      throw InvalidInput("the CUDA backend accepts at most 65535 components, got " + std::to_string(model.components()));
+      throw InvalidInput("the CUDA backend accepts at most 65535 components, got " +
+                         std::to_string(model.components()));
     if (stats && static_cast<std::int64_t>(stats->size()) != stat_layout(model).size)
       throw InvalidInput("statistics buffer has " + std::to_string(stats->size()) + " values; the model needs " +
                          std::to_string(stat_layout(model).size));
@@ -181,8 +190,10 @@ class CudaCompute final : public Compute {
 
   template <class T>
   TypedState<T>& state() {
-    if constexpr (std::is_same_v<T, float>) return f32_;
-    else return f64_;
+    if constexpr (std::is_same_v<T, float>)
+      return f32_;
+    else
+      return f64_;
   }
 
   static bool same_rows(const Dataset& a, const Dataset& b) {
@@ -198,8 +209,10 @@ class CudaCompute final : public Compute {
   /// decided it (free + held is what the pass may plan with; it stays the same from pass to pass
   /// while nothing else allocates on the device).
   void trace_pass(kc::PassMode mode, std::int64_t n, const kc::ChunkPlan& plan, const kc::ChunkRequest& r) const {
-    const char* what = mode == kc::PassMode::score ? "score" : mode == kc::PassMode::given ? "given" :
-                       mode == kc::PassMode::normalised ? "normalised" : "accumulate";
+    const char* what = mode == kc::PassMode::score        ? "score"
+                       : mode == kc::PassMode::given      ? "given"
+                       : mode == kc::PassMode::normalised ? "normalised"
+                                                          : "accumulate";
     std::fprintf(stderr,
                  "mixle cuda: %s pass on %s, %lld rows: %s in chunks of %lld rows; free %zu + held %zu bytes, "
                  "budget %.0f bytes\n",
@@ -220,7 +233,8 @@ class CudaCompute final : public Compute {
       const std::int64_t m = std::min(chunk, n - r0);
       convert_rows(rows, r0, m, st.x_host[0].data());
       MIXLE_CUDA_TRY(cudaMemcpyAsync(st.resident.data() + static_cast<std::size_t>(r0) * cols, st.x_host[0].data(),
-                                     static_cast<std::size_t>(m) * cols * sizeof(T), cudaMemcpyHostToDevice, copy_->get()));
+                                     static_cast<std::size_t>(m) * cols * sizeof(T), cudaMemcpyHostToDevice,
+                                     copy_->get()));
       copy_->synchronize();
     }
     st.resident_rows = rows;
@@ -267,8 +281,8 @@ class CudaCompute final : public Compute {
     request.max_chunk_rows = env_rows("MIXLE_CUDA_CHUNK_ROWS", request.unit);
     request.free_bytes = free_bytes;
     // The statistics and report buffers are reused too (allocated after the first measurement).
-    request.held_bytes = st.held_bytes() + stats_dev_.size() * sizeof(double) +
-                         report_dev_.size() * sizeof(kc::DeviceReport);
+    request.held_bytes =
+        st.held_bytes() + stats_dev_.size() * sizeof(double) + report_dev_.size() * sizeof(kc::DeviceReport);
     const kc::ChunkPlan chunk_plan = kc::plan_chunks(request);
     const bool resident = chunk_plan.resident;
     const std::int64_t chunk = chunk_plan.chunk;
@@ -277,10 +291,10 @@ class CudaCompute final : public Compute {
                         std::to_string(request.unit) + " rows needs " +
                         std::to_string(static_cast<std::size_t>(chunk_plan.streamed_bytes_per_row *
                                                                     static_cast<double>(request.unit) +
-                                                                static_cast<double>(kc::kPartialBudgetBytes)) >> 20) +
+                                                                static_cast<double>(kc::kPartialBudgetBytes)) >>
+                                       20) +
                         " MiB");
-    if (trace_enabled())
-      trace_pass(mode, n, chunk_plan, request);
+    if (trace_enabled()) trace_pass(mode, n, chunk_plan, request);
     if (resident) {
       make_resident(st, rows, chunk);
     } else if (st.resident_rows) {
@@ -301,9 +315,14 @@ class CudaCompute final : public Compute {
     }
     const std::size_t ucols = static_cast<std::size_t>(cols);
     for (int b = 0; b < 2; ++b) {
-      if (!resident) st.x[b].reserve(static_cast<std::size_t>(chunk) * ucols), st.x_host[b].reserve(static_cast<std::size_t>(chunk) * ucols);
-      if (given) st.given[b].reserve(static_cast<std::size_t>(chunk) * K), st.given_host[b].reserve(static_cast<std::size_t>(chunk) * K);
-      if (log_norm) st.norm[b].reserve(static_cast<std::size_t>(chunk)), st.norm_host[b].reserve(static_cast<std::size_t>(chunk));
+      if (!resident)
+        st.x[b].reserve(static_cast<std::size_t>(chunk) * ucols),
+            st.x_host[b].reserve(static_cast<std::size_t>(chunk) * ucols);
+      if (given)
+        st.given[b].reserve(static_cast<std::size_t>(chunk) * K),
+            st.given_host[b].reserve(static_cast<std::size_t>(chunk) * K);
+      if (log_norm)
+        st.norm[b].reserve(static_cast<std::size_t>(chunk)), st.norm_host[b].reserve(static_cast<std::size_t>(chunk));
     }
     if (mode == kc::PassMode::score) {
       st.resp_out.reserve(static_cast<std::size_t>(chunk) * K);
@@ -323,20 +342,24 @@ class CudaCompute final : public Compute {
         if (!resident) convert_rows(rows, r0, m, st.x_host[b].data());
         if (given) {
           const double* g = given + static_cast<std::size_t>(r0) * K;
-          for (std::size_t i = 0; i < static_cast<std::size_t>(m) * K; ++i) st.given_host[b].data()[i] = static_cast<T>(g[i]);
+          for (std::size_t i = 0; i < static_cast<std::size_t>(m) * K; ++i)
+            st.given_host[b].data()[i] = static_cast<T>(g[i]);
         }
         if (log_norm) std::copy(log_norm + r0, log_norm + r0 + m, st.norm_host[b].data());
         // The device buffers of slot b are free once the compute of chunk index − 2 is done.
         MIXLE_CUDA_TRY(cudaStreamWaitEvent(copy_->get(), compute_done_[b]->get(), 0));
         if (!resident)
-          MIXLE_CUDA_TRY(cudaMemcpyAsync(st.x[b].data(), st.x_host[b].data(), static_cast<std::size_t>(m) * ucols * sizeof(T),
-                                         cudaMemcpyHostToDevice, copy_->get()));
+          MIXLE_CUDA_TRY(cudaMemcpyAsync(st.x[b].data(), st.x_host[b].data(),
+                                         static_cast<std::size_t>(m) * ucols * sizeof(T), cudaMemcpyHostToDevice,
+                                         copy_->get()));
         if (given)
-          MIXLE_CUDA_TRY(cudaMemcpyAsync(st.given[b].data(), st.given_host[b].data(), static_cast<std::size_t>(m) * K * sizeof(T),
-                                         cudaMemcpyHostToDevice, copy_->get()));
+          MIXLE_CUDA_TRY(cudaMemcpyAsync(st.given[b].data(), st.given_host[b].data(),
+                                         static_cast<std::size_t>(m) * K * sizeof(T), cudaMemcpyHostToDevice,
+                                         copy_->get()));
         if (log_norm)
-          MIXLE_CUDA_TRY(cudaMemcpyAsync(st.norm[b].data(), st.norm_host[b].data(), static_cast<std::size_t>(m) * sizeof(double),
-                                         cudaMemcpyHostToDevice, copy_->get()));
+          MIXLE_CUDA_TRY(cudaMemcpyAsync(st.norm[b].data(), st.norm_host[b].data(),
+                                         static_cast<std::size_t>(m) * sizeof(double), cudaMemcpyHostToDevice,
+                                         copy_->get()));
         h2d_done_[b]->record(copy_->get());
         MIXLE_CUDA_TRY(cudaStreamWaitEvent(cs, h2d_done_[b]->get(), 0));
         given_dev = given ? st.given[b].data() : nullptr;
@@ -353,9 +376,10 @@ class CudaCompute final : public Compute {
     stats_host_.reserve(static_cast<std::size_t>(std::max<std::int64_t>(stat_size, 1)));
     report_host_.reserve(1);
     if (mode != kc::PassMode::score)
-      MIXLE_CUDA_TRY(cudaMemcpyAsync(stats_host_.data(), stats_dev_.data(), static_cast<std::size_t>(stat_size) * sizeof(double),
-                                     cudaMemcpyDeviceToHost, cs));
-    MIXLE_CUDA_TRY(cudaMemcpyAsync(report_host_.data(), report_dev_.data(), sizeof(kc::DeviceReport), cudaMemcpyDeviceToHost, cs));
+      MIXLE_CUDA_TRY(cudaMemcpyAsync(stats_host_.data(), stats_dev_.data(),
+                                     static_cast<std::size_t>(stat_size) * sizeof(double), cudaMemcpyDeviceToHost, cs));
+    MIXLE_CUDA_TRY(
+        cudaMemcpyAsync(report_host_.data(), report_dev_.data(), sizeof(kc::DeviceReport), cudaMemcpyDeviceToHost, cs));
     compute_->synchronize();
     if (mode != kc::PassMode::score) {
       // normalised: the caller owns the log-likelihood and row count (header [0], [1]).
@@ -375,8 +399,8 @@ class CudaCompute final : public Compute {
   void copy_out(TypedState<T>& st, std::int64_t m, int K, std::int64_t r0, double* loglik, double* resp) {
     cudaStream_t cs = compute_->get();
     if (loglik)
-      MIXLE_CUDA_TRY(cudaMemcpyAsync(st.loglik_out.data(), st.ws.loglik.data(), static_cast<std::size_t>(m) * sizeof(double),
-                                     cudaMemcpyDeviceToHost, cs));
+      MIXLE_CUDA_TRY(cudaMemcpyAsync(st.loglik_out.data(), st.ws.loglik.data(),
+                                     static_cast<std::size_t>(m) * sizeof(double), cudaMemcpyDeviceToHost, cs));
     if (resp)
       MIXLE_CUDA_TRY(cudaMemcpyAsync(st.resp_out.data(), st.ws.resp.data(), static_cast<std::size_t>(m) * K * sizeof(T),
                                      cudaMemcpyDeviceToHost, cs));
@@ -414,8 +438,8 @@ int cuda_device_count() noexcept {
 std::unique_ptr<Compute> make_cuda_compute(int device) {
   const int count = kc::device_count();
   if (device < 0 || device >= count)
-    throw InvalidInput("cuda:" + std::to_string(device) + " does not exist: this machine has " +
-                       std::to_string(count) + " CUDA device(s)" + (count ? "; use cuda:0…cuda:" + std::to_string(count - 1) : ""));
+    throw InvalidInput("cuda:" + std::to_string(device) + " does not exist: this machine has " + std::to_string(count) +
+                       " CUDA device(s)" + (count ? "; use cuda:0…cuda:" + std::to_string(count - 1) : ""));
   return std::make_unique<CudaCompute>(device);
 }
 

@@ -1,4 +1,5 @@
-// Without the CUDA backend (CPU-only build, or MIXLE_HAVE_CUDA_BACKEND unset): the CUDA entry points exist, report zero devices and refuse with NotCompiled.
+// Without the CUDA backend (CPU-only build, or MIXLE_HAVE_CUDA_BACKEND unset): the CUDA entry points exist, report zero
+// devices and refuse with NotCompiled.
 #include "engine/compute.hpp"
 
 #include <mixle/error.hpp>

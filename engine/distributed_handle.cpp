@@ -53,7 +53,8 @@ void DistributedEncodedData::reduce_with_errors(std::vector<double>& values, Fn&
 
 void DistributedEncodedData::check(const Model& model) {
   std::vector<double> none;
-  reduce_with_errors(none, [&] { LocalEncodedData::check(model); }, "checking the data");
+  reduce_with_errors(
+      none, [&] { LocalEncodedData::check(model); }, "checking the data");
 }
 
 std::vector<double> DistributedEncodedData::column_max() {
@@ -64,23 +65,30 @@ std::vector<double> DistributedEncodedData::column_max() {
 
 Statistics DistributedEncodedData::stream_accumulate(const Model& model, const EstimatorOptions& options) {
   Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(model).size));
-  reduce_with_errors(s.values, [&] {
-    // An empty local range (more ranks than row blocks) contributes zeros.
-    if (data_.rows() > 0) s = LocalEncodedData::stream_accumulate(model, options);
-  }, "the E-step");
+  reduce_with_errors(
+      s.values,
+      [&] {
+        // An empty local range (more ranks than row blocks) contributes zeros.
+        if (data_.rows() > 0) s = LocalEncodedData::stream_accumulate(model, options);
+      },
+      "the E-step");
   return s;
 }
 
 Statistics DistributedEncodedData::accumulate_assigned(const Model& shape, const Assigner& assign) {
   Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(shape).size));
-  reduce_with_errors(s.values, [&] {
-    if (data_.rows() > 0) s = LocalEncodedData::accumulate_assigned(shape, assign);
-  }, "initialisation");
+  reduce_with_errors(
+      s.values,
+      [&] {
+        if (data_.rows() > 0) s = LocalEncodedData::accumulate_assigned(shape, assign);
+      },
+      "initialisation");
   return s;
 }
 
 Dataset DistributedEncodedData::sample(std::uint64_t seed, std::size_t target) {
-  const double p = std::min(1.0, static_cast<double>(target) / static_cast<double>(std::max<std::size_t>(global_rows_, 1)));
+  const double p =
+      std::min(1.0, static_cast<double>(target) / static_cast<double>(std::max<std::size_t>(global_rows_, 1)));
   const Dataset mine = sample_local(seed, p);
   const std::size_t C = data_.cols(), W = static_cast<std::size_t>(comm_.size());
   // Gather counts, then every rank's rows padded to the largest count; ranks hold ascending

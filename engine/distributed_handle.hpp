@@ -25,8 +25,8 @@ class DistributedEncodedData final : public LocalEncodedData {
  public:
   /// `local` holds rows [first_row, first_row + local.rows()) of `global_rows`; `comm` must
   /// outlive the handle. Collectives time out per the communicator.
-  DistributedEncodedData(Dataset local, std::size_t global_rows, std::size_t first_row,
-                         comms::Communicator& comm, std::unique_ptr<Compute> compute);
+  DistributedEncodedData(Dataset local, std::size_t global_rows, std::size_t first_row, comms::Communicator& comm,
+                         std::unique_ptr<Compute> compute);
 
   std::string backend() const override { return "distributed"; }
   std::size_t rows() const override { return global_rows_; }

@@ -8,16 +8,16 @@
 
 namespace mixle::engine {
 
-EmResult run_em_steps(Model initial, const EmOptions& options,
-                      const std::function<IterationStep(const Model&)>& step, std::size_t component_offset) {
+EmResult run_em_steps(Model initial, const EmOptions& options, const std::function<IterationStep(const Model&)>& step,
+                      std::size_t component_offset) {
   if (options.max_iter < 1) throw InvalidInput("max_iter = " + std::to_string(options.max_iter) + " must be ≥ 1");
   if (!(options.tol >= 0.0)) throw InvalidInput("tol must be ≥ 0");
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   EmResult result;
   result.model = std::move(initial);
-  double previous = options.prior_mean_loglik.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                                     : options.prior_mean_loglik.back();
+  double previous =
+      options.prior_mean_loglik.empty() ? std::numeric_limits<double>::quiet_NaN() : options.prior_mean_loglik.back();
   result.mean_loglik = options.prior_mean_loglik;
   result.iterations = options.start_iteration;
   std::vector<char> reported(result.model.components(), 0);
@@ -28,8 +28,9 @@ EmResult run_em_steps(Model initial, const EmOptions& options,
     for (std::size_t& k : done.next.empty_components) {
       if (!reported[k]) {
         reported[k] = 1;
-        result.warnings.push_back("component " + std::to_string(component_offset + k) + " captured no rows at iteration " +
-                                  std::to_string(it) + "; it keeps its previous parameters with weight 0");
+        result.warnings.push_back("component " + std::to_string(component_offset + k) +
+                                  " captured no rows at iteration " + std::to_string(it) +
+                                  "; it keeps its previous parameters with weight 0");
       }
       k += component_offset;
     }
@@ -48,8 +49,8 @@ EmResult run_em_steps(Model initial, const EmOptions& options,
     info.model = &result.model;
     if (options.on_iteration) options.on_iteration(info);
     if (!std::isfinite(mean_ll))
-      throw InvalidInput("EM: the mean log-likelihood became " + std::to_string(mean_ll) +
-                         " at iteration " + std::to_string(it) + "; the data or model is degenerate");
+      throw InvalidInput("EM: the mean log-likelihood became " + std::to_string(mean_ll) + " at iteration " +
+                         std::to_string(it) + "; the data or model is degenerate");
     if (it > 1 && std::abs(mean_ll - previous) < options.tol) {
       result.converged = true;
       break;
@@ -63,8 +64,9 @@ EmResult run_em_steps(Model initial, const EmOptions& options,
 EmResult run_em(EncodedData& data, Model initial, const EmOptions& options) {
   return run_em_steps(std::move(initial), options, [&](const Model& model) {
     const Statistics stats = data.stream_accumulate(model, options.estimator);
-    return IterationStep{stats.rows(), stats.loglik_sum(),
-                         m_step(model, stats.values, shift_table(model, options.estimator.precision), options.estimator)};
+    return IterationStep{
+        stats.rows(), stats.loglik_sum(),
+        m_step(model, stats.values, shift_table(model, options.estimator.precision), options.estimator)};
   });
 }
 

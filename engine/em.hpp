@@ -11,10 +11,10 @@
 namespace mixle::engine {
 
 struct IterationInfo {
-  int iteration = 0;           // 1-based
-  double mean_loglik = 0.0;    // of the model evaluated in this iteration's E-step, per row
-  double delta = 0.0;          // change from the previous iteration (NaN at iteration 1)
-  double seconds = 0.0;        // this iteration's wall time
+  int iteration = 0;         // 1-based
+  double mean_loglik = 0.0;  // of the model evaluated in this iteration's E-step, per row
+  double delta = 0.0;        // change from the previous iteration (NaN at iteration 1)
+  double seconds = 0.0;      // this iteration's wall time
   double rows = 0.0;
   std::vector<std::size_t> empty_components;
   const Model* model = nullptr;  // the model after this iteration's M-step (valid in the callback)
@@ -54,8 +54,7 @@ struct IterationStep {
 /// step function, so that every execution (local, distributed, component-sharded) shares it.
 /// `component_offset` is added to component indices in warnings and IterationInfo (a shard's
 /// first global component).
-EmResult run_em_steps(Model initial, const EmOptions& options,
-                      const std::function<IterationStep(const Model&)>& step,
+EmResult run_em_steps(Model initial, const EmOptions& options, const std::function<IterationStep(const Model&)>& step,
                       std::size_t component_offset = 0);
 
 /// Runs EM from `initial`. Each iteration's E-step evaluates the current model (so a fit

@@ -14,8 +14,8 @@ namespace mixle::engine {
 
 void Statistics::combine(const Statistics& other) {
   if (other.values.size() != values.size())
-    throw InvalidInput("statistics of different sizes cannot be combined (" +
-                       std::to_string(values.size()) + " vs " + std::to_string(other.values.size()) + ")");
+    throw InvalidInput("statistics of different sizes cannot be combined (" + std::to_string(values.size()) + " vs " +
+                       std::to_string(other.values.size()) + ")");
   for (std::size_t i = 0; i < values.size(); ++i) values[i] += other.values[i];
 }
 
@@ -29,10 +29,8 @@ MStepResult EncodedData::estimate(const Model& prev, const EstimatorOptions& opt
   return m_step(prev, s.values, shift_table(prev, options.precision), options);
 }
 
-Model EncodedData::initialize(const Model& shape, std::uint64_t seed, double p,
-                              const EstimatorOptions& options) {
-  if (!(p > 0.0 && p <= 1.0))
-    throw InvalidInput("init-p = " + std::to_string(p) + " must be in (0, 1]");
+Model EncodedData::initialize(const Model& shape, std::uint64_t seed, double p, const EstimatorOptions& options) {
+  if (!(p > 0.0 && p <= 1.0)) throw InvalidInput("init-p = " + std::to_string(p) + " must be in (0, 1]");
   const std::size_t K = shape.components();
   Assigner assign = [seed, p](const Dataset& rows, std::size_t first_row, std::size_t K, double* resp) {
     std::fill(resp, resp + rows.rows() * K, 0.0);
@@ -46,8 +44,8 @@ Model EncodedData::initialize(const Model& shape, std::uint64_t seed, double p,
   for (std::size_t k = 0; k < K; ++k)
     if (s.values[kernels::kStatHeader + k] <= 0.0)
       throw InvalidInput("initialisation 'select' with p = " + std::to_string(p) + " gave component " +
-                         std::to_string(k) + " no rows (" + std::to_string(rows()) +
-                         " rows, K = " + std::to_string(K) + "); raise --init-p or use --init kmeans++");
+                         std::to_string(k) + " no rows (" + std::to_string(rows()) + " rows, K = " + std::to_string(K) +
+                         "); raise --init-p or use --init kmeans++");
   return m_step(shape, s.values, shift_table(shape, Precision::fp64, /*zero_shift=*/true), options).model;
 }
 
@@ -72,7 +70,7 @@ std::string lower(std::string s) {
 struct Registry {
   std::mutex mutex;
   std::map<std::string, Registration> by_name;  // canonical name → registration
-  std::map<std::string, std::string> names;      // every name and alias → canonical name
+  std::map<std::string, std::string> names;     // every name and alias → canonical name
 };
 
 Registry& registry() {
@@ -93,16 +91,16 @@ void register_encoded_data_backend_impl(const std::string& name, EncodedDataFact
   std::lock_guard lock(r.mutex);
   Registration reg{lower(name), factory, {}};
   for (const auto& a : aliases) reg.aliases.push_back(lower(a));
-  if (auto it = r.by_name.find(reg.name); it != r.by_name.end() && it->second.factory == factory &&
-                                          it->second.aliases == reg.aliases)
+  if (auto it = r.by_name.find(reg.name);
+      it != r.by_name.end() && it->second.factory == factory && it->second.aliases == reg.aliases)
     return;  // identical re-registration
   std::vector<std::string> all = reg.aliases;
   all.push_back(reg.name);
   for (const auto& n : all) {
     auto it = r.names.find(n);
     if (it != r.names.end() && !override && r.by_name.at(it->second).factory != factory)
-      throw InvalidInput("encoded-data backend name \"" + n + "\" is already registered by backend \"" +
-                         it->second + "\"; pass override=true to replace it");
+      throw InvalidInput("encoded-data backend name \"" + n + "\" is already registered by backend \"" + it->second +
+                         "\"; pass override=true to replace it");
   }
   for (const auto& n : all) r.names[n] = reg.name;
   r.by_name[reg.name] = std::move(reg);

@@ -77,15 +77,13 @@ struct EncodedDataOptions {
   bool is_default() const;
 };
 
-using EncodedDataFactory = std::unique_ptr<EncodedData> (*)(const Dataset& data,
-                                                            const EncodedDataOptions& options);
+using EncodedDataFactory = std::unique_ptr<EncodedData> (*)(const Dataset& data, const EncodedDataOptions& options);
 
 /// Registers a backend under `name` and `aliases` (case-insensitive). Registering a name that
 /// is taken by a different factory throws InvalidInput unless `override`; registering the
 /// identical (name, factory, aliases) again is a no-op.
 void register_encoded_data_backend(const std::string& name, EncodedDataFactory factory,
-                                   const std::vector<std::string>& aliases = {},
-                                   bool override = false);
+                                   const std::vector<std::string>& aliases = {}, bool override = false);
 /// Registered backend names (canonical, lower case).
 std::vector<std::string> encoded_data_backends();
 

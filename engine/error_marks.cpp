@@ -72,8 +72,7 @@ CarriedError describe(const std::exception_ptr& error) {
   } catch (const std::exception& e) {
     c.kind = kind_of(e);
     copy_text(c.message, e.what());
-  } catch (...) {
-  }
+  } catch (...) {}
   return c;
 }
 
@@ -83,7 +82,8 @@ CarriedError describe(const std::exception_ptr& error) {
     case ErrorKind::invalid_input: throw InvalidInput(text);
     case ErrorKind::usage: throw UsageError(text);
     case ErrorKind::impossible_evidence: {
-      const auto n = static_cast<std::size_t>(std::clamp<std::int32_t>(c.num_rows, 0, static_cast<std::int32_t>(c.rows.size())));
+      const auto n =
+          static_cast<std::size_t>(std::clamp<std::int32_t>(c.num_rows, 0, static_cast<std::int32_t>(c.rows.size())));
       throw ImpossibleEvidence(text, std::vector<std::size_t>(c.rows.begin(), c.rows.begin() + n));
     }
     case ErrorKind::unrealized_placement: throw UnrealizedModelPlacement(text);

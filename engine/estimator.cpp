@@ -83,8 +83,7 @@ PackedModel<T> pack_model(const Model& model, std::size_t data_columns, bool zer
     const Part& p = model.parts[i];
     const FamilyOps& ops = family_ops(p.family);
     const std::size_t stride = static_cast<std::size_t>(ops.coef_stride(p));
-    for (std::size_t k = 0; k < K; ++k)
-      log_const[k] += ops.pack(p, k, coef.data() + coef_offset[i] + k * stride);
+    for (std::size_t k = 0; k < K; ++k) log_const[k] += ops.pack(p, k, coef.data() + coef_offset[i] + k * stride);
   }
   const ShiftTable shifts = shift_table(model, sizeof(T) == 8 ? Precision::fp64 : Precision::fp32, zero_shift);
   packed.log_const.assign(log_const.begin(), log_const.end());
@@ -111,7 +110,8 @@ PackedModel<T> pack_model(const Model& model, std::size_t data_columns, bool zer
       for (std::size_t j = 0; j < stride; ++j) {
         const T c = packed.coef[static_cast<std::size_t>(coef_offset[i]) + k * stride + j];
         const bool ok = log_prob ? !std::isnan(c) && c != std::numeric_limits<T>::infinity() : std::isfinite(c);
-        if (!ok) throw out_of_range(i, k, "packed coefficient (from a parameter)", coef[coef_offset[i] + k * stride + j]);
+        if (!ok)
+          throw out_of_range(i, k, "packed coefficient (from a parameter)", coef[coef_offset[i] + k * stride + j]);
       }
     if (shifts.part_offset[i] >= 0)
       for (std::size_t j = 0; j < K * p.dims(); ++j) {
@@ -122,8 +122,8 @@ PackedModel<T> pack_model(const Model& model, std::size_t data_columns, bool zer
   for (std::size_t k = 0; k < K; ++k)
     if (std::isnan(packed.log_const[k]) || packed.log_const[k] == std::numeric_limits<T>::infinity())
       throw InvalidInput("model component " + std::to_string(k) + ": its normalising constant " +
-                         std::to_string(log_const[k]) + " is outside the range of the compute precision " +
-                         precision + "; use --precision fp64");
+                         std::to_string(log_const[k]) + " is outside the range of the compute precision " + precision +
+                         "; use --precision fp64");
 
   for (std::size_t i = 0; i < model.parts.size(); ++i) {
     const Part& p = model.parts[i];
@@ -167,8 +167,7 @@ MStepResult m_step(const Model& prev, const std::vector<double>& stats, const Sh
   Model& next = result.model;
   double total_mass = 0.0;
   for (std::size_t k = 0; k < K; ++k) total_mass += stats[kernels::kStatHeader + k];
-  if (!(total_mass > 0.0))
-    throw InvalidInput("M-step: no responsibility mass at all (no valid rows were folded in)");
+  if (!(total_mass > 0.0)) throw InvalidInput("M-step: no responsibility mass at all (no valid rows were folded in)");
   for (std::size_t k = 0; k < K; ++k) {
     const double mass = stats[kernels::kStatHeader + k];
     next.weights[k] = mass / total_mass;
@@ -180,9 +179,8 @@ MStepResult m_step(const Model& prev, const std::vector<double>& stats, const Sh
     for (std::size_t i = 0; i < prev.parts.size(); ++i) {
       Part& p = next.parts[i];
       const double* s = stats.data() + layout.part_offset[i] + static_cast<std::int64_t>(k) * layout.part_stride[i];
-      const double* shift = shifts.part_offset[i] >= 0
-                                ? shifts.values.data() + shifts.part_offset[i] + k * p.dims()
-                                : nullptr;
+      const double* shift =
+          shifts.part_offset[i] >= 0 ? shifts.values.data() + shifts.part_offset[i] + k * p.dims() : nullptr;
       family_ops(p.family).m_step(p, k, s, mass, shift, options.m_step);
     }
   }

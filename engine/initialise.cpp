@@ -20,8 +20,8 @@ Model model_shape(EncodedData& data, const std::vector<PartSpec>& parts, std::si
   for (const PartSpec& spec : parts) {
     if (spec.col_end > data.columns())
       throw InvalidInput("part " + std::string(family_name(spec.family)) + " reads column " +
-                         std::to_string(spec.col_end - 1) + " but the data has " +
-                         std::to_string(data.columns()) + " columns");
+                         std::to_string(spec.col_end - 1) + " but the data has " + std::to_string(data.columns()) +
+                         " columns");
     Part p;
     p.family = spec.family;
     p.col_begin = spec.col_begin;
@@ -33,8 +33,9 @@ Model model_shape(EncodedData& data, const std::vector<PartSpec>& parts, std::si
       for (std::size_t c = p.col_begin; c < p.col_end; ++c) mx = std::max(mx, col_max[c]);
       if (!std::isfinite(mx) || mx < 0.0 || mx > 1e7)
         throw InvalidInput(std::string(family_name(p.family)) + " columns [" + std::to_string(p.col_begin) + ", " +
-                           std::to_string(p.col_end) + "): cannot infer the number of categories from the largest code " +
-                           std::to_string(mx) + "; give it as " + family_name(p.family) + ":begin-end:V");
+                           std::to_string(p.col_end) +
+                           "): cannot infer the number of categories from the largest code " + std::to_string(mx) +
+                           "; give it as " + family_name(p.family) + ":begin-end:V");
       p.categories = static_cast<std::size_t>(mx) + 1;
     }
     family_ops(p.family).resize(p, K);
@@ -54,8 +55,7 @@ double squared_distance(const double* a, const double* b, std::size_t C) {
 
 }  // namespace
 
-Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed,
-                           const EstimatorOptions& options) {
+Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed, const EstimatorOptions& options) {
   const std::size_t K = shape.components();
   // Only the columns some part models: others may hold anything (NaN, text read as NaN, ids).
   std::vector<std::size_t> used;
@@ -76,7 +76,8 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
   for (std::size_t r = 0; r < n; ++r)
     for (std::size_t c = 0; c < C; ++c) mean[c] += sample.at(r, used[c]) / static_cast<double>(n);
   for (std::size_t r = 0; r < n; ++r)
-    for (std::size_t c = 0; c < C; ++c) scale[c] += (sample.at(r, used[c]) - mean[c]) * (sample.at(r, used[c]) - mean[c]);
+    for (std::size_t c = 0; c < C; ++c)
+      scale[c] += (sample.at(r, used[c]) - mean[c]) * (sample.at(r, used[c]) - mean[c]);
   for (auto& s : scale) s = s > 0.0 ? 1.0 / std::sqrt(s / static_cast<double>(n)) : 1.0;
   for (std::size_t r = 0; r < n; ++r)
     for (std::size_t c = 0; c < C; ++c) pts[r * C + c] = (sample.at(r, used[c]) - mean[c]) * scale[c];
@@ -98,7 +99,10 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
     if (total > 0.0) {
       double u = std::uniform_real_distribution<double>(0.0, total)(rng);
       for (std::size_t r = 0; r < n; ++r) {
-        if (u < d2[r]) { pick = r; break; }
+        if (u < d2[r]) {
+          pick = r;
+          break;
+        }
         u -= d2[r];
       }
     }

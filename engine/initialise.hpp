@@ -16,7 +16,6 @@ Model model_shape(EncodedData& data, const std::vector<PartSpec>& parts, std::si
 /// refined by a few Lloyd iterations on the sample; then every row is assigned to its nearest
 /// centre and one M-step gives the initial model. Same seed ⇒ same model at any world size.
 constexpr std::size_t kKmeansSample = 20000;
-Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed,
-                           const EstimatorOptions& options);
+Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed, const EstimatorOptions& options);
 
 }  // namespace mixle::engine

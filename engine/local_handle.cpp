@@ -47,14 +47,15 @@ const Dataset& LocalEncodedData::encoded_for(Precision precision) {
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(x[i]);
   auto owned = std::make_shared<const std::vector<float>>(std::move(values));
   const void* first = owned->data();
-  encoded_f32_ = Dataset::from_storage(std::move(owned), first, DType::f32, data_.rows(), data_.cols(),
-                                       data_.source(), data_.first_row());
+  encoded_f32_ = Dataset::from_storage(std::move(owned), first, DType::f32, data_.rows(), data_.cols(), data_.source(),
+                                       data_.first_row());
   return encoded_f32_;
 }
 
 Statistics LocalEncodedData::stream_accumulate(const Model& model, const EstimatorOptions& options) {
   Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(model).size));
-  const kernels::PassReport report = compute_->accumulate(model, encoded_for(options.precision), options.precision, s.values);
+  const kernels::PassReport report =
+      compute_->accumulate(model, encoded_for(options.precision), options.precision, s.values);
   raise_for(report, data_.source(), data_.first_row());
   return s;
 }

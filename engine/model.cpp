@@ -65,9 +65,8 @@ std::vector<PartSpec> parse_layout(std::string_view text, std::size_t columns) {
     if (spec.col_end <= spec.col_begin)
       throw InvalidInput("layout item \"" + std::string(item) + "\": empty column range");
     if (columns && spec.col_end > columns)
-      throw InvalidInput("layout item \"" + std::string(item) + "\": column " +
-                         std::to_string(spec.col_end - 1) + " is past the data's " +
-                         std::to_string(columns) + " columns");
+      throw InvalidInput("layout item \"" + std::string(item) + "\": column " + std::to_string(spec.col_end - 1) +
+                         " is past the data's " + std::to_string(columns) + " columns");
     specs.push_back(spec);
     start = end + 1;
   }
@@ -94,13 +93,12 @@ void validate_model(const Model& model) {
     const Part& p = model.parts[i];
     const std::string where = "model: parts[" + std::to_string(i) + "] (" + family_name(p.family) + ")";
     if (p.col_end <= p.col_begin)
-      throw InvalidInput(where + ": \"columns\" [" + std::to_string(p.col_begin) + ", " +
-                         std::to_string(p.col_end) + ") is empty; give [start, stop) with stop > start");
+      throw InvalidInput(where + ": \"columns\" [" + std::to_string(p.col_begin) + ", " + std::to_string(p.col_end) +
+                         ") is empty; give [start, stop) with stop > start");
     for (const auto& [b, e] : ranges)
       if (p.col_begin < e && b < p.col_end)
-        throw InvalidInput(where + ": columns [" + std::to_string(p.col_begin) + ", " +
-                           std::to_string(p.col_end) + ") overlap another part's [" +
-                           std::to_string(b) + ", " + std::to_string(e) + ")");
+        throw InvalidInput(where + ": columns [" + std::to_string(p.col_begin) + ", " + std::to_string(p.col_end) +
+                           ") overlap another part's [" + std::to_string(b) + ", " + std::to_string(e) + ")");
     ranges.emplace_back(p.col_begin, p.col_end);
     engine::family_ops(p.family).validate(p, K, where);
   }

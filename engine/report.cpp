@@ -18,12 +18,11 @@ void raise_for(const kernels::PassReport& report, const std::string& source, std
   if (total > report.num_listed) rows += ", …";
   if (report.impossible_rows > 0)
     throw ImpossibleEvidence(source + ": " + std::to_string(report.impossible_rows) +
-                             " row(s) have zero probability under every component (rows " + rows +
-                             "); check the data against the model (e.g. a categorical code whose "
-                             "probability is 0 everywhere, or a value outside a family's support)",
+                                 " row(s) have zero probability under every component (rows " + rows +
+                                 "); check the data against the model (e.g. a categorical code whose "
+                                 "probability is 0 everywhere, or a value outside a family's support)",
                              std::move(listed));
-  throw InvalidInput(source + ": " + std::to_string(report.nan_rows) +
-                     " row(s) gave a NaN log-density (rows " + rows +
+  throw InvalidInput(source + ": " + std::to_string(report.nan_rows) + " row(s) gave a NaN log-density (rows " + rows +
                      "); the data or the model parameters hold NaN or overflow");
 }
 

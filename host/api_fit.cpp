@@ -45,26 +45,25 @@ Scored run_score(const Model& model, const Dataset& data, const std::string& dev
   if (want_loglik) s.loglik.assign(data.rows(), 0.0);
   if (want_resp) s.resp.assign(data.rows() * model.components(), 0.0);
   const auto report = compute->score(model, data, engine::precision_from_name(precision),
-                                     want_loglik ? s.loglik.data() : nullptr,
-                                     want_resp ? s.resp.data() : nullptr);
+                                     want_loglik ? s.loglik.data() : nullptr, want_resp ? s.resp.data() : nullptr);
   engine::raise_for(report, data.source(), data.first_row());
   return s;
 }
 
 }  // namespace
 
-std::vector<double> score_samples(const Model& model, const Dataset& data, const std::string& device,
-                                  int threads, const std::string& precision) {
+std::vector<double> score_samples(const Model& model, const Dataset& data, const std::string& device, int threads,
+                                  const std::string& precision) {
   return run_score(model, data, device, threads, precision, true, false).loglik;
 }
 
-std::vector<double> predict_proba(const Model& model, const Dataset& data, const std::string& device,
-                                  int threads, const std::string& precision) {
+std::vector<double> predict_proba(const Model& model, const Dataset& data, const std::string& device, int threads,
+                                  const std::string& precision) {
   return run_score(model, data, device, threads, precision, false, true).resp;
 }
 
-std::vector<std::int64_t> predict(const Model& model, const Dataset& data, const std::string& device,
-                                  int threads, const std::string& precision) {
+std::vector<std::int64_t> predict(const Model& model, const Dataset& data, const std::string& device, int threads,
+                                  const std::string& precision) {
   const auto resp = predict_proba(model, data, device, threads, precision);
   const std::size_t K = model.components();
   std::vector<std::int64_t> labels(data.rows());

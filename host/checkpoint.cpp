@@ -11,7 +11,9 @@
 
 namespace mixle::host {
 
-std::string checkpoint_path(const std::string& dir) { return (std::filesystem::path(dir) / "checkpoint.json").string(); }
+std::string checkpoint_path(const std::string& dir) {
+  return (std::filesystem::path(dir) / "checkpoint.json").string();
+}
 
 void save_checkpoint(const std::string& dir, const Checkpoint& c) {
   std::error_code ec;

@@ -13,11 +13,11 @@
 namespace mixle::host {
 
 struct Checkpoint {
-  int iteration = 0;                 // EM iterations done
+  int iteration = 0;  // EM iterations done
   int restart = 0;
-  std::vector<double> mean_loglik;   // one per iteration done
+  std::vector<double> mean_loglik;  // one per iteration done
   std::size_t data_rows = 0;
-  int world_size = 1;                // of the run that wrote it (information only)
+  int world_size = 1;  // of the run that wrote it (information only)
   Model model;
   /// With n_init > 1: the best of the restarts finished before `restart` (its model, history and
   /// final log-likelihood), so a resumed fit still weighs them and runs the restarts left.

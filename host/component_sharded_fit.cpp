@@ -80,8 +80,8 @@ FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) 
                                              engine::make_compute(shard_device(options.device, g), threads_each));
           engine::EmOptions mine = em;
           if (g != 0) mine.on_iteration = nullptr;  // progress once, from shard 0
-          engine::EmResult r = engine::run_sharded_em(estimator, engine::slice_components(initial, own.begin, own.end),
-                                                      own.begin, mine);
+          engine::EmResult r =
+              engine::run_sharded_em(estimator, engine::slice_components(initial, own.begin, own.end), own.begin, mine);
           const engine::ShardEStep last = estimator.e_step(r.model, em.estimator);  // the final model's log-likelihood
           r.model = engine::gather_global_model(r.model, ranges, mesh, comm);
           r.warnings = engine::gather_warnings(r.warnings, comm);  // every shard's empty components

@@ -54,14 +54,17 @@ std::vector<engine::RowRange> rank_row_ranges(std::size_t rows, std::size_t cols
   if (placement.shards.size() == static_cast<std::size_t>(world)) {
     std::vector<std::pair<std::size_t, std::size_t>> by_rank;  // (rank, size)
     for (const auto& s : placement.shards) {
-      const auto it = std::find_if(devices.begin(), devices.end(), [&](const plan::DeviceSpec& d) { return d.name == s.device.name; });
+      const auto it = std::find_if(devices.begin(), devices.end(),
+                                   [&](const plan::DeviceSpec& d) { return d.name == s.device.name; });
       by_rank.emplace_back(static_cast<std::size_t>(it - devices.begin()), s.size());
     }
     std::sort(by_rank.begin(), by_rank.end());
     std::size_t at = 0;
-    for (int r = 0; r < world; ++r) bounds[static_cast<std::size_t>(r) + 1] = at += by_rank[static_cast<std::size_t>(r)].second;
+    for (int r = 0; r < world; ++r)
+      bounds[static_cast<std::size_t>(r) + 1] = at += by_rank[static_cast<std::size_t>(r)].second;
   } else {
-    for (int r = 1; r < world; ++r) bounds[static_cast<std::size_t>(r)] = rows * static_cast<std::size_t>(r) / static_cast<std::size_t>(world);
+    for (int r = 1; r < world; ++r)
+      bounds[static_cast<std::size_t>(r)] = rows * static_cast<std::size_t>(r) / static_cast<std::size_t>(world);
   }
   return engine::align_row_ranges(bounds, rows);
 }
@@ -76,7 +79,6 @@ std::string device_for_rank(const std::string& device, const host::LaunchEnv& en
     return "cuda:" + std::to_string(comms::device_for_local_rank(env.local_rank, visible));
   return device;
 }
-
 
 /// Every rank's resident parameter and statistic bytes, gathered on every rank (one all-gather).
 void gather_resident(comms::Communicator& comm, std::uint64_t parameter_bytes, std::uint64_t statistic_bytes,
@@ -98,7 +100,8 @@ std::optional<host::Checkpoint> resume_checkpoint(const DistributedOptions& dist
   std::optional<host::Checkpoint> checkpoint;
   if (resume_dir.empty()) return checkpoint;
   checkpoint = host::load_checkpoint(resume_dir);
-  if (!checkpoint && !dist.resume_dir.empty()) throw InvalidInput("--resume " + resume_dir + ": no checkpoint.json there");
+  if (!checkpoint && !dist.resume_dir.empty())
+    throw InvalidInput("--resume " + resume_dir + ": no checkpoint.json there");
   if (checkpoint && checkpoint->data_rows != info.rows)
     throw InvalidInput(host::checkpoint_path(resume_dir) + ": written for " + std::to_string(checkpoint->data_rows) +
                        " data rows, but " + path + " has " + std::to_string(info.rows));
@@ -106,9 +109,9 @@ std::optional<host::Checkpoint> resume_checkpoint(const DistributedOptions& dist
 }
 
 /// The RunRecords of this rank: rank 0 writes, every rank keeps the counters.
-host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchEnv& env, const comms::Communicator& comm,
-                             const DataInfo& info, const FitOptions& options, int data_parallel_size,
-                             std::size_t local_rows, int shard_components,
+host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchEnv& env,
+                             const comms::Communicator& comm, const DataInfo& info, const FitOptions& options,
+                             int data_parallel_size, std::size_t local_rows, int shard_components,
                              const std::optional<host::Checkpoint>& checkpoint, std::uint64_t collective_bytes) {
   host::RunFacts facts;
   facts.rank0 = env.is_rank0();
@@ -162,10 +165,12 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   const Dataset local = read_rows(path, read, info, mine);
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info, path);
   const bool first_group = mesh.component_group() == 0;
-  engine::DistributedEncodedData init_handle(first_group ? local : Dataset::from_vector(std::vector<double>{}, 0, info.cols),
-                                             info.rows, mine.begin, *comm, engine::make_compute(device, options.threads));
+  engine::DistributedEncodedData init_handle(
+      first_group ? local : Dataset::from_vector(std::vector<double>{}, 0, info.cols), info.rows, mine.begin, *comm,
+      engine::make_compute(device, options.threads));
   std::unique_ptr<plan::Resources> resources;
-  if (!dist.resources_file.empty()) resources = std::make_unique<plan::Resources>(plan::Resources::load(dist.resources_file));
+  if (!dist.resources_file.empty())
+    resources = std::make_unique<plan::Resources>(plan::Resources::load(dist.resources_file));
 
   // Built at the first restart, when K is known (every restart has the same K).
   std::vector<engine::RowRange> components;
@@ -192,14 +197,14 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
     Model shard = engine::slice_components(initial, own.begin, own.end);
     initial = Model{};  // the global initial model is not kept beside the shard
     engine::EmResult r = engine::run_sharded_em(*sharded, std::move(shard), own.begin, em);
-    r.warnings = engine::gather_warnings(r.warnings, *comm);  // every shard's empty components
+    r.warnings = engine::gather_warnings(r.warnings, *comm);                 // every shard's empty components
     const engine::ShardEStep last = sharded->e_step(r.model, em.estimator);  // the final model's log-likelihood
     final_rows = last.rows;
     final_loglik = last.loglik;
     shard_parameter_bytes = engine::model_parameter_bytes(r.model);
     shard_statistic_bytes = static_cast<std::uint64_t>(engine::stat_layout(r.model).size) * sizeof(double);
-    model_parameter_bytes = shard_parameter_bytes / std::max<std::size_t>(r.model.components(), 1) *
-                            components.back().end;
+    model_parameter_bytes =
+        shard_parameter_bytes / std::max<std::size_t>(r.model.components(), 1) * components.back().end;
     r.model = engine::gather_global_model(r.model, components, mesh, *comm);
     return r;
   };
@@ -246,9 +251,9 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
       if (groups == 0) {
         groups = 1;
         if (!dist.resources_file.empty()) {
-          const engine::ParallelChoice choice = engine::auto_parallel_estimator(
-              host::estimator_options(options), engine::summarise(options, info.cols), plan::Resources::load(dist.resources_file),
-              info.rows, 1, comm->size());
+          const engine::ParallelChoice choice =
+              engine::auto_parallel_estimator(host::estimator_options(options), engine::summarise(options, info.cols),
+                                              plan::Resources::load(dist.resources_file), info.rows, 1, comm->size());
           groups = choice.shard_components;
           reason = choice.reason;
         }

@@ -72,7 +72,8 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
   const int restarts = options.init == InitMethod::model ? 1 : options.n_init;
   const int first = hooks.resume_model ? hooks.start_restart : 0;
   if (first < 0 || first >= restarts)
-    throw InvalidInput("the checkpoint to resume belongs to restart " + std::to_string(first) + " (counted from 0), but " +
+    throw InvalidInput("the checkpoint to resume belongs to restart " + std::to_string(first) +
+                       " (counted from 0), but " +
                        (options.init == InitMethod::model ? std::string("a fit from an initial model has one restart")
                                                           : "n_init = " + std::to_string(options.n_init)) +
                        "; resume with the n_init of the run that wrote it");
@@ -156,8 +157,8 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
     if (hooks.after_restart) hooks.after_restart(best);
   }
   if (!best.converged)
-    best.warnings.push_back("EM did not converge in " + std::to_string(options.max_iter) +
-                            " iterations (tol " + std::to_string(options.tol) + "); raise --max-iter or --tol");
+    best.warnings.push_back("EM did not converge in " + std::to_string(options.max_iter) + " iterations (tol " +
+                            std::to_string(options.tol) + "); raise --max-iter or --tol");
   best.seconds = std::chrono::duration<double>(clock::now() - start).count();
   return best;
 }

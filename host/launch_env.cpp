@@ -52,11 +52,9 @@ void validate(const LaunchEnv& e) {
   if (e.rank < 0 || e.rank >= e.world_size)
     bad("rank " + std::to_string(e.rank) + " is not in [0, " + std::to_string(e.world_size) + ")");
   if (e.local_world_size < 1 || e.local_rank < 0 || e.local_rank >= e.local_world_size)
-    bad("local rank " + std::to_string(e.local_rank) + " is not in [0, " +
-        std::to_string(e.local_world_size) + ")");
+    bad("local rank " + std::to_string(e.local_rank) + " is not in [0, " + std::to_string(e.local_world_size) + ")");
   if (e.master_port < 0 || e.master_port > 65535 || e.store_port < 0 || e.store_port > 65535)
-    bad("port " + std::to_string(e.master_port) + "/" + std::to_string(e.store_port) +
-        " is not in [0, 65535]");
+    bad("port " + std::to_string(e.master_port) + "/" + std::to_string(e.store_port) + " is not in [0, 65535]");
 }
 
 }  // namespace
@@ -113,13 +111,17 @@ LaunchEnv detect_launch_env(const EnvLookup& env) {
   e.master_port = int_or(env, "MASTER_PORT", 0);
   e.agent_store = env("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
   // The torchrun agent owns MASTER_PORT when it hosts its own store; ours moves one port up.
-  e.store_port = get_int(env, "MIXLE_STORE_PORT")
-                     .value_or(e.master_port > 0 ? e.master_port + (e.agent_store ? 1 : 0) : 0);
+  e.store_port =
+      get_int(env, "MIXLE_STORE_PORT").value_or(e.master_port > 0 ? e.master_port + (e.agent_store ? 1 : 0) : 0);
   e.restart_count = int_or(env, "TORCHELASTIC_RESTART_COUNT", 0);
-  if (auto t = env("MIXLE_RUN_TOKEN"); t && !t->empty()) e.run_token = *t;
-  else if (auto r = env("TORCHELASTIC_RUN_ID"); r && !r->empty()) e.run_token = *r;
-  else if (auto j = env("SLURM_JOB_ID")) e.run_token = "slurm-" + *j + "." + env("SLURM_STEP_ID").value_or("0");
-  else e.run_token = "none";
+  if (auto t = env("MIXLE_RUN_TOKEN"); t && !t->empty())
+    e.run_token = *t;
+  else if (auto r = env("TORCHELASTIC_RUN_ID"); r && !r->empty())
+    e.run_token = *r;
+  else if (auto j = env("SLURM_JOB_ID"))
+    e.run_token = "slurm-" + *j + "." + env("SLURM_STEP_ID").value_or("0");
+  else
+    e.run_token = "none";
   e.error_file = env("TORCHELASTIC_ERROR_FILE").value_or("");
   validate(e);
   return e;
@@ -159,8 +161,7 @@ std::string resolve_comm(std::string_view requested, const LaunchEnv& env, bool 
   if (b.single_process && env.world_size != 1)
     throw UsageError("--comm " + b.name + " needs world size 1, but the " + std::string(to_string(env.launcher)) +
                      " launch has " + std::to_string(env.world_size) + " ranks");
-  if (b.mpi_launch && (env.launcher == Launcher::torchrun || env.launcher == Launcher::slurm) &&
-      env.world_size > 1)
+  if (b.mpi_launch && (env.launcher == Launcher::torchrun || env.launcher == Launcher::slurm) && env.world_size > 1)
     throw UsageError("--comm " + b.name + " needs a job started by mpirun or srun --mpi=pmix; under " +
                      std::string(to_string(env.launcher)) +
                      " every worker would be its own MPI world (use gloo or nccl)");
@@ -182,10 +183,10 @@ std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env,
                          "rendezvous port); set them, or launch with torchrun or `mixle launch`");
     const bool loopback = comms::is_loopback_address(env.master_addr);
     if (env.is_rank0())
-      o.store_server = std::make_shared<comms::StoreServer>(loopback ? env.master_addr : "*", env.store_port,
-                                                            env.run_token);
-    o.store = std::make_shared<comms::StoreClient>(env.master_addr, env.store_port, env.run_token,
-                                                   env.rank, timeout, timeout);
+      o.store_server =
+          std::make_shared<comms::StoreServer>(loopback ? env.master_addr : "*", env.store_port, env.run_token);
+    o.store = std::make_shared<comms::StoreClient>(env.master_addr, env.store_port, env.run_token, env.rank, timeout,
+                                                   timeout);
     // Restarts of the same run get fresh keys, so nothing from the failed attempt is read back.
     o.store_prefix = "mixle/" + env.run_token + "/" + std::to_string(env.restart_count) + "/";
     if (b.prepare) b.prepare(o, env.master_addr);

@@ -43,8 +43,8 @@ void write_pretty(const json& j, std::string& out, int indent) {
 }
 
 /// Flattens a nested array of numbers whose shape must be `shape`; names `where.field` on error.
-std::vector<double> flatten(const json& j, const std::vector<std::size_t>& shape,
-                            const std::string& where, const char* field) {
+std::vector<double> flatten(const json& j, const std::vector<std::size_t>& shape, const std::string& where,
+                            const char* field) {
   std::vector<double> out;
   std::string dims;
   for (auto s : shape) dims += (dims.empty() ? "" : "×") + std::to_string(s);
@@ -58,8 +58,7 @@ std::vector<double> flatten(const json& j, const std::vector<std::size_t>& shape
       return;
     }
     if (!v.is_array()) fail("is not an array at depth " + std::to_string(depth));
-    if (v.size() != shape[depth])
-      fail("has length " + std::to_string(v.size()) + " at depth " + std::to_string(depth));
+    if (v.size() != shape[depth]) fail("has length " + std::to_string(v.size()) + " at depth " + std::to_string(depth));
     for (const auto& e : v) walk(e, depth + 1);
   };
   walk(j, 0);
@@ -70,8 +69,10 @@ json nest(const std::vector<double>& flat, const std::vector<std::size_t>& shape
   std::function<json(std::size_t, std::size_t&)> build = [&](std::size_t depth, std::size_t& i) {
     json a = json::array();
     for (std::size_t n = 0; n < shape[depth]; ++n) {
-      if (depth + 1 == shape.size()) a.push_back(flat[i++]);
-      else a.push_back(build(depth + 1, i));
+      if (depth + 1 == shape.size())
+        a.push_back(flat[i++]);
+      else
+        a.push_back(build(depth + 1, i));
     }
     return a;
   };
@@ -125,8 +126,7 @@ Model model_from_json(const std::string& text, const std::string& source) {
     throw InvalidInput(source + ": not valid JSON: " + e.what());
   }
   auto need = [&](const json& obj, const char* key, const std::string& where) -> const json& {
-    if (!obj.is_object() || !obj.contains(key))
-      throw InvalidInput(where + ": missing field \"" + key + "\"");
+    if (!obj.is_object() || !obj.contains(key)) throw InvalidInput(where + ": missing field \"" + key + "\"");
     return obj.at(key);
   };
   if (!j.is_object()) throw InvalidInput(source + ": a model file must be a JSON object");
@@ -134,11 +134,9 @@ Model model_from_json(const std::string& text, const std::string& source) {
   if (format != "mixle-model")
     throw InvalidInput(source + ": \"format\" is " + format.dump() + "; expected \"mixle-model\"");
   const json& version = need(j, "version", source);
-  if (version != 1)
-    throw InvalidInput(source + ": \"version\" is " + version.dump() + "; this mixle reads version 1");
+  if (version != 1) throw InvalidInput(source + ": \"version\" is " + version.dump() + "; this mixle reads version 1");
   const json& jw = need(j, "weights", source);
-  if (!jw.is_array() || jw.empty())
-    throw InvalidInput(source + ": \"weights\" must be a non-empty array of K numbers");
+  if (!jw.is_array() || jw.empty()) throw InvalidInput(source + ": \"weights\" must be a non-empty array of K numbers");
   Model model;
   model.weights = flatten(jw, {jw.size()}, source, "weights");
   const std::size_t K = model.weights.size();
@@ -161,8 +159,8 @@ Model model_from_json(const std::string& text, const std::string& source) {
     p.col_begin = cols[0].get<std::size_t>();
     p.col_end = cols[1].get<std::size_t>();
     if (p.col_end <= p.col_begin)
-      throw InvalidInput(where + ": \"columns\" [" + std::to_string(p.col_begin) + ", " +
-                         std::to_string(p.col_end) + ") is empty; stop must exceed start");
+      throw InvalidInput(where + ": \"columns\" [" + std::to_string(p.col_begin) + ", " + std::to_string(p.col_end) +
+                         ") is empty; stop must exceed start");
     const FamilyDescriptor& family = family_descriptor(p.family);
     if (family.categories) {
       const json& v = need(jp, "categories", where);
@@ -192,8 +190,6 @@ Model load_model(const std::string& path) {
   return model_from_json(ss.str(), path);
 }
 
-void save_model(const Model& model, const std::string& path) {
-  write_file_atomic(path, model_to_json(model));
-}
+void save_model(const Model& model, const std::string& path) { write_file_atomic(path, model_to_json(model)); }
 
 }  // namespace mixle

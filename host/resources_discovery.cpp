@@ -138,8 +138,8 @@ std::vector<CudaDeviceInfo> cuda_devices() {
     cudaDeviceProp props{};
     const cudaError_t e = cudaGetDeviceProperties(&props, i);
     if (e != cudaSuccess) {
-      throw DeviceError("cudaGetDeviceProperties(" + std::to_string(i) + ") failed: " +
-                        cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+      throw DeviceError("cudaGetDeviceProperties(" + std::to_string(i) + ") failed: " + cudaGetErrorName(e) + " (" +
+                        cudaGetErrorString(e) + ")");
     }
     out.push_back({props.name, static_cast<std::uint64_t>(props.totalGlobalMem),
                    static_cast<std::int64_t>(props.multiProcessorCount)});

@@ -30,7 +30,7 @@ std::optional<std::uint64_t> usable_memory_bytes();
 
 /// One visible CUDA device.
 struct CudaDeviceInfo {
-  std::string product;        ///< e.g. "NVIDIA H200"
+  std::string product;  ///< e.g. "NVIDIA H200"
   std::uint64_t memory_bytes = 0;
   std::int64_t multiprocessors = 0;
 };

@@ -37,8 +37,9 @@ void RunRecords::record(int restart, const engine::IterationInfo& it, const Mode
   seconds_before_ = collective_seconds.value_or(0.0);
   if (!facts_.rank0) return;
   if (checkpoint_due(it.iteration)) {
-    if (!global) throw Error("RunRecords: a checkpoint is due at iteration " + std::to_string(it.iteration) +
-                             " but no global model was given");
+    if (!global)
+      throw Error("RunRecords: a checkpoint is due at iteration " + std::to_string(it.iteration) +
+                  " but no global model was given");
     Checkpoint c;
     c.iteration = it.iteration;
     c.restart = restart;

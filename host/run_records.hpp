@@ -19,14 +19,14 @@ namespace mixle::host {
 
 /// The facts of a run that every receipt repeats.
 struct RunFacts {
-  bool rank0 = false;              // only rank 0 writes
-  std::size_t data_rows = 0;       // of the whole file (checkpoints check it on resume)
+  bool rank0 = false;         // only rank 0 writes
+  std::size_t data_rows = 0;  // of the whole file (checkpoints check it on resume)
   int world_size = 1;
-  int data_parallel_size = 1;      // ranks that hold different rows
-  std::int64_t local_examples = 0; // this rank's rows
-  int shard_components = 0;        // ranks per component group; 0: not sharded
+  int data_parallel_size = 1;       // ranks that hold different rows
+  std::int64_t local_examples = 0;  // this rank's rows
+  int shard_components = 0;         // ranks per component group; 0: not sharded
   std::string precision;
-  std::string comm;                // the communicator's backend name
+  std::string comm;  // the communicator's backend name
 };
 
 class RunRecords {

@@ -49,25 +49,25 @@ enum class PartKind : int {
 template <class T>
 struct PartView {
   PartKind kind = PartKind::gaussian_diag;
-  int col_begin = 0;   // first data column of the part
-  int dims = 0;        // D
-  int categories = 0;  // V (categorical)
-  const T* coef = nullptr;   // K × coef_stride
+  int col_begin = 0;        // first data column of the part
+  int dims = 0;             // D
+  int categories = 0;       // V (categorical)
+  const T* coef = nullptr;  // K × coef_stride
   int coef_stride = 0;
-  const T* shift = nullptr;  // K × D (Gaussian families), else null
+  const T* shift = nullptr;      // K × D (Gaussian families), else null
   std::int64_t stat_offset = 0;  // index of component 0's block in the statistics buffer
   int stat_stride = 0;           // doubles per component
 };
 
 template <class T>
 struct ModelView {
-  int components = 0;      // K
-  int columns = 0;         // data columns the model reads (≤ the data's columns)
+  int components = 0;            // K
+  int columns = 0;               // data columns the model reads (≤ the data's columns)
   const T* log_const = nullptr;  // K
   const PartView<T>* parts = nullptr;
   int num_parts = 0;
-  std::int64_t stat_size = 0;    // doubles in the statistics buffer
-  bool row_offset = false;       // true when a part adds a per-row constant (poisson: −log x!)
+  std::int64_t stat_size = 0;  // doubles in the statistics buffer
+  bool row_offset = false;     // true when a part adds a per-row constant (poisson: −log x!)
 };
 
 /// Index of the first part statistic, after the log-likelihood, row count and K masses.
@@ -77,8 +77,8 @@ inline std::int64_t stat_header_size(int components) { return kStatHeader + comp
 /// What a pass over rows found that the engine must report (rows are 0-based within the pass).
 struct PassReport {
   static constexpr int kMaxListed = 8;
-  std::int64_t impossible_rows = 0;  // −inf under every component
-  std::int64_t nan_rows = 0;         // NaN log-density (bad parameters or data)
+  std::int64_t impossible_rows = 0;      // −inf under every component
+  std::int64_t nan_rows = 0;             // NaN log-density (bad parameters or data)
   std::int64_t listed[kMaxListed] = {};  // first impossible/NaN rows, ascending
   int num_listed = 0;
 

@@ -11,8 +11,10 @@ namespace detail {
 
 WorkerTopologyAttestation attest(const ParallelPlan& plan, std::int64_t world, std::int64_t rank) {
   if (rank < 0 || rank >= world) {
-    throw InvalidInput("rank=" + std::to_string(rank) + " is outside the world; accepted: 0 ≤ rank "
-                       "< world_size=" + std::to_string(world));
+    throw InvalidInput("rank=" + std::to_string(rank) +
+                       " is outside the world; accepted: 0 ≤ rank "
+                       "< world_size=" +
+                       std::to_string(world));
   }
   WorkerTopologyAttestation out;
   out.rank = rank;

@@ -69,8 +69,7 @@ std::shared_ptr<const TrainingBackend> make_mpi() {
                  "same bytes");
 }
 std::shared_ptr<const TrainingBackend> make_nccl() {
-  return make_em("nccl", {"mixle built with CUDA and NCCL"},
-                 "one GPU per rank; statistics all-reduced with NCCL");
+  return make_em("nccl", {"mixle built with CUDA and NCCL"}, "one GPU per rank; statistics all-reduced with NCCL");
 }
 std::shared_ptr<const TrainingBackend> make_lightning_fabric() {
   BackendCapabilities c;
@@ -90,8 +89,9 @@ std::shared_ptr<const TrainingBackend> make_ray_train() {
   c.axes = {ParallelAxis::dp_replicate};
   c.precisions = {"fp32", "fp64"};
   c.requirements = {"ray[train]"};
-  c.execution = "one worker per plan rank (num_workers = world_size); each worker attests its "
-                "mesh coordinate and runs data-parallel EM";
+  c.execution =
+      "one worker per plan rank (num_workers = world_size); each worker attests its "
+      "mesh coordinate and runs data-parallel EM";
   return std::make_shared<BuiltinBackend>(std::move(c));
 }
 
@@ -123,14 +123,14 @@ Registry& registry() {
 std::string checked_key(std::string_view name) {
   std::string key = training_backend_key(name);
   if (key.empty()) {
-    throw InvalidInput("training backend name='" + std::string(name) +
-                       "' is blank; accepted: a non-blank name");
+    throw InvalidInput("training backend name='" + std::string(name) + "' is blank; accepted: a non-blank name");
   }
   return key;
 }
 
 [[noreturn]] void collision(const std::string& key) {
-  throw InvalidInput("training backend '" + key + "' is already registered to a different "
+  throw InvalidInput("training backend '" + key +
+                     "' is already registered to a different "
                      "backend; pass override_existing=true to replace it");
 }
 
@@ -138,9 +138,9 @@ std::string checked_key(std::string_view name) {
 
 void BackendCapabilities::validate(const ParallelPlan& plan, std::string_view precision) const {
   if (max_world_size && plan.world_size() > *max_world_size) {
-    throw UnrealizedModelPlacement("backend '" + name + "' runs at most world_size=" +
-                                   std::to_string(*max_world_size) + ", but the plan needs world_size=" +
-                                   std::to_string(plan.world_size()) + "; accepted: a smaller plan "
+    throw UnrealizedModelPlacement("backend '" + name + "' runs at most world_size=" + std::to_string(*max_world_size) +
+                                   ", but the plan needs world_size=" + std::to_string(plan.world_size()) +
+                                   "; accepted: a smaller plan "
                                    "or a distributed backend (gloo, mpi, nccl)");
   }
   const std::vector<ParallelAxis> active = plan.active_axes();
@@ -150,19 +150,19 @@ void BackendCapabilities::validate(const ParallelPlan& plan, std::string_view pr
   }
   std::vector<ParallelAxis> supported(axes.begin(), axes.end());
   if (!missing.empty()) {
-    throw UnrealizedModelPlacement("backend '" + name + "' does not execute parallel axes " +
-                                   join_axes(missing) + "; accepted: plans whose active axes are "
-                                   "among " + join_axes(supported));
+    throw UnrealizedModelPlacement("backend '" + name + "' does not execute parallel axes " + join_axes(missing) +
+                                   "; accepted: plans whose active axes are "
+                                   "among " +
+                                   join_axes(supported));
   }
   if (!precisions.contains(std::string(precision))) {
-    throw InvalidInput("backend '" + name + "' does not support precision='" +
-                       std::string(precision) + "'; accepted: " + join(precisions));
+    throw InvalidInput("backend '" + name + "' does not support precision='" + std::string(precision) +
+                       "'; accepted: " + join(precisions));
   }
   for (const auto& set : incompatible_axis_sets) {
     if (std::all_of(set.begin(), set.end(), [&](ParallelAxis a) { return plan.size(a) > 1; })) {
       throw UnrealizedModelPlacement("backend '" + name + "' cannot combine axes " +
-                                     join_axes({set.begin(), set.end()}) +
-                                     "; accepted: at most one of them active");
+                                     join_axes({set.begin(), set.end()}) + "; accepted: at most one of them active");
     }
   }
 }
@@ -219,11 +219,11 @@ void register_training_backend(std::string_view name, std::shared_ptr<const Trai
   r.entries[key] = Entry{std::move(backend), nullptr};
 }
 
-void register_training_backend(std::string_view name, TrainingBackendFactory factory,
-                               bool override_existing) {
+void register_training_backend(std::string_view name, TrainingBackendFactory factory, bool override_existing) {
   const std::string key = checked_key(name);
   if (!factory) {
-    throw InvalidInput("training backend '" + key + "' factory is null; accepted: a function "
+    throw InvalidInput("training backend '" + key +
+                       "' factory is null; accepted: a function "
                        "returning the backend");
   }
   Registry& r = registry();
@@ -244,14 +244,14 @@ std::shared_ptr<const TrainingBackend> get_training_backend(std::string_view nam
   if (it == r.entries.end()) {
     std::string known;
     for (const auto& [k, e] : r.entries) known += (known.empty() ? "" : ", ") + k;
-    throw InvalidInput("training backend '" + std::string(name) + "' is not registered; accepted: " +
-                       known);
+    throw InvalidInput("training backend '" + std::string(name) + "' is not registered; accepted: " + known);
   }
   Entry& e = it->second;
   if (!e.backend) {
     e.backend = e.factory();  // once: the result is cached below
     if (!e.backend) {
-      throw InvalidInput("training backend '" + key + "' factory returned no backend; accepted: a "
+      throw InvalidInput("training backend '" + key +
+                         "' factory returned no backend; accepted: a "
                          "factory returning a TrainingBackend");
     }
   }

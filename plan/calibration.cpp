@@ -42,8 +42,7 @@ DeviceCalibration result_from_json(const Json& j, const std::string& ctx) {
   if (auto it = j.find("elapsed_seconds"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) throw InvalidInput(ctx + ".elapsed_seconds is not a list of numbers");
     for (std::size_t i = 0; i < it->size(); ++i) {
-      r.elapsed_seconds.push_back(
-          as_number((*it)[i], ctx + ".elapsed_seconds[" + std::to_string(i) + "]"));
+      r.elapsed_seconds.push_back(as_number((*it)[i], ctx + ".elapsed_seconds[" + std::to_string(i) + "]"));
     }
   }
   r.throughput = get_opt_number(j, ctx, "throughput");
@@ -87,8 +86,7 @@ CalibrationRecord record_from_json(const Json& j, const std::string& ctx) {
   if (auto it = j.find("device_results"); it != j.end() && !it->is_null()) {
     if (!it->is_array()) throw InvalidInput(ctx + ".device_results is not a list");
     for (std::size_t i = 0; i < it->size(); ++i) {
-      r.device_results.push_back(
-          result_from_json((*it)[i], ctx + ".device_results[" + std::to_string(i) + "]"));
+      r.device_results.push_back(result_from_json((*it)[i], ctx + ".device_results[" + std::to_string(i) + "]"));
     }
   }
   r.validate();
@@ -105,8 +103,7 @@ void DeviceCalibration::validate() const {
   const std::string where = "calibration of '" + device_name + "': ";
   for (double t : elapsed_seconds) {
     if (!std::isfinite(t) || t <= 0) {
-      throw InvalidInput(where + "elapsed_seconds contains " + fmt(t) +
-                         "; accepted: finite timings > 0");
+      throw InvalidInput(where + "elapsed_seconds contains " + fmt(t) + "; accepted: finite timings > 0");
     }
   }
   if (success) {
@@ -114,13 +111,12 @@ void DeviceCalibration::validate() const {
       throw InvalidInput(where + "success=true with no timings; accepted: at least one timing");
     }
     if (!throughput || !std::isfinite(*throughput) || *throughput <= 0) {
-      throw InvalidInput(where + "success=true with throughput=" +
-                         (throughput ? fmt(*throughput) : std::string("none")) +
+      throw InvalidInput(where +
+                         "success=true with throughput=" + (throughput ? fmt(*throughput) : std::string("none")) +
                          "; accepted: a finite throughput > 0 (rows/s)");
     }
     if (error) {
-      throw InvalidInput(where + "success=true with error='" + *error +
-                         "'; accepted: no error on success");
+      throw InvalidInput(where + "success=true with error='" + *error + "'; accepted: no error on success");
     }
   } else if (!error || error->empty()) {
     throw InvalidInput(where + "success=false without an error; accepted: the failure's message");
@@ -144,8 +140,8 @@ Resources apply_calibration(const Resources& resources, const std::vector<Device
   for (const DeviceCalibration& r : results) {
     r.validate();
     if (!r.success) continue;
-    auto it = std::find_if(devices.begin(), devices.end(),
-                           [&](const DeviceSpec& d) { return d.name == r.device_name; });
+    auto it =
+        std::find_if(devices.begin(), devices.end(), [&](const DeviceSpec& d) { return d.name == r.device_name; });
     if (it == devices.end()) {
       throw InvalidInput("calibration result for device '" + r.device_name +
                          "' matches no device of the resources; accepted: their device names");
@@ -180,8 +176,8 @@ bool CalibrationRecord::fully_successful() const {
 void CalibrationRecord::validate() const {
   if (model_type.empty()) throw InvalidInput("calibration model_type is blank; accepted: a name");
   if (workload_name(workload) != workload) {
-    throw InvalidInput("calibration workload='" + workload + "' is not canonical; accepted: " +
-                       workload_name(workload));
+    throw InvalidInput("calibration workload='" + workload +
+                       "' is not canonical; accepted: " + workload_name(workload));
   }
   if (!std::isfinite(timestamp) || timestamp < 0) {
     throw InvalidInput("calibration timestamp=" + fmt(timestamp) +
@@ -195,8 +191,7 @@ void CalibrationCatalog::append(CalibrationRecord record) {
   records_.push_back(std::move(record));
 }
 
-const CalibrationRecord* CalibrationCatalog::latest(std::string_view model_type,
-                                                    std::string_view workload,
+const CalibrationRecord* CalibrationCatalog::latest(std::string_view model_type, std::string_view workload,
                                                     std::optional<std::string> precision) const {
   const std::string w = workload_name(workload);
   if (precision) precision = precision_name(*precision);
@@ -208,8 +203,7 @@ const CalibrationRecord* CalibrationCatalog::latest(std::string_view model_type,
   return best;
 }
 
-std::optional<Resources> CalibrationCatalog::resources_for(std::string_view model_type,
-                                                           std::string_view workload,
+std::optional<Resources> CalibrationCatalog::resources_for(std::string_view model_type, std::string_view workload,
                                                            std::optional<std::string> precision) const {
   const CalibrationRecord* r = latest(model_type, workload, std::move(precision));
   if (!r || !r->fully_successful()) return std::nullopt;
@@ -227,13 +221,13 @@ CalibrationCatalog CalibrationCatalog::from_json(std::string_view text) {
   const Json doc = parse_object(text, "calibration catalog");
   const std::string format = get_string(doc, "", "format");
   if (format != "mixle-calibration") {
-    throw InvalidInput("format='" + format + "' is not a calibration catalog; accepted: "
+    throw InvalidInput("format='" + format +
+                       "' is not a calibration catalog; accepted: "
                        "mixle-calibration");
   }
   const std::int64_t version = get_int(doc, "", "version", 1);
   if (version != 1) {
-    throw InvalidInput("calibration catalog version=" + std::to_string(version) +
-                       " is not supported; accepted: 1");
+    throw InvalidInput("calibration catalog version=" + std::to_string(version) + " is not supported; accepted: 1");
   }
   CalibrationCatalog out;
   const Json& records = require(doc, "", "records");
@@ -244,9 +238,7 @@ CalibrationCatalog CalibrationCatalog::from_json(std::string_view text) {
   return out;
 }
 
-void CalibrationCatalog::save(const std::string& path) const {
-  detail::write_text_atomic(path, to_json(2) + "\n");
-}
+void CalibrationCatalog::save(const std::string& path) const { detail::write_text_atomic(path, to_json(2) + "\n"); }
 
 CalibrationCatalog CalibrationCatalog::load(const std::string& path) {
   const std::string text = detail::read_text(path);

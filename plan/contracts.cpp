@@ -16,12 +16,11 @@ namespace {
 
 using detail::Json;
 
-constexpr const char* kPayloads[] = {"gradient",   "sufficient_statistic", "parameter", "activation",
-                                     "kv_block",   "token",                "message"};
-constexpr const char* kCollectives[] = {"none",       "all_reduce", "reduce_scatter", "all_gather",
-                                        "all_to_all", "broadcast",  "p2p",            "custom"};
-constexpr const char* kLayouts[] = {"replicated", "sharded", "pipeline_local", "expert_local",
-                                    "offloaded"};
+constexpr const char* kPayloads[] = {"gradient", "sufficient_statistic", "parameter", "activation", "kv_block", "token",
+                                     "message"};
+constexpr const char* kCollectives[] = {"none",      "all_reduce", "reduce_scatter", "all_gather", "all_to_all",
+                                        "broadcast", "p2p",        "custom"};
+constexpr const char* kLayouts[] = {"replicated", "sharded", "pipeline_local", "expert_local", "offloaded"};
 
 template <class Enum, std::size_t N>
 Enum from_name(std::string_view name, const char* const (&names)[N], const char* what) {
@@ -30,8 +29,7 @@ Enum from_name(std::string_view name, const char* const (&names)[N], const char*
     if (name == names[i]) return static_cast<Enum>(i);
     accepted += (i ? ", " : "") + std::string(names[i]);
   }
-  throw InvalidInput(std::string(what) + "='" + std::string(name) + "' is not known; accepted: " +
-                     accepted);
+  throw InvalidInput(std::string(what) + "='" + std::string(name) + "' is not known; accepted: " + accepted);
 }
 
 bool blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
@@ -46,15 +44,9 @@ std::string fmt(double v) {
 }  // namespace
 
 const char* payload_name(PayloadKind kind) noexcept { return kPayloads[static_cast<int>(kind)]; }
-const char* collective_name(CollectiveKind kind) noexcept {
-  return kCollectives[static_cast<int>(kind)];
-}
-const char* state_layout_name(StateLayout layout) noexcept {
-  return kLayouts[static_cast<int>(layout)];
-}
-PayloadKind payload_from_name(std::string_view name) {
-  return from_name<PayloadKind>(name, kPayloads, "payload");
-}
+const char* collective_name(CollectiveKind kind) noexcept { return kCollectives[static_cast<int>(kind)]; }
+const char* state_layout_name(StateLayout layout) noexcept { return kLayouts[static_cast<int>(layout)]; }
+PayloadKind payload_from_name(std::string_view name) { return from_name<PayloadKind>(name, kPayloads, "payload"); }
 CollectiveKind collective_from_name(std::string_view name) {
   return from_name<CollectiveKind>(name, kCollectives, "collective");
 }
@@ -64,14 +56,12 @@ StateLayout state_layout_from_name(std::string_view name) {
 
 void ParameterLayout::validate() const {
   if (blank(logical_id)) {
-    throw InvalidInput("parameter layout logical_id='" + logical_id +
-                       "' is blank; accepted: a non-blank identifier");
+    throw InvalidInput("parameter layout logical_id='" + logical_id + "' is blank; accepted: a non-blank identifier");
   }
   const std::string where = "parameter layout '" + logical_id + "': ";
   for (std::size_t i = 0; i < global_shape.size(); ++i) {
     if (global_shape[i] < 0) {
-      throw InvalidInput(where + "global_shape[" + std::to_string(i) + "]=" +
-                         std::to_string(global_shape[i]) +
+      throw InvalidInput(where + "global_shape[" + std::to_string(i) + "]=" + std::to_string(global_shape[i]) +
                          " is negative; accepted: exact integers ≥ 0");
     }
   }
@@ -82,8 +72,7 @@ void ParameterLayout::validate() const {
                          "') has a blank entry; accepted: non-blank (axis, placement) pairs");
     }
     if (!axes.insert(axis).second) {
-      throw InvalidInput(where + "placements repeat axis '" + axis +
-                         "'; accepted: each axis at most once");
+      throw InvalidInput(where + "placements repeat axis '" + axis + "'; accepted: each axis at most once");
     }
   }
   if (shared_group && blank(*shared_group)) {
@@ -110,7 +99,8 @@ ParameterLayout ParameterLayout::from_json(std::string_view text) {
   out.logical_id = get_string(doc, "", "logical_id");
   const Json& shape = require(doc, "", "global_shape");
   if (!shape.is_array()) {
-    throw InvalidInput("global_shape=" + describe(shape) + " is not a list; accepted: a list of "
+    throw InvalidInput("global_shape=" + describe(shape) +
+                       " is not a list; accepted: a list of "
                        "exact integers ≥ 0");
   }
   for (std::size_t i = 0; i < shape.size(); ++i) {
@@ -118,7 +108,8 @@ ParameterLayout ParameterLayout::from_json(std::string_view text) {
   }
   if (auto it = doc.find("placements"); it != doc.end() && !it->is_null()) {
     if (!it->is_object()) {
-      throw InvalidInput("placements=" + describe(*it) + " is not an object; accepted: "
+      throw InvalidInput("placements=" + describe(*it) +
+                         " is not an object; accepted: "
                          "{axis: placement}");
     }
     for (const auto& [axis, placement] : it->items()) {
@@ -133,15 +124,13 @@ ParameterLayout ParameterLayout::from_json(std::string_view text) {
 
 void DistributedUpdate::validate() const {
   if (blank(node_id)) {
-    throw InvalidInput("distributed update node_id='" + node_id +
-                       "' is blank; accepted: a non-blank identifier");
+    throw InvalidInput("distributed update node_id='" + node_id + "' is blank; accepted: a non-blank identifier");
   }
   const std::string where = "distributed update '" + node_id + "': ";
   std::set<ParallelAxis> seen;
   for (ParallelAxis axis : mesh_axes) {
     if (!seen.insert(axis).second) {
-      throw InvalidInput(where + "mesh_axes repeat '" + axis_name(axis) +
-                         "'; accepted: each axis at most once");
+      throw InvalidInput(where + "mesh_axes repeat '" + axis_name(axis) + "'; accepted: each axis at most once");
     }
   }
   if (exact && collective != CollectiveKind::none) {
@@ -151,8 +140,7 @@ void DistributedUpdate::validate() const {
   }
   auto check_bound = [&](const char* field, const std::optional<double>& v) {
     if (v && (!std::isfinite(*v) || *v < 0)) {
-      throw InvalidInput(where + field + "=" + fmt(*v) +
-                         " is invalid; accepted: a finite number ≥ 0, or none");
+      throw InvalidInput(where + field + "=" + fmt(*v) + " is invalid; accepted: a finite number ≥ 0, or none");
     }
   };
   check_bound("maximum_absolute_error", maximum_absolute_error);
@@ -167,8 +155,8 @@ void DistributedUpdate::validate() const {
   }
   const bool has_id = numerics_evidence_id.has_value();
   if (has_id != (numerics_sample_count > 0)) {
-    throw InvalidInput(where + "numerics_evidence_id=" +
-                       (has_id ? "'" + *numerics_evidence_id + "'" : std::string("none")) +
+    throw InvalidInput(where +
+                       "numerics_evidence_id=" + (has_id ? "'" + *numerics_evidence_id + "'" : std::string("none")) +
                        " with numerics_sample_count=" + std::to_string(numerics_sample_count) +
                        "; accepted: an evidence id exactly when the sample count is > 0");
   }
@@ -208,7 +196,8 @@ DistributedUpdate DistributedUpdate::from_json(std::string_view text) {
   u.collective = collective_from_name(get_string(doc, "", "collective"));
   const Json& axes = require(doc, "", "mesh_axes");
   if (!axes.is_array()) {
-    throw InvalidInput("mesh_axes=" + describe(axes) + " is not a list; accepted: a list of axis "
+    throw InvalidInput("mesh_axes=" + describe(axes) +
+                       " is not a list; accepted: a list of axis "
                        "names");
   }
   for (std::size_t i = 0; i < axes.size(); ++i) {

@@ -29,8 +29,7 @@ Json parse_object(std::string_view text, std::string_view what) {
   try {
     doc = Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {
-    throw InvalidInput(std::string(what) + " is not valid JSON (" + e.what() +
-                       "); expected a JSON object");
+    throw InvalidInput(std::string(what) + " is not valid JSON (" + e.what() + "); expected a JSON object");
   }
   if (!doc.is_object()) {
     throw InvalidInput(std::string(what) + " must be a JSON object, got " + describe(doc));
@@ -50,21 +49,18 @@ std::int64_t as_int(const Json& value, std::string_view path, std::int64_t min) 
   std::int64_t out = 0;
   if (value.is_number_integer()) {
     if (value.is_number_unsigned() &&
-        value.get<std::uint64_t>() > static_cast<std::uint64_t>(
-                                         std::numeric_limits<std::int64_t>::max())) {
-      throw InvalidInput(std::string(path) + "=" + describe(value) +
-                         " is too large; accepted: an integer below 2^63");
+        value.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      throw InvalidInput(std::string(path) + "=" + describe(value) + " is too large; accepted: an integer below 2^63");
     }
     out = value.get<std::int64_t>();
   } else {
-    throw InvalidInput(std::string(path) + "=" + describe(value) +
-                       " is not an exact integer; accepted: an integer ≥ " + std::to_string(min) +
-                       " (no fractions, no booleans)");
+    throw InvalidInput(std::string(path) + "=" + describe(value) + " is not an exact integer; accepted: an integer ≥ " +
+                       std::to_string(min) + " (no fractions, no booleans)");
   }
   if (out < min) {
-    throw InvalidInput(std::string(path) + "=" + std::to_string(out) + " is out of range; " +
-                       (min == 0 ? "accepted: a non-negative integer"
-                                 : "accepted: an integer ≥ " + std::to_string(min)));
+    throw InvalidInput(
+        std::string(path) + "=" + std::to_string(out) + " is out of range; " +
+        (min == 0 ? "accepted: a non-negative integer" : "accepted: an integer ≥ " + std::to_string(min)));
   }
   return out;
 }
@@ -72,8 +68,7 @@ std::int64_t as_int(const Json& value, std::string_view path, std::int64_t min) 
 std::uint64_t as_uint(const Json& value, std::string_view path) {
   if (value.is_number_unsigned()) return value.get<std::uint64_t>();
   if (value.is_number_integer()) {
-    throw InvalidInput(std::string(path) + "=" + describe(value) +
-                       " is negative; accepted: a non-negative integer");
+    throw InvalidInput(std::string(path) + "=" + describe(value) + " is negative; accepted: a non-negative integer");
   }
   throw InvalidInput(std::string(path) + "=" + describe(value) +
                      " is not an exact integer; accepted: a non-negative integer (no fractions, "
@@ -82,34 +77,29 @@ std::uint64_t as_uint(const Json& value, std::string_view path) {
 
 double as_number(const Json& value, std::string_view path) {
   if (!value.is_number()) {
-    throw InvalidInput(std::string(path) + "=" + describe(value) +
-                       " is not a number; accepted: a finite number");
+    throw InvalidInput(std::string(path) + "=" + describe(value) + " is not a number; accepted: a finite number");
   }
   double out = value.get<double>();
   if (!std::isfinite(out)) {
-    throw InvalidInput(std::string(path) + "=" + describe(value) +
-                       " is not finite; accepted: a finite number");
+    throw InvalidInput(std::string(path) + "=" + describe(value) + " is not finite; accepted: a finite number");
   }
   return out;
 }
 
 std::string as_string(const Json& value, std::string_view path, bool allow_blank) {
   if (!value.is_string()) {
-    throw InvalidInput(std::string(path) + "=" + describe(value) +
-                       " is not a string; accepted: a non-blank string");
+    throw InvalidInput(std::string(path) + "=" + describe(value) + " is not a string; accepted: a non-blank string");
   }
   std::string out = value.get<std::string>();
   if (!allow_blank && out.find_first_not_of(" \t\r\n") == std::string::npos) {
-    throw InvalidInput(std::string(path) + "=" + describe(value) +
-                       " is blank; accepted: a non-blank string");
+    throw InvalidInput(std::string(path) + "=" + describe(value) + " is blank; accepted: a non-blank string");
   }
   return out;
 }
 
 bool as_bool(const Json& value, std::string_view path) {
   if (!value.is_boolean()) {
-    throw InvalidInput(std::string(path) + "=" + describe(value) +
-                       " is not a boolean; accepted: true or false");
+    throw InvalidInput(std::string(path) + "=" + describe(value) + " is not a boolean; accepted: true or false");
   }
   return value.get<bool>();
 }
@@ -125,8 +115,8 @@ const Json* find_set(const Json& obj, std::string_view field) {
 }
 }  // namespace
 
-std::int64_t get_int(const Json& obj, std::string_view context, std::string_view field,
-                     std::int64_t min, std::optional<std::int64_t> fallback) {
+std::int64_t get_int(const Json& obj, std::string_view context, std::string_view field, std::int64_t min,
+                     std::optional<std::int64_t> fallback) {
   if (const Json* v = find_set(obj, field)) return as_int(*v, field_path(context, field), min);
   if (fallback) return *fallback;
   missing(context, field);
@@ -139,27 +129,24 @@ std::uint64_t get_uint(const Json& obj, std::string_view context, std::string_vi
   missing(context, field);
 }
 
-std::optional<std::int64_t> get_opt_int(const Json& obj, std::string_view context,
-                                        std::string_view field, std::int64_t min) {
+std::optional<std::int64_t> get_opt_int(const Json& obj, std::string_view context, std::string_view field,
+                                        std::int64_t min) {
   if (const Json* v = find_set(obj, field)) return as_int(*v, field_path(context, field), min);
   return std::nullopt;
 }
 
-std::optional<std::uint64_t> get_opt_uint(const Json& obj, std::string_view context,
-                                          std::string_view field) {
+std::optional<std::uint64_t> get_opt_uint(const Json& obj, std::string_view context, std::string_view field) {
   if (const Json* v = find_set(obj, field)) return as_uint(*v, field_path(context, field));
   return std::nullopt;
 }
 
-double get_number(const Json& obj, std::string_view context, std::string_view field,
-                  std::optional<double> fallback) {
+double get_number(const Json& obj, std::string_view context, std::string_view field, std::optional<double> fallback) {
   if (const Json* v = find_set(obj, field)) return as_number(*v, field_path(context, field));
   if (fallback) return *fallback;
   missing(context, field);
 }
 
-std::optional<double> get_opt_number(const Json& obj, std::string_view context,
-                                     std::string_view field) {
+std::optional<double> get_opt_number(const Json& obj, std::string_view context, std::string_view field) {
   if (const Json* v = find_set(obj, field)) return as_number(*v, field_path(context, field));
   return std::nullopt;
 }
@@ -171,14 +158,12 @@ std::string get_string(const Json& obj, std::string_view context, std::string_vi
   missing(context, field);
 }
 
-std::optional<std::string> get_opt_string(const Json& obj, std::string_view context,
-                                          std::string_view field) {
+std::optional<std::string> get_opt_string(const Json& obj, std::string_view context, std::string_view field) {
   if (const Json* v = find_set(obj, field)) return as_string(*v, field_path(context, field));
   return std::nullopt;
 }
 
-bool get_bool(const Json& obj, std::string_view context, std::string_view field,
-              std::optional<bool> fallback) {
+bool get_bool(const Json& obj, std::string_view context, std::string_view field, std::optional<bool> fallback) {
   if (const Json* v = find_set(obj, field)) return as_bool(*v, field_path(context, field));
   if (fallback) return *fallback;
   missing(context, field);

@@ -32,24 +32,20 @@ std::string as_string(const Json& value, std::string_view path, bool allow_blank
 bool as_bool(const Json& value, std::string_view path);
 
 /// Field readers: missing or null → `fallback` / nullopt.
-std::int64_t get_int(const Json& obj, std::string_view context, std::string_view field,
-                     std::int64_t min, std::optional<std::int64_t> fallback = {});
+std::int64_t get_int(const Json& obj, std::string_view context, std::string_view field, std::int64_t min,
+                     std::optional<std::int64_t> fallback = {});
 std::uint64_t get_uint(const Json& obj, std::string_view context, std::string_view field,
                        std::optional<std::uint64_t> fallback = {});
-std::optional<std::int64_t> get_opt_int(const Json& obj, std::string_view context,
-                                        std::string_view field, std::int64_t min);
-std::optional<std::uint64_t> get_opt_uint(const Json& obj, std::string_view context,
-                                          std::string_view field);
+std::optional<std::int64_t> get_opt_int(const Json& obj, std::string_view context, std::string_view field,
+                                        std::int64_t min);
+std::optional<std::uint64_t> get_opt_uint(const Json& obj, std::string_view context, std::string_view field);
 double get_number(const Json& obj, std::string_view context, std::string_view field,
                   std::optional<double> fallback = {});
-std::optional<double> get_opt_number(const Json& obj, std::string_view context,
-                                     std::string_view field);
+std::optional<double> get_opt_number(const Json& obj, std::string_view context, std::string_view field);
 std::string get_string(const Json& obj, std::string_view context, std::string_view field,
                        std::optional<std::string> fallback = {});
-std::optional<std::string> get_opt_string(const Json& obj, std::string_view context,
-                                          std::string_view field);
-bool get_bool(const Json& obj, std::string_view context, std::string_view field,
-              std::optional<bool> fallback = {});
+std::optional<std::string> get_opt_string(const Json& obj, std::string_view context, std::string_view field);
+bool get_bool(const Json& obj, std::string_view context, std::string_view field, std::optional<bool> fallback = {});
 
 /// Writes text to path atomically: a temporary file in the same folder, then rename.
 void write_text_atomic(const std::string& path, const std::string& text);

@@ -25,9 +25,12 @@ FabricLaunch lightning_fabric_launch(const ParallelPlan& plan, std::optional<std
     model_axes += (model_axes.empty() ? "" : ", ") + std::string(axis_name(axis));
   }
   if (!model_axes.empty()) {
-    throw UnrealizedModelPlacement("Lightning Fabric only owns data parallelism, but the plan has "
-                                   "active axes " + model_axes + "; accepted: dp_replicate or "
-                                   "dp_shard only (use a native or Megatron backend for the rest)");
+    throw UnrealizedModelPlacement(
+        "Lightning Fabric only owns data parallelism, but the plan has "
+        "active axes " +
+        model_axes +
+        "; accepted: dp_replicate or "
+        "dp_shard only (use a native or Megatron backend for the rest)");
   }
   const bool hybrid = plan.size(ParallelAxis::dp_replicate) > 1 && plan.size(ParallelAxis::dp_shard) > 1;
   if (hybrid && !strategy) {
@@ -55,8 +58,8 @@ FabricLaunch lightning_fabric_launch(const ParallelPlan& plan, std::optional<std
     out.devices = *devices;
   }
   if (out.devices * out.num_nodes != plan.world_size()) {
-    throw InvalidInput("devices=" + std::to_string(out.devices) + " × num_nodes=" +
-                       std::to_string(out.num_nodes) + " = " + std::to_string(out.devices * out.num_nodes) +
+    throw InvalidInput("devices=" + std::to_string(out.devices) + " × num_nodes=" + std::to_string(out.num_nodes) +
+                       " = " + std::to_string(out.devices * out.num_nodes) +
                        " processes, but the plan needs world_size=" + std::to_string(plan.world_size()) +
                        "; accepted: devices · num_nodes = world_size");
   }
@@ -68,8 +71,9 @@ RayScaling ray_train_scaling(const ParallelPlan& plan, bool use_gpu,
                              std::map<std::string, double> resources_per_worker) {
   for (const auto& [name, amount] : resources_per_worker) {
     if (name.find_first_not_of(" \t\r\n") == std::string::npos) {
-      throw InvalidInput("resources_per_worker has a blank resource name; accepted: names such as "
-                         "\"CPU\", \"GPU\"");
+      throw InvalidInput(
+          "resources_per_worker has a blank resource name; accepted: names such as "
+          "\"CPU\", \"GPU\"");
     }
     if (!std::isfinite(amount) || amount < 0) {
       throw InvalidInput("resources_per_worker[" + name + "]=" + fmt(amount) +

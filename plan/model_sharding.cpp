@@ -16,18 +16,18 @@ constexpr std::uint64_t kGlobalStatisticBytes = 16;
 }  // namespace
 
 void ModelShard::validate() const {
-  const std::string where = "model shard " + device.name + "[" + std::to_string(component_start) +
-                            ":" + std::to_string(component_stop) + "]";
+  const std::string where =
+      "model shard " + device.name + "[" + std::to_string(component_start) + ":" + std::to_string(component_stop) + "]";
   if (component_stop <= component_start) {
-    throw InvalidInput(where + " has an empty component range; accepted: component_start < "
+    throw InvalidInput(where +
+                       " has an empty component range; accepted: component_start < "
                        "component_stop");
   }
   if (device.memory_bytes && parameter_bytes + statistic_bytes > *device.memory_bytes) {
-    throw MemoryError(where + " needs " + std::to_string(parameter_bytes + statistic_bytes) +
-                      " bytes (parameters " + std::to_string(parameter_bytes) + " + statistics " +
-                      std::to_string(statistic_bytes) + "), over the capacity of device '" +
-                      device.name + "' (memory_bytes=" + std::to_string(*device.memory_bytes) +
-                      "); accepted: more devices or devices with more memory");
+    throw MemoryError(where + " needs " + std::to_string(parameter_bytes + statistic_bytes) + " bytes (parameters " +
+                      std::to_string(parameter_bytes) + " + statistics " + std::to_string(statistic_bytes) +
+                      "), over the capacity of device '" + device.name + "' (memory_bytes=" +
+                      std::to_string(*device.memory_bytes) + "); accepted: more devices or devices with more memory");
   }
 }
 
@@ -69,8 +69,7 @@ std::vector<ModelShard> model_sharding_plan(const ModelSummary& model, const Res
                        " cannot exceed the number of components K=" + std::to_string(k) +
                        "; accepted: 1 ≤ min_components_per_shard ≤ " + std::to_string(k));
   }
-  const std::size_t shards =
-      std::max<std::size_t>(1, std::min<std::uint64_t>(resources.size(), k / min));
+  const std::size_t shards = std::max<std::size_t>(1, std::min<std::uint64_t>(resources.size(), k / min));
   double total = 0;
   for (std::size_t i = 0; i < shards; ++i) total += resources.devices()[i].throughput;
   std::vector<double> w(shards);
@@ -119,8 +118,9 @@ std::vector<ModelShard> model_sharding_plan(const ModelSummary& model, const Res
   std::uint64_t cursor = 0;
   for (const ModelShard& s : out) {
     if (s.component_start != cursor || s.num_components() < min) {
-      throw Error("internal error: model_sharding_plan produced a non-contiguous or undersized "
-                  "shard; please report it");
+      throw Error(
+          "internal error: model_sharding_plan produced a non-contiguous or undersized "
+          "shard; please report it");
     }
     cursor = s.component_stop;
   }

@@ -73,12 +73,11 @@ void ModelSummary::validate() const {
     const FamilyDescriptor& family = descriptor_of(p, where);
     if (p.dims == 0) throw InvalidInput(where + "dims=0 is invalid; accepted: dims ≥ 1");
     if (family.categories && p.categories < 1) {
-      throw InvalidInput(where + "categories=0 is invalid for a " + p.family +
-                         " part; accepted: categories ≥ 1");
+      throw InvalidInput(where + "categories=0 is invalid for a " + p.family + " part; accepted: categories ≥ 1");
     }
     if (!family.categories && p.categories != 0) {
-      throw InvalidInput(where + "categories=" + std::to_string(p.categories) + " is set for family '" +
-                         p.family + "', which has none; accepted: categories 0");
+      throw InvalidInput(where + "categories=" + std::to_string(p.categories) + " is set for family '" + p.family +
+                         "', which has none; accepted: categories 0");
     }
   }
 }
@@ -106,15 +105,14 @@ std::uint64_t ModelSummary::statistic_values_per_component() const {
 
 std::uint64_t ModelSummary::parameter_bytes() const {
   validate();
-  return checked_mul(checked_mul(components, parameter_values_per_component(), "parameter count"),
-                     kFloat64Bytes, "parameter bytes");
+  return checked_mul(checked_mul(components, parameter_values_per_component(), "parameter count"), kFloat64Bytes,
+                     "parameter bytes");
 }
 
 std::uint64_t ModelSummary::statistic_bytes() const {
   validate();
-  const std::uint64_t values =
-      checked_add(checked_mul(components, statistic_values_per_component(), "statistic count"),
-                  kGlobalStatisticValues, "statistic count");
+  const std::uint64_t values = checked_add(checked_mul(components, statistic_values_per_component(), "statistic count"),
+                                           kGlobalStatisticValues, "statistic count");
   return checked_mul(values, kFloat64Bytes, "statistic bytes");
 }
 

@@ -28,14 +28,16 @@ ParallelAxis axis_from_name(std::string_view name) {
   for (ParallelAxis axis : kParallelAxes) {
     if (name == axis_name(axis)) return axis;
   }
-  throw InvalidInput("parallel axis '" + std::string(name) + "' is not known; accepted: " +
-                     kAcceptedAxes);
+  throw InvalidInput("parallel axis '" + std::string(name) + "' is not known; accepted: " + kAcceptedAxes);
 }
 
 ParallelPlan::ParallelPlan(const ParallelPlanSizes& s)
-    : sizes_{positive("dp_replicate", s.dp_replicate), positive("dp_shard", s.dp_shard),
-             positive("tp", s.tp),                     positive("pp", s.pp),
-             positive("cp", s.cp),                     positive("ep", s.ep),
+    : sizes_{positive("dp_replicate", s.dp_replicate),
+             positive("dp_shard", s.dp_shard),
+             positive("tp", s.tp),
+             positive("pp", s.pp),
+             positive("cp", s.cp),
+             positive("ep", s.ep),
              positive("etp", s.etp)},
       microbatches_(positive("microbatches", s.microbatches)),
       accumulation_(positive("gradient_accumulation_steps", s.gradient_accumulation_steps)),
@@ -43,21 +45,20 @@ ParallelPlan::ParallelPlan(const ParallelPlanSizes& s)
   for (ParallelAxis axis : kPhysicalAxes) {
     std::int64_t v = size(axis);
     if (__builtin_mul_overflow(world_size_, v, &world_size_)) {
-      throw InvalidInput("parallel plan world size (dp_replicate·dp_shard·tp·pp·cp) overflows 63 "
-                         "bits; accepted: sizes whose product fits");
+      throw InvalidInput(
+          "parallel plan world size (dp_replicate·dp_shard·tp·pp·cp) overflows 63 "
+          "bits; accepted: sizes whose product fits");
     }
   }
   if (data_parallel_size() % size(ParallelAxis::ep) != 0) {
     throw InvalidInput("ep=" + std::to_string(size(ParallelAxis::ep)) +
                        ": expert parallelism must divide the data-parallel domain "
-                       "(dp_replicate·dp_shard=" + std::to_string(data_parallel_size()) +
-                       "); accepted: a divisor of it");
+                       "(dp_replicate·dp_shard=" +
+                       std::to_string(data_parallel_size()) + "); accepted: a divisor of it");
   }
 }
 
-std::int64_t ParallelPlan::size(ParallelAxis axis) const noexcept {
-  return sizes_[static_cast<int>(axis)];
-}
+std::int64_t ParallelPlan::size(ParallelAxis axis) const noexcept { return sizes_[static_cast<int>(axis)]; }
 
 std::int64_t ParallelPlan::size(std::string_view axis) const { return size(axis_from_name(axis)); }
 
@@ -93,8 +94,7 @@ void ParallelPlan::check_world_size(std::int64_t actual) const {
   if (actual != world_size_) {
     throw InvalidInput("parallel plan requires world_size=" + std::to_string(world_size_) +
                        ", but the process group has world_size=" + std::to_string(actual) +
-                       "; accepted: a process group of exactly " + std::to_string(world_size_) +
-                       " ranks");
+                       "; accepted: a process group of exactly " + std::to_string(world_size_) + " ranks");
   }
 }
 
@@ -125,16 +125,16 @@ ParallelPlan ParallelPlan::from_json(std::string_view text) {
                      .microbatches = read("microbatches"),
                      .gradient_accumulation_steps = read("gradient_accumulation_steps")});
   if (auto w = get_opt_int(doc, "", "world_size", 1); w && *w != plan.world_size()) {
-    throw InvalidInput("world_size=" + std::to_string(*w) + " does not match the product of the "
-                       "physical axes (" + std::to_string(plan.world_size()) + "); accepted: " +
-                       std::to_string(plan.world_size()) + " or omit it");
+    throw InvalidInput("world_size=" + std::to_string(*w) +
+                       " does not match the product of the "
+                       "physical axes (" +
+                       std::to_string(plan.world_size()) + "); accepted: " + std::to_string(plan.world_size()) +
+                       " or omit it");
   }
-  if (auto d = get_opt_int(doc, "", "data_parallel_size", 1);
-      d && *d != plan.data_parallel_size()) {
-    throw InvalidInput("data_parallel_size=" + std::to_string(*d) +
-                       " does not match dp_replicate·dp_shard (" +
-                       std::to_string(plan.data_parallel_size()) + "); accepted: " +
-                       std::to_string(plan.data_parallel_size()) + " or omit it");
+  if (auto d = get_opt_int(doc, "", "data_parallel_size", 1); d && *d != plan.data_parallel_size()) {
+    throw InvalidInput("data_parallel_size=" + std::to_string(*d) + " does not match dp_replicate·dp_shard (" +
+                       std::to_string(plan.data_parallel_size()) +
+                       "); accepted: " + std::to_string(plan.data_parallel_size()) + " or omit it");
   }
   return plan;
 }

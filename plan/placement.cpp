@@ -21,8 +21,7 @@ std::string range_text(const PlacementShard& s) {
 
 }  // namespace
 
-void Placement::validate(std::optional<std::uint64_t> expected_rows,
-                         const Resources* passed) const {
+void Placement::validate(std::optional<std::uint64_t> expected_rows, const Resources* passed) const {
   if (dtype_bytes < 1) {
     throw InvalidInput("placement dtype_bytes=0 is invalid; accepted: an integer ≥ 1");
   }
@@ -39,37 +38,33 @@ void Placement::validate(std::optional<std::uint64_t> expected_rows,
                        " is invalid; accepted: a finite number > 0");
   }
   if (expected_rows && *expected_rows != total_rows) {
-    throw InvalidInput("placement total_rows=" + std::to_string(total_rows) +
-                       " does not match execution data length=" + std::to_string(*expected_rows) +
-                       "; accepted: a placement planned for these rows");
+    throw InvalidInput("placement total_rows=" + std::to_string(total_rows) + " does not match execution data length=" +
+                       std::to_string(*expected_rows) + "; accepted: a placement planned for these rows");
   }
   if (passed && resources && !(*passed == *resources)) {
-    throw InvalidInput("placement was planned for different resources than the execution "
-                       "resources; accepted: the declared resources (re-plan for the new ones)");
+    throw InvalidInput(
+        "placement was planned for different resources than the execution "
+        "resources; accepted: the declared resources (re-plan for the new ones)");
   }
   const Resources* effective = passed ? passed : (resources ? &*resources : nullptr);
   for (const PlacementShard& s : shards) {
     if (s.start > s.stop) {
-      throw InvalidInput("placement shard " + range_text(s) +
-                         " has start > stop; accepted: 0 ≤ start ≤ stop");
+      throw InvalidInput("placement shard " + range_text(s) + " has start > stop; accepted: 0 ≤ start ≤ stop");
     }
     if (s.sub_chunks < 1) {
-      throw InvalidInput("placement shard " + range_text(s) +
-                         " has sub_chunks=0; accepted: sub_chunks ≥ 1");
+      throw InvalidInput("placement shard " + range_text(s) + " has sub_chunks=0; accepted: sub_chunks ≥ 1");
     }
     if (effective) {
       const DeviceSpec* known = effective->find(s.device.name);
       if (!known || !(*known == s.device)) {
         throw InvalidInput("placement shard " + range_text(s) + " uses device '" + s.device.name +
-                           "', which is not in declared resources" +
-                           (known ? " (a device of that name differs)" : "") +
+                           "', which is not in declared resources" + (known ? " (a device of that name differs)" : "") +
                            "; accepted: devices of the resources the placement was planned for");
       }
     }
     if (s.device.memory_bytes && s.total_bytes() > *s.device.memory_bytes) {
-      throw MemoryError("placement shard " + range_text(s) + " needs " +
-                        std::to_string(s.total_bytes()) + " bytes (encoded " +
-                        std::to_string(s.encoded_bytes) + " + transient " +
+      throw MemoryError("placement shard " + range_text(s) + " needs " + std::to_string(s.total_bytes()) +
+                        " bytes (encoded " + std::to_string(s.encoded_bytes) + " + transient " +
                         std::to_string(s.transient_bytes) + ") but device '" + s.device.name +
                         "' has memory_bytes=" + std::to_string(*s.device.memory_bytes) +
                         "; accepted: at most the device memory (re-plan with more devices or "
@@ -88,8 +83,7 @@ void Placement::validate(std::optional<std::uint64_t> expected_rows,
   if (total_rows == 0) {
     for (const PlacementShard* s : order) {
       if (s->start != 0 || s->stop != 0) {
-        throw InvalidInput("placement of total_rows=0 has shard " + range_text(*s) +
-                           "; accepted: only [0:0]");
+        throw InvalidInput("placement of total_rows=0 has shard " + range_text(*s) + "; accepted: only [0:0]");
       }
     }
     if (order.size() > 1) {
@@ -106,22 +100,22 @@ void Placement::validate(std::optional<std::uint64_t> expected_rows,
                          "[0:0])");
     }
     if (s->start < cursor) {
-      throw InvalidInput("placement shards overlap at row " + std::to_string(s->start) + " (" +
-                         range_text(*s) + " starts before row " + std::to_string(cursor) +
+      throw InvalidInput("placement shards overlap at row " + std::to_string(s->start) + " (" + range_text(*s) +
+                         " starts before row " + std::to_string(cursor) +
                          "); accepted: shards tiling [0, total_rows) without overlap");
     }
     if (s->start > cursor) {
-      throw InvalidInput("placement has a gap at row " + std::to_string(cursor) + " (next shard " +
-                         range_text(*s) + "); accepted: shards tiling [0, total_rows) without gaps");
+      throw InvalidInput("placement has a gap at row " + std::to_string(cursor) + " (next shard " + range_text(*s) +
+                         "); accepted: shards tiling [0, total_rows) without gaps");
     }
     cursor = s->stop;
   }
   if (cursor != total_rows) {
     const bool over = cursor > total_rows;
-    throw InvalidInput(std::string("placement ") + (over ? "overlaps the end" : "has a gap") +
-                       " at row " + std::to_string(over ? total_rows : cursor) +
-                       ": shards end at row " + std::to_string(cursor) + " but total_rows=" +
-                       std::to_string(total_rows) + "; accepted: shards ending exactly at total_rows");
+    throw InvalidInput(std::string("placement ") + (over ? "overlaps the end" : "has a gap") + " at row " +
+                       std::to_string(over ? total_rows : cursor) + ": shards end at row " + std::to_string(cursor) +
+                       " but total_rows=" + std::to_string(total_rows) +
+                       "; accepted: shards ending exactly at total_rows");
   }
 }
 
@@ -135,10 +129,9 @@ std::vector<PlacementShard> Placement::for_device(std::string_view name) const {
 
 std::string Placement::to_string() const {
   std::ostringstream out;
-  out << "Placement(rows=" << total_rows << ", shards=" << shards.size()
-      << ", encoded_row_bytes=" << encoded_row_bytes << ", transient_row_bytes="
-      << transient_row_bytes << ", model_bytes=" << model_bytes << ", statistic_bytes="
-      << statistic_bytes << ", dtype_bytes=" << dtype_bytes << ")\n";
+  out << "Placement(rows=" << total_rows << ", shards=" << shards.size() << ", encoded_row_bytes=" << encoded_row_bytes
+      << ", transient_row_bytes=" << transient_row_bytes << ", model_bytes=" << model_bytes
+      << ", statistic_bytes=" << statistic_bytes << ", dtype_bytes=" << dtype_bytes << ")\n";
   for (const PlacementShard& s : shards) {
     out << "  " << range_text(s) << " rows=" << s.size() << " sub_chunks=" << s.sub_chunks
         << " estimated_bytes=" << s.total_bytes() << "\n";
@@ -200,7 +193,8 @@ Placement Placement::from_json(std::string_view text) {
     if (p.resources) {
       const DeviceSpec* d = p.resources->find(name);
       if (!d) {
-        throw InvalidInput(ctx + ".device='" + name + "' is not in declared resources; accepted: "
+        throw InvalidInput(ctx + ".device='" + name +
+                           "' is not in declared resources; accepted: "
                            "a device listed under resources.devices");
       }
       shard.device = *d;

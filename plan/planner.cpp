@@ -55,8 +55,7 @@ std::vector<std::uint64_t> proportional_counts(const std::vector<double>& w, std
 
 /// [start, stop) in `parts` near-equal contiguous pieces; boundaries start + floor(i·len/parts);
 /// empty pieces dropped.
-std::vector<std::pair<std::uint64_t, std::uint64_t>> split_range(std::uint64_t start,
-                                                                 std::uint64_t stop,
+std::vector<std::pair<std::uint64_t, std::uint64_t>> split_range(std::uint64_t start, std::uint64_t stop,
                                                                  std::uint64_t parts) {
   std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
   const unsigned __int128 len = stop - start;
@@ -103,9 +102,7 @@ struct ByteModel {
   std::uint64_t rows_per_chunk = 0;
   std::uint64_t fixed = 0;  // ceil((model + statistic bytes) · sf)
 
-  std::uint64_t encoded(std::uint64_t rows) const {
-    return ceil_bytes(static_cast<double>(rows) * erb * sf);
-  }
+  std::uint64_t encoded(std::uint64_t rows) const { return ceil_bytes(static_cast<double>(rows) * erb * sf); }
   std::uint64_t transient(std::uint64_t rows) const {
     const std::uint64_t chunk = rows_per_chunk == 0 ? rows : std::min(rows, rows_per_chunk);
     return ceil_bytes(static_cast<double>(chunk) * trb * sf) + fixed;
@@ -120,8 +117,10 @@ std::uint64_t max_rows_fitting(const ByteModel& m, std::uint64_t memory, std::ui
   std::uint64_t lo = 1, hi = upper;
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo + 1) / 2;
-    if (m.total(mid) <= memory) lo = mid;
-    else hi = mid - 1;
+    if (m.total(mid) <= memory)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }
@@ -138,8 +137,9 @@ Placement plan(const Resources& resources, const PlanOptions& options) {
     throw InvalidInput("sub_chunks=0 is invalid; accepted: an integer ≥ 1");
   }
   if (options.num_chunks && *options.num_chunks < 1) {
-    throw InvalidInput("num_chunks=0 is invalid; accepted: an integer ≥ 1, or unset for one "
-                       "range per device");
+    throw InvalidInput(
+        "num_chunks=0 is invalid; accepted: an integer ≥ 1, or unset for one "
+        "range per device");
   }
   if (options.data_dtype_bytes != 4 && options.data_dtype_bytes != 8) {
     throw InvalidInput("data_dtype_bytes=" + std::to_string(options.data_dtype_bytes) +
@@ -195,21 +195,19 @@ Placement plan(const Resources& resources, const PlanOptions& options) {
     if (device.memory_bytes) {
       const std::uint64_t memory = *device.memory_bytes;
       if (m.fixed >= memory) {
-        throw MemoryError("fixed model/statistic state requires " + std::to_string(m.fixed) +
-                          " bytes ((model_bytes " + std::to_string(model_bytes) +
-                          " + statistic_bytes " + std::to_string(statistic_bytes) +
-                          ") × safety_factor " + std::to_string(m.sf) + ") but device '" +
-                          device.name + "' has memory_bytes=" + std::to_string(memory) +
+        throw MemoryError("fixed model/statistic state requires " + std::to_string(m.fixed) + " bytes ((model_bytes " +
+                          std::to_string(model_bytes) + " + statistic_bytes " + std::to_string(statistic_bytes) +
+                          ") × safety_factor " + std::to_string(m.sf) + ") but device '" + device.name +
+                          "' has memory_bytes=" + std::to_string(memory) +
                           "; accepted: devices with more memory, or shard the components "
                           "(model_sharding_plan)");
       }
       max_rows = max_rows_fitting(m, memory, max_rows);
       if (max_rows == 0) {
-        throw MemoryError("one row needs " + std::to_string(m.total(1)) + " bytes on device '" +
-                          device.name + "' (fixed " + std::to_string(m.fixed) + " + encoded " +
-                          std::to_string(m.encoded(1)) + " + working set " +
-                          std::to_string(m.transient(1) - m.fixed) + ") but it has memory_bytes=" +
-                          std::to_string(memory) + "; accepted: more memory per device");
+        throw MemoryError("one row needs " + std::to_string(m.total(1)) + " bytes on device '" + device.name +
+                          "' (fixed " + std::to_string(m.fixed) + " + encoded " + std::to_string(m.encoded(1)) +
+                          " + working set " + std::to_string(m.transient(1) - m.fixed) +
+                          ") but it has memory_bytes=" + std::to_string(memory) + "; accepted: more memory per device");
       }
     }
     const std::uint64_t size = r.stop - r.start;

@@ -49,30 +49,28 @@ std::size_t precision_bytes(std::string_view precision) {
   return 8;
 }
 
-bool DeviceSpec::is_gpu() const noexcept {
-  return kind == "cuda" || kind == "mps" || kind == "gpu";
-}
+bool DeviceSpec::is_gpu() const noexcept { return kind == "cuda" || kind == "mps" || kind == "gpu"; }
 
 void DeviceSpec::validate() const {
   if (name.find_first_not_of(" \t\r\n") == std::string::npos) {
-    throw InvalidInput("device name='" + name + "' is blank; accepted: a non-blank name such as "
+    throw InvalidInput("device name='" + name +
+                       "' is blank; accepted: a non-blank name such as "
                        "\"cpu:0\"");
   }
   const std::string where = "device '" + name + "': ";
   if (!std::isfinite(throughput) || throughput <= 0) {
-    throw InvalidInput(where + "throughput=" + fmt_double(throughput) +
-                       " is invalid; accepted: a finite number > 0");
+    throw InvalidInput(where + "throughput=" + fmt_double(throughput) + " is invalid; accepted: a finite number > 0");
   }
   if (memory_bytes && *memory_bytes == 0) {
-    throw InvalidInput(where + "memory_bytes=0 is invalid; accepted: an integer > 0, or null "
+    throw InvalidInput(where +
+                       "memory_bytes=0 is invalid; accepted: an integer > 0, or null "
                        "when unknown");
   }
   if (kind.empty()) throw InvalidInput(where + "kind='' is blank; accepted: cpu, cuda, gpu, mps");
   if (engine.empty()) throw InvalidInput(where + "engine='' is blank; accepted: e.g. cpu, cuda");
   auto check_rank = [&](const char* field, const std::optional<std::int64_t>& v) {
     if (v && *v < 0) {
-      throw InvalidInput(where + field + "=" + std::to_string(*v) +
-                         " is negative; accepted: an integer ≥ 0, or null");
+      throw InvalidInput(where + field + "=" + std::to_string(*v) + " is negative; accepted: an integer ≥ 0, or null");
     }
   };
   check_rank("node_id", node_id);
@@ -96,11 +94,10 @@ Resources::Resources(std::vector<DeviceSpec> devices) : devices_(std::move(devic
     if (!names.insert(d.name).second) {
       throw InvalidInput("device name '" + d.name + "' appears twice; accepted: unique names");
     }
-    if (d.node_id && d.local_rank &&
-        !identities.emplace(*d.node_id, d.kind, *d.local_rank).second) {
-      throw InvalidInput("device '" + d.name + "' repeats the physical device identity (node_id=" +
-                         std::to_string(*d.node_id) + ", kind=" + d.kind + ", local_rank=" +
-                         std::to_string(*d.local_rank) +
+    if (d.node_id && d.local_rank && !identities.emplace(*d.node_id, d.kind, *d.local_rank).second) {
+      throw InvalidInput("device '" + d.name +
+                         "' repeats the physical device identity (node_id=" + std::to_string(*d.node_id) +
+                         ", kind=" + d.kind + ", local_rank=" + std::to_string(*d.local_rank) +
                          "): duplicate physical device identities; accepted: one device per "
                          "(node_id, kind, local_rank)");
     }
@@ -140,21 +137,15 @@ Resources Resources::local(std::size_t num_cpus, const SlotOptions& options) {
   return Resources(std::move(devices));
 }
 
-Resources Resources::from_specs(std::vector<DeviceSpec> devices) {
-  return Resources(std::move(devices));
-}
+Resources Resources::from_specs(std::vector<DeviceSpec> devices) { return Resources(std::move(devices)); }
 
-std::string Resources::to_json(int indent) const {
-  return detail::resources_to_json(*this).dump(indent);
-}
+std::string Resources::to_json(int indent) const { return detail::resources_to_json(*this).dump(indent); }
 
 Resources Resources::from_json(std::string_view text) {
   return detail::resources_from_json(detail::parse_object(text, "resources document"), "");
 }
 
-void Resources::save(const std::string& path) const {
-  detail::write_text_atomic(path, to_json(2) + "\n");
-}
+void Resources::save(const std::string& path) const { detail::write_text_atomic(path, to_json(2) + "\n"); }
 
 Resources Resources::load(const std::string& path) {
   const std::string text = detail::read_text(path);
@@ -223,7 +214,8 @@ Resources resources_from_json(const Json& obj, std::string_view context) {
   const Json& devices = require(obj, context, "devices");
   const std::string path = field_path(context, "devices");
   if (!devices.is_array()) {
-    throw InvalidInput(path + "=" + describe(devices) + " is not a list; accepted: a list of "
+    throw InvalidInput(path + "=" + describe(devices) +
+                       " is not a list; accepted: a list of "
                        "device objects");
   }
   std::vector<DeviceSpec> out;

@@ -31,8 +31,10 @@ std::int64_t env_int(std::string_view name, const std::string& value, std::int64
   const char* last = value.data() + value.size();
   auto [ptr, ec] = std::from_chars(first, last, out);
   if (ec != std::errc() || ptr != last || value.empty()) {
-    throw InvalidInput(std::string(name) + "='" + value + "' is not an integer; accepted: an "
-                       "integer ≥ " + std::to_string(min));
+    throw InvalidInput(std::string(name) + "='" + value +
+                       "' is not an integer; accepted: an "
+                       "integer ≥ " +
+                       std::to_string(min));
   }
   if (out < min) {
     throw InvalidInput(std::string(name) + "=" + value + " is out of range; accepted: an integer ≥ " +
@@ -41,15 +43,13 @@ std::int64_t env_int(std::string_view name, const std::string& value, std::int64
   return out;
 }
 
-std::optional<std::int64_t> env_opt_int(const Environment& env, std::string_view name,
-                                        std::int64_t min) {
+std::optional<std::int64_t> env_opt_int(const Environment& env, std::string_view name, std::int64_t min) {
   const std::string* v = env_get(env, name);
   if (!v || v->empty()) return std::nullopt;
   return env_int(name, *v, min);
 }
 
-std::int64_t env_required(const Environment& env, std::string_view name, std::int64_t min,
-                          std::string_view why) {
+std::int64_t env_required(const Environment& env, std::string_view name, std::int64_t min, std::string_view why) {
   auto v = env_opt_int(env, name, min);
   if (!v) {
     throw InvalidInput(std::string(name) + " is not set; " + std::string(why));
@@ -73,13 +73,19 @@ std::uint64_t parse_memory_size(const Json& value, std::string_view path) {
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (!unit.empty() && unit.back() == 'b') unit.pop_back();
   std::uint64_t scale = 0;
-  if (unit.empty()) scale = 1;
-  else if (unit == "k") scale = 1ull << 10;
-  else if (unit == "m") scale = 1ull << 20;
-  else if (unit == "g") scale = 1ull << 30;
-  else if (unit == "t") scale = 1ull << 40;
+  if (unit.empty())
+    scale = 1;
+  else if (unit == "k")
+    scale = 1ull << 10;
+  else if (unit == "m")
+    scale = 1ull << 20;
+  else if (unit == "g")
+    scale = 1ull << 30;
+  else if (unit == "t")
+    scale = 1ull << 40;
   if (digits.empty() || scale == 0) {
-    throw InvalidInput(std::string(path) + "='" + text + "' is not a memory size; accepted: bytes "
+    throw InvalidInput(std::string(path) + "='" + text +
+                       "' is not a memory size; accepted: bytes "
                        "or a number with k, m, g or t (e.g. \"4g\")");
   }
   std::uint64_t n = std::stoull(digits);
@@ -105,8 +111,8 @@ Resources world_devices(std::string_view prefix, const std::vector<RankPlacement
   for (std::int64_t r = 0; r < world; ++r) {
     const RankPlacement& p = ranks[static_cast<std::size_t>(r)];
     DeviceSpec d;
-    d.name = std::string(prefix) + "-node:" + std::to_string(p.node) + (gpus ? ":cuda:" : ":cpu:") +
-             std::to_string(p.local);
+    d.name =
+        std::string(prefix) + "-node:" + std::to_string(p.node) + (gpus ? ":cuda:" : ":cpu:") + std::to_string(p.local);
     d.kind = gpus ? "cuda" : "cpu";
     d.engine = gpus ? "cuda" : "cpu";
     d.throughput = gpus ? options.gpu_throughput : 1.0;
@@ -126,8 +132,7 @@ Resources world_devices(std::string_view prefix, const std::vector<RankPlacement
 }
 
 void check_gpu_count(std::int64_t local_world, const LaunchOptions& options, std::string_view var) {
-  if (!options.gpu_memory_bytes.empty() &&
-      local_world > static_cast<std::int64_t>(options.gpu_memory_bytes.size())) {
+  if (!options.gpu_memory_bytes.empty() && local_world > static_cast<std::int64_t>(options.gpu_memory_bytes.size())) {
     throw InvalidInput(std::string(var) + "=" + std::to_string(local_world) + " exceeds the " +
                        std::to_string(options.gpu_memory_bytes.size()) +
                        " visible GPUs of this node and would duplicate a physical GPU; accepted: "
@@ -161,8 +166,7 @@ Resources Resources::from_mpi(const Environment& env, const SlotOptions& options
   return from_mpi(std::size_t{1}, options);
 }
 
-Resources Resources::from_dask(std::string_view scheduler_info_json,
-                               std::optional<std::string> precision) {
+Resources Resources::from_dask(std::string_view scheduler_info_json, std::optional<std::string> precision) {
   const Json doc = detail::parse_object(scheduler_info_json, "Dask scheduler_info document");
   const Json& workers = detail::require(doc, "", "workers");
   if (!workers.is_object() || workers.empty()) {
@@ -221,26 +225,28 @@ Resources Resources::from_torchrun(const Environment& env, const LaunchOptions& 
   }
   const std::int64_t local = local_world.value_or(1);
   if (world % local != 0) {
-    throw InvalidInput("LOCAL_WORLD_SIZE=" + std::to_string(local) + " does not divide WORLD_SIZE=" +
-                       std::to_string(world) + "; accepted: a divisor of WORLD_SIZE");
+    throw InvalidInput("LOCAL_WORLD_SIZE=" + std::to_string(local) +
+                       " does not divide WORLD_SIZE=" + std::to_string(world) + "; accepted: a divisor of WORLD_SIZE");
   }
   if (world > 1) {
-    const char* why = "torchrun sets RANK, LOCAL_RANK and GROUP_RANK for every worker of a world "
-                      "larger than 1";
+    const char* why =
+        "torchrun sets RANK, LOCAL_RANK and GROUP_RANK for every worker of a world "
+        "larger than 1";
     const std::int64_t rank = env_required(env, "RANK", 0, why);
     const std::int64_t local_rank = env_required(env, "LOCAL_RANK", 0, why);
     const std::int64_t group_rank = env_required(env, "GROUP_RANK", 0, why);
     if (rank >= world) {
-      throw InvalidInput("RANK=" + std::to_string(rank) + " is outside the world; accepted: 0 ≤ "
-                         "RANK < WORLD_SIZE=" + std::to_string(world));
+      throw InvalidInput("RANK=" + std::to_string(rank) +
+                         " is outside the world; accepted: 0 ≤ "
+                         "RANK < WORLD_SIZE=" +
+                         std::to_string(world));
     }
     if (local_rank != rank % local || group_rank != rank / local) {
-      throw InvalidInput("torchrun topology is inconsistent: RANK=" + std::to_string(rank) +
-                         ", LOCAL_WORLD_SIZE=" + std::to_string(local) + " imply LOCAL_RANK=" +
-                         std::to_string(rank % local) + " and GROUP_RANK=" +
-                         std::to_string(rank / local) + ", but LOCAL_RANK=" +
-                         std::to_string(local_rank) + " and GROUP_RANK=" +
-                         std::to_string(group_rank));
+      throw InvalidInput(
+          "torchrun topology is inconsistent: RANK=" + std::to_string(rank) +
+          ", LOCAL_WORLD_SIZE=" + std::to_string(local) + " imply LOCAL_RANK=" + std::to_string(rank % local) +
+          " and GROUP_RANK=" + std::to_string(rank / local) + ", but LOCAL_RANK=" + std::to_string(local_rank) +
+          " and GROUP_RANK=" + std::to_string(group_rank));
     }
   } else if (auto rank = env_opt_int(env, "RANK", 0); rank && *rank != 0) {
     throw InvalidInput("RANK=" + std::to_string(*rank) + " is outside a world of 1; accepted: 0");
@@ -256,8 +262,8 @@ namespace {
 /// SLURM_TASKS_PER_NODE, e.g. "2(x3),1" → {2, 2, 2, 1}.
 std::vector<std::int64_t> parse_tasks_per_node(const std::string& text) {
   std::vector<std::int64_t> out;
-  const std::string bad = "SLURM_TASKS_PER_NODE='" + text +
-                          "' is not understood; accepted: counts with repeats, e.g. \"2(x3),1\"";
+  const std::string bad =
+      "SLURM_TASKS_PER_NODE='" + text + "' is not understood; accepted: counts with repeats, e.g. \"2(x3),1\"";
   std::size_t i = 0;
   while (i < text.size()) {
     std::size_t j = i;
@@ -282,8 +288,9 @@ std::vector<std::int64_t> parse_tasks_per_node(const std::string& text) {
 }  // namespace
 
 Resources Resources::from_slurm(const Environment& env, const LaunchOptions& options) {
-  const char* why = "run under srun, which sets SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID and "
-                    "SLURM_NODEID";
+  const char* why =
+      "run under srun, which sets SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID and "
+      "SLURM_NODEID";
   const std::int64_t world = env_required(env, "SLURM_NTASKS", 1, why);
   const std::int64_t rank = env_required(env, "SLURM_PROCID", 0, why);
   const std::int64_t local_rank = env_required(env, "SLURM_LOCALID", 0, why);
@@ -293,9 +300,8 @@ Resources Resources::from_slurm(const Environment& env, const LaunchOptions& opt
     per_node = parse_tasks_per_node(*tasks);
   } else if (auto n = env_opt_int(env, "SLURM_NTASKS_PER_NODE", 1)) {
     if (world % *n != 0) {
-      throw InvalidInput("SLURM_NTASKS_PER_NODE=" + std::to_string(*n) +
-                         " does not divide SLURM_NTASKS=" + std::to_string(world) +
-                         "; accepted: a divisor, or set SLURM_TASKS_PER_NODE");
+      throw InvalidInput("SLURM_NTASKS_PER_NODE=" + std::to_string(*n) + " does not divide SLURM_NTASKS=" +
+                         std::to_string(world) + "; accepted: a divisor, or set SLURM_TASKS_PER_NODE");
     }
     per_node.assign(static_cast<std::size_t>(world / *n), *n);
   } else if (world == 1) {
@@ -308,13 +314,14 @@ Resources Resources::from_slurm(const Environment& env, const LaunchOptions& opt
   std::int64_t total = 0;
   for (std::int64_t n : per_node) total += n;
   if (total != world) {
-    throw InvalidInput("SLURM_TASKS_PER_NODE adds up to " + std::to_string(total) +
-                       " tasks but SLURM_NTASKS=" + std::to_string(world) +
-                       "; accepted: per-node counts summing to SLURM_NTASKS");
+    throw InvalidInput("SLURM_TASKS_PER_NODE adds up to " + std::to_string(total) + " tasks but SLURM_NTASKS=" +
+                       std::to_string(world) + "; accepted: per-node counts summing to SLURM_NTASKS");
   }
   if (rank >= world) {
-    throw InvalidInput("SLURM_PROCID=" + std::to_string(rank) + " is outside the world; accepted: "
-                       "0 ≤ SLURM_PROCID < SLURM_NTASKS=" + std::to_string(world));
+    throw InvalidInput("SLURM_PROCID=" + std::to_string(rank) +
+                       " is outside the world; accepted: "
+                       "0 ≤ SLURM_PROCID < SLURM_NTASKS=" +
+                       std::to_string(world));
   }
   // Block distribution: node n holds the ranks after those of nodes 0..n-1, in local order. With
   // any other distribution the rank → (node, local) map is not derivable from the environment.
@@ -326,12 +333,11 @@ Resources Resources::from_slurm(const Environment& env, const LaunchOptions& opt
   }
   const RankPlacement& expected = ranks[static_cast<std::size_t>(rank)];
   if (expected.node != node || expected.local != local_rank) {
-    throw InvalidInput("SLURM topology is inconsistent with block distribution: SLURM_PROCID=" +
-                       std::to_string(rank) + " implies SLURM_NODEID=" +
-                       std::to_string(expected.node) + " and SLURM_LOCALID=" +
-                       std::to_string(expected.local) + ", but SLURM_NODEID=" +
-                       std::to_string(node) + " and SLURM_LOCALID=" + std::to_string(local_rank) +
-                       "; accepted: srun --distribution=block (the default)");
+    throw InvalidInput(
+        "SLURM topology is inconsistent with block distribution: SLURM_PROCID=" + std::to_string(rank) +
+        " implies SLURM_NODEID=" + std::to_string(expected.node) +
+        " and SLURM_LOCALID=" + std::to_string(expected.local) + ", but SLURM_NODEID=" + std::to_string(node) +
+        " and SLURM_LOCALID=" + std::to_string(local_rank) + "; accepted: srun --distribution=block (the default)");
   }
   check_gpu_count(max_local, options, "SLURM tasks per node");
   return world_devices("slurm", ranks, options);

@@ -24,8 +24,7 @@ void at_least(const char* field, std::int64_t value, std::int64_t min) {
 
 void non_blank(const char* field, const std::string& value) {
   if (value.find_first_not_of(" \t\r\n") == std::string::npos) {
-    throw InvalidInput("step receipt " + std::string(field) + "='" + value +
-                       "' is blank; accepted: a non-blank name");
+    throw InvalidInput("step receipt " + std::string(field) + "='" + value + "' is blank; accepted: a non-blank name");
   }
 }
 
@@ -42,8 +41,7 @@ void StepReceipt::validate() const {
   if (!std::isfinite(loss) || loss < 0) {
     std::ostringstream v;
     v << loss;
-    throw InvalidInput("step receipt loss=" + v.str() +
-                       " is invalid; accepted: a finite number ≥ 0");
+    throw InvalidInput("step receipt loss=" + v.str() + " is invalid; accepted: a finite number ≥ 0");
   }
   non_blank("optimizer", optimizer);
   non_blank("precision", precision);
@@ -110,11 +108,16 @@ StepReceipt StepReceipt::from_json(std::string_view text) {
       throw InvalidInput("extra=" + describe(*it) + " is not an object; accepted: {key: scalar}");
     }
     for (const auto& [key, v] : it->items()) {
-      if (v.is_null()) r.extra[key] = nullptr;
-      else if (v.is_boolean()) r.extra[key] = v.get<bool>();
-      else if (v.is_number_integer()) r.extra[key] = as_int(v, "extra." + key, kAny);
-      else if (v.is_number()) r.extra[key] = v.get<double>();
-      else if (v.is_string()) r.extra[key] = v.get<std::string>();
+      if (v.is_null())
+        r.extra[key] = nullptr;
+      else if (v.is_boolean())
+        r.extra[key] = v.get<bool>();
+      else if (v.is_number_integer())
+        r.extra[key] = as_int(v, "extra." + key, kAny);
+      else if (v.is_number())
+        r.extra[key] = v.get<double>();
+      else if (v.is_string())
+        r.extra[key] = v.get<std::string>();
       else {
         throw InvalidInput("extra." + key + "=" + describe(v) +
                            " is not a scalar; accepted: null, booleans, numbers, strings");

@@ -29,12 +29,9 @@ namespace {
 // read each other's addresses. Gloo expects get() to block until the key exists.
 class GlooStoreAdapter final : public gloo::rendezvous::Store {
  public:
-  GlooStoreAdapter(std::shared_ptr<StoreClient> store, std::string prefix,
-                   std::chrono::milliseconds timeout)
+  GlooStoreAdapter(std::shared_ptr<StoreClient> store, std::string prefix, std::chrono::milliseconds timeout)
       : store_(std::move(store)), prefix_(std::move(prefix)), timeout_(timeout) {}
-  void set(const std::string& key, const std::vector<char>& data) override {
-    store_->set(prefix_ + key, data);
-  }
+  void set(const std::string& key, const std::vector<char>& data) override { store_->set(prefix_ + key, data); }
   std::vector<char> get(const std::string& key) override { return store_->get(prefix_ + key, timeout_); }
   void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
@@ -111,8 +108,7 @@ class GlooCommunicator final : public Communicator {
   MemorySpace memory_space() const noexcept override { return MemorySpace::host; }
 
  protected:
-  void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op,
-                       MemorySpace) override {
+  void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op, MemorySpace) override {
     run("all_reduce", [&] {
       gloo::AllreduceOptions opts(context_);
       opts.setTag(next_tag());
@@ -153,8 +149,7 @@ class GlooCommunicator final : public Communicator {
   // Rendezvous keys of child n of this communicator: under this communicator's own keys, so that
   // nested splits never collide; n counts splits, the same on every rank since split is collective.
   std::unique_ptr<Communicator> split_impl(const SplitGroup& group) override {
-    std::string prefix = key_prefix_ + "split/" + std::to_string(splits_++) + "/" +
-                         std::to_string(group.color) + "/";
+    std::string prefix = key_prefix_ + "split/" + std::to_string(splits_++) + "/" + std::to_string(group.color) + "/";
     if (broken_)
       throw CommunicationError("gloo communicator of rank " + std::to_string(rank()) +
                                " is unusable after an earlier failure");
@@ -202,12 +197,11 @@ class GlooCommunicator final : public Communicator {
       broken_ = true;
       std::vector<int> members(static_cast<std::size_t>(size()));
       for (int r = 0; r < size(); ++r) members[static_cast<std::size_t>(r)] = world_rank(r);
-      throw CommunicationError(
-          "gloo " + std::string(what) + " failed on rank " + std::to_string(rank()) + " of " +
-          std::to_string(size()) + world_suffix() + ": " +
-          describe_lost_peers(shared_.store.get(), shared_.prefix, world_rank(rank()), members,
-                              !is_world(), std::min(timeout(), kReportPatience)) +
-          " [timeout " + std::to_string(timeout().count()) + " ms; gloo: " + e.what() + "]");
+      throw CommunicationError("gloo " + std::string(what) + " failed on rank " + std::to_string(rank()) + " of " +
+                               std::to_string(size()) + world_suffix() + ": " +
+                               describe_lost_peers(shared_.store.get(), shared_.prefix, world_rank(rank()), members,
+                                                   !is_world(), std::min(timeout(), kReportPatience)) +
+                               " [timeout " + std::to_string(timeout().count()) + " ms; gloo: " + e.what() + "]");
     }
   }
 

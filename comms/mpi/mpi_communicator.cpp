@@ -70,7 +70,7 @@ class MpiCommunicator final : public Communicator {
       : Communicator(rank, size, timeout, std::move(world_ranks)), comm_(comm), runtime_(std::move(runtime)) {}
 
   ~MpiCommunicator() override {
-    if (broken_) return;  // never block in teardown after a failure; exit and let mpirun clean up
+    if (broken_) return;    // never block in teardown after a failure; exit and let mpirun clean up
     MPI_Comm_free(&comm_);  // before runtime_ (a member) may finalise MPI
   }
 
@@ -78,8 +78,7 @@ class MpiCommunicator final : public Communicator {
   MemorySpace memory_space() const noexcept override { return MemorySpace::host; }
 
  protected:
-  void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op,
-                       MemorySpace) override {
+  void all_reduce_impl(void* data, std::size_t count, DataType type, ReduceOp op, MemorySpace) override {
     MPI_Datatype dt = type == DataType::float64 ? MPI_DOUBLE : MPI_FLOAT;
     MPI_Op mop = op == ReduceOp::sum ? MPI_SUM : MPI_MAX;
     const std::size_t esize = element_bytes(type);
@@ -129,9 +128,9 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_size(child, &size);
     if (rank != group.rank || size != static_cast<int>(group.members.size())) {
       MPI_Comm_free(&child);
-      throw CommunicationError("mpi split: MPI made rank " + std::to_string(rank) + " of " +
-                               std::to_string(size) + " but the (color, key) exchange gave rank " +
-                               std::to_string(group.rank) + " of " + std::to_string(group.members.size()));
+      throw CommunicationError("mpi split: MPI made rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                               " but the (color, key) exchange gave rank " + std::to_string(group.rank) + " of " +
+                               std::to_string(group.members.size()));
     }
     return std::make_unique<MpiCommunicator>(child, rank, size, runtime_, timeout(), group.world_members);
   }
@@ -151,8 +150,8 @@ class MpiCommunicator final : public Communicator {
   void check(int code, const char* what) {
     if (code == MPI_SUCCESS) return;
     mark_broken();
-    throw CommunicationError("mpi " + std::string(what) + " failed on rank " + std::to_string(rank()) +
-                             world_suffix() + ": " + mpi_error_text(code));
+    throw CommunicationError("mpi " + std::string(what) + " failed on rank " + std::to_string(rank()) + world_suffix() +
+                             ": " + mpi_error_text(code));
   }
 
   // Polls a request until it completes or the timeout passes. Spins briefly first because most
@@ -170,8 +169,8 @@ class MpiCommunicator final : public Communicator {
       if (std::chrono::steady_clock::now() >= deadline) {
         mark_broken();
         throw CommunicationError(
-            "mpi " + what + " on rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
-            world_suffix() + " did not complete within " + std::to_string(timeout().count()) +
+            "mpi " + what + " on rank " + std::to_string(rank()) + " of " + std::to_string(size()) + world_suffix() +
+            " did not complete within " + std::to_string(timeout().count()) +
             " ms: a peer is hung or gone (MPI does not say which; mpirun reports a rank that died)");
       }
       if (spins > 1000) {
@@ -209,8 +208,8 @@ std::unique_ptr<Communicator> make_mpi_communicator(const CommOptions& options) 
   MPI_Comm_size(comm, &size);
   if (rank != options.rank || size != options.size)
     throw InvalidInput("MPI says this is rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                       " but the launch environment says rank " + std::to_string(options.rank) +
-                       " of " + std::to_string(options.size) +
+                       " but the launch environment says rank " + std::to_string(options.rank) + " of " +
+                       std::to_string(options.size) +
                        " (was the job started by mpirun/srun? MPI cannot be used under torchrun)");
   return std::make_unique<MpiCommunicator>(comm, rank, size, std::move(runtime), options.timeout);
 }

@@ -34,13 +34,12 @@
 namespace mixle::comms::detail {
 namespace {
 
-#define MIXLE_COMMS_CUDA_TRY(call)                                                              \
-  do {                                                                                          \
-    cudaError_t mixle_err_ = (call);                                                            \
-    if (mixle_err_ != cudaSuccess)                                                              \
-      throw DeviceError(std::string(#call) + " failed: " + cudaGetErrorName(mixle_err_) + " (" + \
-                        cudaGetErrorString(mixle_err_) + ") at " __FILE__ ":" +                 \
-                        std::to_string(__LINE__));                                              \
+#define MIXLE_COMMS_CUDA_TRY(call)                                                                         \
+  do {                                                                                                     \
+    cudaError_t mixle_err_ = (call);                                                                       \
+    if (mixle_err_ != cudaSuccess)                                                                         \
+      throw DeviceError(std::string(#call) + " failed: " + cudaGetErrorName(mixle_err_) + " (" +           \
+                        cudaGetErrorString(mixle_err_) + ") at " __FILE__ ":" + std::to_string(__LINE__)); \
   } while (0)
 
 // The stream, scratch word and staging buffer a communicator owns; freed even when construction
@@ -93,8 +92,9 @@ class NcclCommunicator final : public Communicator {
     ncclConfig_t config = non_blocking_config();
     ncclResult_t r = ncclCommInitRankConfig(&comm_, size(), id, rank(), &config);
     if (r != ncclSuccess && r != ncclInProgress) nccl_check(r, "ncclCommInitRankConfig");
-    wait_for("communicator init (rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
-             ", device " + std::to_string(shared_.cuda_device) + ")", /*stream_work=*/false);
+    wait_for("communicator init (rank " + std::to_string(rank()) + " of " + std::to_string(size()) + ", device " +
+                 std::to_string(shared_.cuda_device) + ")",
+             /*stream_work=*/false);
   }
 
   // A split child: `comm` comes from ncclCommSplit and may still be initialising; the current
@@ -117,8 +117,7 @@ class NcclCommunicator final : public Communicator {
     nccl_check(ncclCommCount(comm_, &nccl_size), "ncclCommCount");
     if (nccl_rank != rank() || nccl_size != size())
       fail("split: NCCL made rank " + std::to_string(nccl_rank) + " of " + std::to_string(nccl_size) +
-           " but the (color, key) exchange gave rank " + std::to_string(rank()) + " of " +
-           std::to_string(size()));
+           " but the (color, key) exchange gave rank " + std::to_string(rank()) + " of " + std::to_string(size()));
   }
 
   ~NcclCommunicator() override {
@@ -136,8 +135,10 @@ class NcclCommunicator final : public Communicator {
         }
         clean = (r == ncclSuccess || r == ncclInProgress) && st == ncclSuccess;
       }
-      if (clean) ncclCommDestroy(comm_);
-      else ncclCommAbort(comm_);
+      if (clean)
+        ncclCommDestroy(comm_);
+      else
+        ncclCommAbort(comm_);
     }
     // device_ is freed after this body, once the communicator is gone.
     if (owns_rendezvous_) leave_rendezvous(options_);
@@ -265,10 +266,10 @@ class NcclCommunicator final : public Communicator {
     }
     std::vector<int> members(static_cast<std::size_t>(size()));
     for (int r = 0; r < size(); ++r) members[static_cast<std::size_t>(r)] = world_rank(r);
-    throw CommunicationError("nccl " + what + " on rank " + std::to_string(rank()) + " of " +
-                             std::to_string(size()) + world_suffix() + ": " +
-                             describe_lost_peers(shared_.store.get(), shared_.prefix, world_rank(rank()),
-                                                 members, !is_world(), std::min(timeout(), kReportPatience)));
+    throw CommunicationError("nccl " + what + " on rank " + std::to_string(rank()) + " of " + std::to_string(size()) +
+                             world_suffix() + ": " +
+                             describe_lost_peers(shared_.store.get(), shared_.prefix, world_rank(rank()), members,
+                                                 !is_world(), std::min(timeout(), kReportPatience)));
   }
 
   void nccl_check(ncclResult_t r, const char* call) {

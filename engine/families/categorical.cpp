@@ -35,21 +35,19 @@ class Categorical final : public FamilyOps {
 
   void validate(const Part& p, std::size_t K, const std::string& where) const override {
     const std::size_t D = p.dims(), V = p.categories;
-    if (V < 1)
-      throw InvalidInput(where + ": \"categories\" must be ≥ 1 (the number of codes V)");
+    if (V < 1) throw InvalidInput(where + ": \"categories\" must be ≥ 1 (the number of codes V)");
     require_size(p.prob, K * D * V, where, "prob", "K×D×V");
     for (std::size_t k = 0; k < K; ++k)
       for (std::size_t d = 0; d < D; ++d) {
         double sum = 0.0;
         for (std::size_t v = 0; v < V; ++v) {
           const double q = p.prob[(k * D + d) * V + v];
-          require_value(std::isfinite(q) && q >= 0.0 && q <= 1.0, where, "prob", k, d * V + v, q,
-                        "must be in [0, 1]");
+          require_value(std::isfinite(q) && q >= 0.0 && q <= 1.0, where, "prob", k, d * V + v, q, "must be in [0, 1]");
           sum += q;
         }
         if (std::abs(sum - 1.0) > 1e-6)
-          throw InvalidInput(where + ": prob[" + std::to_string(k) + "] for column " +
-                             std::to_string(p.col_begin + d) + " sums to " + format_number(sum) +
+          throw InvalidInput(where + ": prob[" + std::to_string(k) + "] for column " + std::to_string(p.col_begin + d) +
+                             " sums to " + format_number(sum) +
                              "; each row of V probabilities must sum to 1 (within 1e-6)");
       }
   }
@@ -57,8 +55,7 @@ class Categorical final : public FamilyOps {
   void check_data(const Part& p, const Dataset& data) const override {
     const double V = static_cast<double>(p.categories);
     const std::string accepted = "integer codes 0 … " + std::to_string(p.categories - 1);
-    check_columns(p, data, accepted.c_str(),
-                  [V](double v) { return is_integer(v) && v >= 0.0 && v < V; });
+    check_columns(p, data, accepted.c_str(), [V](double v) { return is_integer(v) && v >= 0.0 && v < V; });
   }
 
   double pack(const Part& p, std::size_t k, double* coef) const override {
@@ -72,8 +69,7 @@ class Categorical final : public FamilyOps {
     const std::size_t D = p.dims(), V = p.categories;
     for (std::size_t d = 0; d < D; ++d) {
       const double denom = mass + o.pseudo_count * static_cast<double>(V);
-      for (std::size_t v = 0; v < V; ++v)
-        p.prob[(k * D + d) * V + v] = (s[d * V + v] + o.pseudo_count) / denom;
+      for (std::size_t v = 0; v < V; ++v) p.prob[(k * D + d) * V + v] = (s[d * V + v] + o.pseudo_count) / denom;
     }
   }
 
@@ -85,7 +81,10 @@ class Categorical final : public FamilyOps {
       std::size_t code = V - 1;
       for (std::size_t v = 0; v < V; ++v) {
         acc += p.prob[(k * D + d) * V + v];
-        if (x < acc) { code = v; break; }
+        if (x < acc) {
+          code = v;
+          break;
+        }
       }
       row[p.col_begin + d] = static_cast<double>(code);
     }

@@ -54,13 +54,13 @@ class FamilyOps {
 
   /// M-step for component k from its statistics block, its responsibility mass and the shift
   /// used when accumulating (null for unshifted families or when the shift was 0).
-  virtual void m_step(Part& part, std::size_t k, const double* stats, double mass,
-                      const double* shift, const MStepOptions& options) const = 0;
+  virtual void m_step(Part& part, std::size_t k, const double* stats, double mass, const double* shift,
+                      const MStepOptions& options) const = 0;
 
   /// Free parameters per component (for BIC/AIC; the descriptor's rule).
   std::size_t free_parameters(const Part& part) const {
-    return static_cast<std::size_t>(descriptor().free_parameters.count(
-        static_cast<std::int64_t>(part.dims()), static_cast<std::int64_t>(part.categories)));
+    return static_cast<std::size_t>(descriptor().free_parameters.count(static_cast<std::int64_t>(part.dims()),
+                                                                       static_cast<std::int64_t>(part.categories)));
   }
 
   /// Draws the part's columns of one row from component k into row[col_begin, col_end).

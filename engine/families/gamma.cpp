@@ -89,8 +89,7 @@ class Gamma final : public FamilyOps {
     return log_norm;
   }
 
-  void m_step(Part& p, std::size_t k, const double* s, double mass, const double*,
-              const MStepOptions&) const override {
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double*, const MStepOptions&) const override {
     const std::size_t D = p.dims();
     for (std::size_t d = 0; d < D; ++d) {
       const double mean = s[d] / mass, mean_log = s[D + d] / mass;

@@ -75,8 +75,8 @@ class GaussianDiag final : public FamilyOps {
               const MStepOptions& o) const override {
     const std::size_t D = p.dims();
     for (std::size_t d = 0; d < D; ++d) {
-      const double m1 = s[d] / mass;            // E[x − shift]
-      const double m2 = s[D + d] / mass;        // E[(x − shift)²]
+      const double m1 = s[d] / mass;      // E[x − shift]
+      const double m2 = s[D + d] / mass;  // E[(x − shift)²]
       const double var = std::max(m2 - m1 * m1, 0.0);
       p.mean[k * D + d] = (shift ? shift[d] : 0.0) + m1;
       p.var[k * D + d] = var + o.reg_covar;

@@ -155,7 +155,8 @@ class GaussianFull final : public FamilyOps {
     std::uniform_real_distribution<double> factor(0.8, 1.25);
     for (std::size_t k = 0; k < K; ++k) {
       const double f = factor(rng);
-      for (std::size_t d = 0; d < D; ++d) p.mean[k * D + d] += 0.5 * std::sqrt(p.cov[k * D * D + d * D + d]) * normal(rng);
+      for (std::size_t d = 0; d < D; ++d)
+        p.mean[k * D + d] += 0.5 * std::sqrt(p.cov[k * D * D + d * D + d]) * normal(rng);
       for (std::size_t i = 0; i < D * D; ++i) p.cov[k * D * D + i] *= f;
     }
   }

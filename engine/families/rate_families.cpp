@@ -57,8 +57,8 @@ class PositiveRate : public FamilyOps {
   void validate(const Part& p, std::size_t K, const std::string& where) const override {
     require_size(p.rate, K * p.dims(), where, "rate", "K×D");
     for (std::size_t i = 0; i < p.rate.size(); ++i)
-      require_value(std::isfinite(p.rate[i]) && p.rate[i] > 0.0, where, "rate", i / p.dims(),
-                    i % p.dims(), p.rate[i], "must be finite and > 0");
+      require_value(std::isfinite(p.rate[i]) && p.rate[i] > 0.0, where, "rate", i / p.dims(), i % p.dims(), p.rate[i],
+                    "must be finite and > 0");
   }
 };
 
@@ -66,8 +66,7 @@ class Poisson final : public PositiveRate {
  public:
   const FamilyDescriptor& descriptor() const override { return kPoisson; }
   void check_data(const Part& p, const Dataset& data) const override {
-    check_columns(p, data, "non-negative integer counts",
-                  [](double v) { return is_integer(v) && v >= 0.0; });
+    check_columns(p, data, "non-negative integer counts", [](double v) { return is_integer(v) && v >= 0.0; });
   }
   double pack(const Part& p, std::size_t k, double* coef) const override {
     const std::size_t D = p.dims();
@@ -80,8 +79,7 @@ class Poisson final : public PositiveRate {
   }
   void m_step(Part& p, std::size_t k, const double* s, double mass, const double*,
               const MStepOptions& o) const override {
-    for (std::size_t d = 0; d < p.dims(); ++d)
-      p.rate[k * p.dims() + d] = std::max(s[d] / mass, o.rate_floor);
+    for (std::size_t d = 0; d < p.dims(); ++d) p.rate[k * p.dims() + d] = std::max(s[d] / mass, o.rate_floor);
   }
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
     for (std::size_t d = 0; d < p.dims(); ++d) {
@@ -100,8 +98,7 @@ class Exponential final : public PositiveRate {
  public:
   const FamilyDescriptor& descriptor() const override { return kExponential; }
   void check_data(const Part& p, const Dataset& data) const override {
-    check_columns(p, data, "finite numbers ≥ 0",
-                  [](double v) { return std::isfinite(v) && v >= 0.0; });
+    check_columns(p, data, "finite numbers ≥ 0", [](double v) { return std::isfinite(v) && v >= 0.0; });
   }
   double pack(const Part& p, std::size_t k, double* coef) const override {
     const std::size_t D = p.dims();
@@ -114,8 +111,7 @@ class Exponential final : public PositiveRate {
   }
   void m_step(Part& p, std::size_t k, const double* s, double mass, const double*,
               const MStepOptions& o) const override {
-    for (std::size_t d = 0; d < p.dims(); ++d)
-      p.rate[k * p.dims() + d] = 1.0 / std::max(s[d] / mass, o.rate_floor);
+    for (std::size_t d = 0; d < p.dims(); ++d) p.rate[k * p.dims() + d] = 1.0 / std::max(s[d] / mass, o.rate_floor);
   }
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
     for (std::size_t d = 0; d < p.dims(); ++d) {
@@ -138,8 +134,8 @@ class Bernoulli final : public FamilyOps {
   void validate(const Part& p, std::size_t K, const std::string& where) const override {
     require_size(p.prob, K * p.dims(), where, "prob", "K×D");
     for (std::size_t i = 0; i < p.prob.size(); ++i)
-      require_value(std::isfinite(p.prob[i]) && p.prob[i] >= 0.0 && p.prob[i] <= 1.0, where,
-                    "prob", i / p.dims(), i % p.dims(), p.prob[i], "must be in [0, 1]");
+      require_value(std::isfinite(p.prob[i]) && p.prob[i] >= 0.0 && p.prob[i] <= 1.0, where, "prob", i / p.dims(),
+                    i % p.dims(), p.prob[i], "must be in [0, 1]");
   }
   void check_data(const Part& p, const Dataset& data) const override {
     check_columns(p, data, "0 or 1", [](double v) { return v == 0.0 || v == 1.0; });
@@ -148,7 +144,7 @@ class Bernoulli final : public FamilyOps {
     const std::size_t D = p.dims();
     for (std::size_t d = 0; d < D; ++d) {
       const double q = p.prob[k * D + d];
-      coef[d] = std::log(q);           // −inf when q = 0: the kernel selects, never multiplies
+      coef[d] = std::log(q);  // −inf when q = 0: the kernel selects, never multiplies
       coef[D + d] = std::log1p(-q);
     }
     return 0.0;
@@ -160,8 +156,7 @@ class Bernoulli final : public FamilyOps {
   }
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
     std::uniform_real_distribution<double> u(0.0, 1.0);
-    for (std::size_t d = 0; d < p.dims(); ++d)
-      row[p.col_begin + d] = u(rng) < p.prob[k * p.dims() + d] ? 1.0 : 0.0;
+    for (std::size_t d = 0; d < p.dims(); ++d) row[p.col_begin + d] = u(rng) < p.prob[k * p.dims() + d] ? 1.0 : 0.0;
   }
   void draw_benchmark_parameters(Part& p, std::size_t K, std::mt19937_64& rng) const override {
     std::uniform_real_distribution<double> prob(0.05, 0.95);
@@ -176,8 +171,17 @@ class Bernoulli final : public FamilyOps {
 
 }  // namespace
 
-const FamilyOps& poisson_ops() { static const Poisson ops; return ops; }
-const FamilyOps& exponential_ops() { static const Exponential ops; return ops; }
-const FamilyOps& bernoulli_ops() { static const Bernoulli ops; return ops; }
+const FamilyOps& poisson_ops() {
+  static const Poisson ops;
+  return ops;
+}
+const FamilyOps& exponential_ops() {
+  static const Exponential ops;
+  return ops;
+}
+const FamilyOps& bernoulli_ops() {
+  static const Bernoulli ops;
+  return ops;
+}
 
 }  // namespace mixle::engine

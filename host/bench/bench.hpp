@@ -20,16 +20,16 @@ namespace mixle::host::bench {
 /// What to benchmark: one synthetic problem and how to time it.
 struct BenchCase {
   Family family = Family::gaussian_diag;
-  std::size_t rows = 200000;       // N
-  std::size_t dims = 32;           // D (columns of the data)
-  std::size_t components = 64;     // K
-  std::size_t categories = 4;      // V, categorical only
+  std::size_t rows = 200000;    // N
+  std::size_t dims = 32;        // D (columns of the data)
+  std::size_t components = 64;  // K
+  std::size_t categories = 4;   // V, categorical only
   engine::Precision precision = engine::Precision::fp32;
-  int threads = 0;                 // CPU threads, 0 = OpenMP's default
-  int iters = 10;                  // timed repetitions per phase
-  int warmup = 2;                  // untimed whole iterations first
+  int threads = 0;  // CPU threads, 0 = OpenMP's default
+  int iters = 10;   // timed repetitions per phase
+  int warmup = 2;   // untimed whole iterations first
   std::uint64_t seed = 0;
-  std::size_t check_rows = 4096;   // rows of the correctness check (the first ones)
+  std::size_t check_rows = 4096;  // rows of the correctness check (the first ones)
 };
 
 /// Checks the case's values at the door; throws InvalidInput naming the field and the rule.
@@ -56,30 +56,30 @@ PhaseTimings summarise(std::vector<double> samples);
 /// The work model of one phase (bench/README.md "Metrics") and the rates derived from its
 /// median time.
 struct PhaseMetrics {
-  double flops = 0.0;             // model flops per repetition
-  double bytes = 0.0;             // model bytes moved per repetition
-  double rows_per_s = 0.0;        // N / median
-  double nkd_per_s = 0.0;         // N·K·D / median
-  double gflop_per_s = 0.0;       // flops / median / 1e9
-  double gb_per_s = 0.0;          // bytes / median / 1e9
-  double peak_fraction = 0.0;     // gflop_per_s / peak.gflop_per_s (0 when the peak is unknown)
+  double flops = 0.0;          // model flops per repetition
+  double bytes = 0.0;          // model bytes moved per repetition
+  double rows_per_s = 0.0;     // N / median
+  double nkd_per_s = 0.0;      // N·K·D / median
+  double gflop_per_s = 0.0;    // flops / median / 1e9
+  double gb_per_s = 0.0;       // bytes / median / 1e9
+  double peak_fraction = 0.0;  // gflop_per_s / peak.gflop_per_s (0 when the peak is unknown)
 };
 
 /// A device's compute peak for the case's precision.
 struct Peak {
-  double gflop_per_s = 0.0;       // 0 = unknown
-  std::string source;             // "measured" (CPU FMA micro-benchmark), "datasheet", "unknown"
-  std::string detail;             // how: instruction set and threads, or the datasheet entry
+  double gflop_per_s = 0.0;  // 0 = unknown
+  std::string source;        // "measured" (CPU FMA micro-benchmark), "datasheet", "unknown"
+  std::string detail;        // how: instruction set and threads, or the datasheet entry
 };
 
 /// The in-run correctness check: the device's statistics on the first check_rows rows against
 /// the CPU backend in fp64 (the oracle) on the same rows.
 struct CheckResult {
   std::size_t rows = 0;
-  double max_rel_error = 0.0;     // ‖device − oracle‖∞ / ‖oracle‖∞ over the statistics buffer
-  double bound = 0.0;             // the precision's bound (check_bound)
+  double max_rel_error = 0.0;  // ‖device − oracle‖∞ / ‖oracle‖∞ over the statistics buffer
+  double bound = 0.0;          // the precision's bound (check_bound)
   bool passed = false;
-  std::string message;            // why it failed, empty when passed
+  std::string message;  // why it failed, empty when passed
 };
 /// Compares statistics buffers (same size) by the normwise relative error above; fails on a
 /// non-finite value in `got` (then max_rel_error is +inf) or an error above `bound`.
@@ -89,10 +89,10 @@ double check_bound(engine::Precision precision) noexcept;
 
 /// One device's result.
 struct BenchResult {
-  std::string device;             // "cpu", "cuda:0", …
-  std::string device_name;        // CPU model or GPU name ("unknown" when not found)
+  std::string device;       // "cpu", "cuda:0", …
+  std::string device_name;  // CPU model or GPU name ("unknown" when not found)
   engine::Precision precision = engine::Precision::fp32;
-  int threads = 0;                // CPU threads used (0 for GPUs)
+  int threads = 0;  // CPU threads used (0 for GPUs)
   PhaseTimings e_step, m_step, iteration;
   PhaseMetrics e_step_metrics, iteration_metrics;
   Peak peak;
@@ -103,7 +103,7 @@ struct BenchResult {
 struct WorkModel {
   double flops = 0.0;
   double bytes = 0.0;
-  std::int64_t statistics = 0;    // float64 values in the statistics buffer
+  std::int64_t statistics = 0;  // float64 values in the statistics buffer
 };
 WorkModel work_model(const BenchCase& c, const Model& model);
 

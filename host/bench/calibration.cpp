@@ -10,8 +10,7 @@ namespace mixle::host::bench {
 plan::DeviceCalibration to_calibration(const BenchResult& result, std::uint64_t rows,
                                        const std::string& device_spec_name, std::string_view workload) {
   const std::string w = plan::workload_name(workload);
-  if (w == "score")
-    throw InvalidInput("calibration workload \"score\": mixle bench times estep and em only");
+  if (w == "score") throw InvalidInput("calibration workload \"score\": mixle bench times estep and em only");
   const PhaseTimings& phase = w == "estep" ? result.e_step : result.iteration;
   plan::DeviceCalibration out;
   out.device_name = device_spec_name;

@@ -65,8 +65,9 @@ void validate_case(const BenchCase& c) {
     need(c.categories >= 2, "--categories " + std::to_string(c.categories) + ": " + family_name(c.family) +
                                 " needs ≥ 2 (one category is never worth a benchmark)");
   const double bytes = 4.0 * static_cast<double>(c.rows) * static_cast<double>(c.dims);
-  need(bytes <= kMaxDataBytes, "--rows " + std::to_string(c.rows) + " × --dims " + std::to_string(c.dims) +
-                                   " needs " + std::to_string(bytes / 1e9) + " GB of float32 data; the "
+  need(bytes <= kMaxDataBytes, "--rows " + std::to_string(c.rows) + " × --dims " + std::to_string(c.dims) + " needs " +
+                                   std::to_string(bytes / 1e9) +
+                                   " GB of float32 data; the "
                                    "benchmark allows at most 32 GiB");
 }
 

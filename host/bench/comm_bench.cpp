@@ -72,12 +72,17 @@ std::string format_comm_json(const comms::Communicator& comm, const std::vector<
   j["date"] = date;
   j["backend"] = std::string(comm.backend());
   j["ranks"] = comm.size();
-  j["definitions"] = {{"algbw", "bytes per rank / seconds, 1e9 B/GB"}, {"busbw", "algbw * 2(n-1)/n"},
+  j["definitions"] = {{"algbw", "bytes per rank / seconds, 1e9 B/GB"},
+                      {"busbw", "algbw * 2(n-1)/n"},
                       {"seconds", "median over repetitions of the slowest rank"}};
   j["results"] = nlohmann::ordered_json::array();
   for (const auto& r : rows)
-    j["results"].push_back({{"bytes", r.bytes}, {"count", r.count}, {"seconds", r.seconds},
-                            {"algbw_gbs", r.algbw_gbs}, {"busbw_gbs", r.busbw_gbs}, {"correct", r.correct}});
+    j["results"].push_back({{"bytes", r.bytes},
+                            {"count", r.count},
+                            {"seconds", r.seconds},
+                            {"algbw_gbs", r.algbw_gbs},
+                            {"busbw_gbs", r.busbw_gbs},
+                            {"correct", r.correct}});
   return j.dump(2) + "\n";
 }
 

@@ -15,17 +15,17 @@
 namespace mixle::host::bench {
 
 struct CommBenchRow {
-  std::size_t bytes = 0;       // per rank
-  std::size_t count = 0;       // float64 elements
-  double seconds = 0.0;        // median over the timed repetitions (max over ranks)
-  double algbw_gbs = 0.0;      // GB/s (1e9 bytes)
+  std::size_t bytes = 0;   // per rank
+  std::size_t count = 0;   // float64 elements
+  double seconds = 0.0;    // median over the timed repetitions (max over ranks)
+  double algbw_gbs = 0.0;  // GB/s (1e9 bytes)
   double busbw_gbs = 0.0;
   bool correct = true;
 };
 
 /// Runs warm-up + `iters` all-reduces for each size from `min_bytes` to `max_bytes` (×4 steps).
-std::vector<CommBenchRow> run_comm_bench(comms::Communicator& comm, std::size_t min_bytes,
-                                         std::size_t max_bytes, int iters, int warmup);
+std::vector<CommBenchRow> run_comm_bench(comms::Communicator& comm, std::size_t min_bytes, std::size_t max_bytes,
+                                         int iters, int warmup);
 
 /// nccl-tests-style table and a versioned JSON document ({"format":"mixle-comm-bench",…}).
 std::string format_comm_table(const comms::Communicator& comm, const std::vector<CommBenchRow>& rows);

@@ -31,22 +31,22 @@ constexpr long kChunk = 1 << 16;  // loop trips between clock reads
 // Each kernel runs `trips` trips of kChains vector FMAs and returns a value that depends on
 // every chain (so the compiler keeps them). a ← a·b + c converges; nothing overflows.
 #if MIXLE_BENCH_X86
-#define MIXLE_FMA_KERNEL(NAME, TARGET, VEC, SET1, FMA, STORE_T, LANES, SCALAR)            \
-  __attribute__((target(TARGET))) double NAME(long trips) {                             \
-    VEC a[kChains];                                                                     \
-    for (int j = 0; j < kChains; ++j) a[j] = SET1(static_cast<SCALAR>(1 + j));          \
+#define MIXLE_FMA_KERNEL(NAME, TARGET, VEC, SET1, FMA, STORE_T, LANES, SCALAR)              \
+  __attribute__((target(TARGET))) double NAME(long trips) {                                 \
+    VEC a[kChains];                                                                         \
+    for (int j = 0; j < kChains; ++j) a[j] = SET1(static_cast<SCALAR>(1 + j));              \
     const VEC b = SET1(static_cast<SCALAR>(0.999999)), c = SET1(static_cast<SCALAR>(1e-6)); \
-    for (long i = 0; i < trips; ++i) {                                                  \
-      /* fully unrolled, so the chains live in registers, not in memory */              \
-      _Pragma("GCC unroll 16") for (int j = 0; j < kChains; ++j) a[j] = FMA(a[j], b, c); \
-    }                                                                                   \
-    alignas(64) SCALAR out[LANES];                                                      \
-    double sum = 0.0;                                                                   \
-    for (int j = 0; j < kChains; ++j) {                                                 \
-      STORE_T(out, a[j]);                                                               \
-      for (int l = 0; l < LANES; ++l) sum += out[l];                                    \
-    }                                                                                   \
-    return sum;                                                                         \
+    for (long i = 0; i < trips; ++i) {                                                      \
+      /* fully unrolled, so the chains live in registers, not in memory */                  \
+      _Pragma("GCC unroll 16") for (int j = 0; j < kChains; ++j) a[j] = FMA(a[j], b, c);    \
+    }                                                                                       \
+    alignas(64) SCALAR out[LANES];                                                          \
+    double sum = 0.0;                                                                       \
+    for (int j = 0; j < kChains; ++j) {                                                     \
+      STORE_T(out, a[j]);                                                                   \
+      for (int l = 0; l < LANES; ++l) sum += out[l];                                        \
+    }                                                                                       \
+    return sum;                                                                             \
   }
 MIXLE_FMA_KERNEL(fma_avx512_f32, "avx512f", __m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_store_ps, 16, float)
 MIXLE_FMA_KERNEL(fma_avx512_f64, "avx512f", __m512d, _mm512_set1_pd, _mm512_fmadd_pd, _mm512_store_pd, 8, double)
@@ -114,7 +114,10 @@ double trial(const Kernel& k, int threads, double seconds) {
   go = true;
   for (auto& th : pool) th.join();
   double total = 0.0, span = 0.0;
-  for (std::size_t t = 0; t < flops.size(); ++t) { total += flops[t]; span = std::max(span, spans[t]); }
+  for (std::size_t t = 0; t < flops.size(); ++t) {
+    total += flops[t];
+    span = std::max(span, spans[t]);
+  }
   return span > 0.0 ? total / span : 0.0;
 }
 
@@ -129,19 +132,21 @@ Peak measure_cpu_peak(engine::Precision precision, int threads, double seconds) 
   Peak p;
   p.gflop_per_s = best / 1e9;
   p.source = "measured";
-  p.detail = std::string(fp64 ? "fp64" : "fp32") + " FMA micro-benchmark, " + k.isa + ", " +
-             std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + ", best of 3";
+  p.detail = std::string(fp64 ? "fp64" : "fp32") + " FMA micro-benchmark, " + k.isa + ", " + std::to_string(threads) +
+             " thread" + (threads == 1 ? "" : "s") + ", best of 3";
   return p;
 }
 
 Peak datasheet_peak(const std::string& gpu_name, engine::Precision precision) {
   // Dense (no sparsity) vendor figures, TFLOP/s: SIMT fp32, SIMT fp64, TF32 tensor.
-  struct Entry { const char* key; const char* label; double fp32, fp64, tf32; };
+  struct Entry {
+    const char* key;
+    const char* label;
+    double fp32, fp64, tf32;
+  };
   static const Entry table[] = {
-      {"H200", "H200 SXM", 67.0, 34.0, 494.7},
-      {"H100 PCIE", "H100 PCIe", 51.2, 25.6, 378.0},
-      {"H100", "H100 SXM", 67.0, 34.0, 494.7},
-      {"A100", "A100", 19.5, 9.7, 156.0},
+      {"H200", "H200 SXM", 67.0, 34.0, 494.7}, {"H100 PCIE", "H100 PCIe", 51.2, 25.6, 378.0},
+      {"H100", "H100 SXM", 67.0, 34.0, 494.7}, {"A100", "A100", 19.5, 9.7, 156.0},
       {"L40S", "L40S", 91.6, 1.4, 183.0},
   };
   std::string upper = gpu_name;

@@ -40,28 +40,35 @@ std::vector<std::string> build_features() {
 }
 
 json phase_json(const PhaseTimings& t) {
-  return {{"min_s", t.min}, {"median_s", t.median}, {"mean_s", t.mean}, {"max_s", t.max},
-          {"samples_s", t.samples}};
+  return {{"min_s", t.min}, {"median_s", t.median}, {"mean_s", t.mean}, {"max_s", t.max}, {"samples_s", t.samples}};
 }
 
 json metrics_json(const PhaseMetrics& m) {
-  return {{"flops", m.flops},           {"bytes", m.bytes},         {"rows_per_s", m.rows_per_s},
-          {"nkd_per_s", m.nkd_per_s},   {"gflop_per_s", m.gflop_per_s}, {"gb_per_s", m.gb_per_s},
+  return {{"flops", m.flops},
+          {"bytes", m.bytes},
+          {"rows_per_s", m.rows_per_s},
+          {"nkd_per_s", m.nkd_per_s},
+          {"gflop_per_s", m.gflop_per_s},
+          {"gb_per_s", m.gb_per_s},
           {"peak_fraction", m.peak_fraction}};
 }
 
 json result_json(const BenchResult& r) {
-  return {{"device", r.device},
-          {"device_name", r.device_name},
-          {"precision", engine::precision_name(r.precision)},
-          {"threads", r.threads},
-          {"phases", {{"e_step", phase_json(r.e_step)}, {"m_step", phase_json(r.m_step)},
-                      {"iteration", phase_json(r.iteration)}}},
-          {"metrics", {{"e_step", metrics_json(r.e_step_metrics)}, {"iteration", metrics_json(r.iteration_metrics)}}},
-          {"peak", {{"gflop_per_s", r.peak.gflop_per_s}, {"source", r.peak.source}, {"detail", r.peak.detail}}},
-          {"check", {{"rows", r.check.rows},
-                     {"max_rel_error", std::isfinite(r.check.max_rel_error) ? json(r.check.max_rel_error) : json(nullptr)}, {"bound", r.check.bound},
-                     {"passed", r.check.passed}, {"message", r.check.message}}}};
+  return {
+      {"device", r.device},
+      {"device_name", r.device_name},
+      {"precision", engine::precision_name(r.precision)},
+      {"threads", r.threads},
+      {"phases",
+       {{"e_step", phase_json(r.e_step)}, {"m_step", phase_json(r.m_step)}, {"iteration", phase_json(r.iteration)}}},
+      {"metrics", {{"e_step", metrics_json(r.e_step_metrics)}, {"iteration", metrics_json(r.iteration_metrics)}}},
+      {"peak", {{"gflop_per_s", r.peak.gflop_per_s}, {"source", r.peak.source}, {"detail", r.peak.detail}}},
+      {"check",
+       {{"rows", r.check.rows},
+        {"max_rel_error", std::isfinite(r.check.max_rel_error) ? json(r.check.max_rel_error) : json(nullptr)},
+        {"bound", r.check.bound},
+        {"passed", r.check.passed},
+        {"message", r.check.message}}}};
 }
 
 }  // namespace
@@ -74,7 +81,10 @@ MachineInfo machine_info() {
   std::string key;
   long long kb = 0;
   while (meminfo >> key >> kb) {
-    if (key == "MemTotal:") { m.memory_bytes = kb * 1024; break; }
+    if (key == "MemTotal:") {
+      m.memory_bytes = kb * 1024;
+      break;
+    }
     meminfo.ignore(256, '\n');
   }
   utsname u{};
@@ -90,15 +100,17 @@ std::string format_json(const PreparedCase& p, const std::vector<BenchResult>& r
   doc["format"] = "mixle-bench";
   doc["schema_version"] = kSchemaVersion;
   doc["date"] = utc_now();
-  doc["machine"] = {{"cpu_model", m.cpu_model}, {"logical_cpus", m.logical_cpus},
-                    {"memory_bytes", m.memory_bytes}, {"os", m.os}};
+  doc["machine"] = {
+      {"cpu_model", m.cpu_model}, {"logical_cpus", m.logical_cpus}, {"memory_bytes", m.memory_bytes}, {"os", m.os}};
 #ifdef MIXLE_BUILD_TYPE
   const char* build_type = MIXLE_BUILD_TYPE;
 #else
   const char* build_type = "unknown";
 #endif
-  doc["build"] = {{"version", MIXLE_VERSION_STRING}, {"features", build_features()},
-                  {"compiler", std::string("gcc-compatible ") + __VERSION__}, {"build_type", build_type}};
+  doc["build"] = {{"version", MIXLE_VERSION_STRING},
+                  {"features", build_features()},
+                  {"compiler", std::string("gcc-compatible ") + __VERSION__},
+                  {"build_type", build_type}};
   doc["case"] = {{"family", family_name(c.family)},
                  {"rows", c.rows},
                  {"dims", c.dims},
@@ -131,22 +143,24 @@ std::string format_table(const PreparedCase& p, const std::vector<BenchResult>& 
     std::snprintf(line, sizeof line, fmt, args...);
     out += line;
   };
-  add("# mixle bench: %s  N=%zu D=%zu K=%zu%s  precision %s  data f32\n", family_name(c.family), c.rows,
-      c.dims, c.components, family_descriptor(c.family).categories ? (" V=" + std::to_string(c.categories)).c_str() : "",
+  add("# mixle bench: %s  N=%zu D=%zu K=%zu%s  precision %s  data f32\n", family_name(c.family), c.rows, c.dims,
+      c.components, family_descriptor(c.family).categories ? (" V=" + std::to_string(c.categories)).c_str() : "",
       engine::precision_name(c.precision));
-  add("# %d timed repetitions per phase after %d warm-up iterations; steady_clock, synchronous calls\n",
-      c.iters, c.warmup);
+  add("# %d timed repetitions per phase after %d warm-up iterations; steady_clock, synchronous calls\n", c.iters,
+      c.warmup);
   add("# model per iteration: %.4g flop (%s), %.4g bytes (data once + %lld float64 statistics)\n", w.flops,
       flop_formula(family_descriptor(c.family).flops).c_str(), w.bytes, static_cast<long long>(w.statistics));
-  add("#\n# %-8s %-10s %10s %10s %10s %11s %11s %9s %8s %7s\n", "device", "phase", "min ms", "median ms",
-      "mean ms", "rows/s", "NKD/s", "GFLOP/s", "GB/s", "%peak");
+  add("#\n# %-8s %-10s %10s %10s %10s %11s %11s %9s %8s %7s\n", "device", "phase", "min ms", "median ms", "mean ms",
+      "rows/s", "NKD/s", "GFLOP/s", "GB/s", "%peak");
   for (const BenchResult& r : results) {
     auto row = [&](const char* phase, const PhaseTimings& t, const PhaseMetrics* m) {
       add("  %-8s %-10s %10.4g %10.4g %10.4g", r.device.c_str(), phase, 1e3 * t.min, 1e3 * t.median, 1e3 * t.mean);
       if (m) {
         add(" %11.4g %11.4g %9.2f %8.2f", m->rows_per_s, m->nkd_per_s, m->gflop_per_s, m->gb_per_s);
-        if (r.peak.gflop_per_s > 0) add(" %6.1f%%\n", 100.0 * m->peak_fraction);
-        else add(" %7s\n", "n/a");
+        if (r.peak.gflop_per_s > 0)
+          add(" %6.1f%%\n", 100.0 * m->peak_fraction);
+        else
+          add(" %7s\n", "n/a");
       } else {
         add(" %11s %11s %9s %8s %7s\n", "-", "-", "-", "-", "-");
       }

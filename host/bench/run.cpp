@@ -20,16 +20,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Throws when a pass saw rows it could not use: the timings of such a pass mean nothing.
 void require_clean(const kernels::PassReport& report, const std::string& device) {
   if (report.nan_rows || report.impossible_rows)
-    throw InvalidInput("benchmark pass on " + device + " saw " + std::to_string(report.nan_rows) +
-                       " NaN and " + std::to_string(report.impossible_rows) +
-                       " impossible rows; the synthetic case is broken");
+    throw InvalidInput("benchmark pass on " + device + " saw " + std::to_string(report.nan_rows) + " NaN and " +
+                       std::to_string(report.impossible_rows) + " impossible rows; the synthetic case is broken");
 }
 
 int cuda_index(const std::string& device) {
@@ -96,8 +93,8 @@ CheckResult compare_statistics(const std::vector<double>& got, const std::vector
     check.max_rel_error = std::numeric_limits<double>::infinity();
     check.message = "non-finite statistics";
   } else if (!check.passed) {
-    check.message = "max relative error " + std::to_string(check.max_rel_error) + " exceeds the bound " +
-                    std::to_string(bound);
+    check.message =
+        "max relative error " + std::to_string(check.max_rel_error) + " exceeds the bound " + std::to_string(bound);
   }
   return check;
 }
@@ -130,8 +127,7 @@ PhaseTimings summarise(std::vector<double> samples) {
 }
 
 WorkModel work_model(const BenchCase& c, const Model& model) {
-  const double N = static_cast<double>(c.rows), K = static_cast<double>(c.components),
-               D = static_cast<double>(c.dims);
+  const double N = static_cast<double>(c.rows), K = static_cast<double>(c.components), D = static_cast<double>(c.dims);
   WorkModel w;
   // The family's work model per (row, component): e.g. gaussian_diag's E 4D + M 4D.
   const SizeRule& flops = family_descriptor(c.family).flops;
@@ -194,10 +190,16 @@ BenchResult run_case(const PreparedCase& p, const std::string& device, const std
   };
 
   // Warm-up: first-touch pages, GPU upload/residency, caches, OpenMP thread pool.
-  for (int i = 0; i < c.warmup; ++i) { e_step(); m_step(); }
+  for (int i = 0; i < c.warmup; ++i) {
+    e_step();
+    m_step();
+  }
   r.e_step = time_phase(e_step);
   r.m_step = time_phase(m_step);
-  r.iteration = time_phase([&] { e_step(); m_step(); });
+  r.iteration = time_phase([&] {
+    e_step();
+    m_step();
+  });
 
   r.check = check_against_oracle(p, *compute, r.device);
 
@@ -212,8 +214,6 @@ BenchResult run_case(const PreparedCase& p, const std::string& device, const std
   return r;
 }
 
-BenchResult run_case(const BenchCase& c, const std::string& device) {
-  return run_case(prepare_case(c), device);
-}
+BenchResult run_case(const BenchCase& c, const std::string& device) { return run_case(prepare_case(c), device); }
 
 }  // namespace mixle::host::bench

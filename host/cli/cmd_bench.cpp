@@ -65,7 +65,10 @@ bench::BenchCase to_case(const BenchArgs& a) {
   c.iters = a.iters;
   c.warmup = a.warmup;
   c.seed = a.seed;
-  as_usage([&] { bench::validate_case(c); return 0; });
+  as_usage([&] {
+    bench::validate_case(c);
+    return 0;
+  });
   return c;
 }
 
@@ -73,7 +76,8 @@ bench::BenchCase to_case(const BenchArgs& a) {
 int run_comm(const BenchArgs& a) {
   const LaunchEnv env = detect_launch_env();
   auto comm = communicator_from_env(env, resolve_comm(a.comm_backend, env, false), std::chrono::seconds(60));
-  if (a.iters < 1 || a.min_bytes > a.max_bytes) throw UsageError("--comm needs --iters ≥ 1 and --min-bytes ≤ --max-bytes");
+  if (a.iters < 1 || a.min_bytes > a.max_bytes)
+    throw UsageError("--comm needs --iters ≥ 1 and --min-bytes ≤ --max-bytes");
   const auto rows = bench::run_comm_bench(*comm, a.min_bytes, a.max_bytes, a.iters, a.warmup);
   if (comm->rank() == 0) {
     std::fputs(bench::format_comm_table(*comm, rows).c_str(), stdout);
@@ -110,14 +114,15 @@ std::function<int()> setup_bench(CLI::App& app) {
     const bench::BenchCase c = to_case(*a);
     const std::vector<std::string> devices = bench::expand_devices(a->device);
     if (c.precision == engine::Precision::tf32 && devices.front() == "cpu")
-      throw UsageError("--precision tf32 is a CUDA tensor-core mode; the CPU computes fp32 or fp64 "
-                       "(use --device cuda or cuda:i with tf32)");
+      throw UsageError(
+          "--precision tf32 is a CUDA tensor-core mode; the CPU computes fp32 or fp64 "
+          "(use --device cuda or cuda:i with tf32)");
     // Fail before spending minutes on data: NotCompiled for CUDA in a CPU-only build, and
     // InvalidInput for a device index that does not exist.
     for (const auto& d : devices) (void)engine::make_compute(d, c.threads);
 
-    std::fprintf(stderr, "mixle: bench: preparing %s N=%zu D=%zu K=%zu …\n", family_name(c.family), c.rows,
-                 c.dims, c.components);
+    std::fprintf(stderr, "mixle: bench: preparing %s N=%zu D=%zu K=%zu …\n", family_name(c.family), c.rows, c.dims,
+                 c.components);
     const bench::PreparedCase prepared = bench::prepare_case(c);
     std::vector<bench::BenchResult> results;
     for (const auto& d : devices) {

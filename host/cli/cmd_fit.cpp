@@ -40,8 +40,8 @@ struct FitArgs {
 
 void print_summary(const FitResult& r, double seconds) {
   const Model& m = r.model;
-  std::printf("fitted %zu components on %zu rows in %d iterations (%s), %.3f s\n", m.components(), r.rows,
-              r.iterations, r.converged ? "converged" : "not converged", seconds);
+  std::printf("fitted %zu components on %zu rows in %d iterations (%s), %.3f s\n", m.components(), r.rows, r.iterations,
+              r.converged ? "converged" : "not converged", seconds);
   std::printf("mean log-likelihood per row: %.6f\n", r.final_mean_loglik);
   std::printf("log-likelihood per iteration:");
   for (std::size_t i = 0; i < r.mean_loglik.size(); ++i) std::printf("%s%.6f", i ? ", " : " ", r.mean_loglik[i]);
@@ -88,8 +88,7 @@ bool is_distributed_backend(std::string name) {
 std::function<int()> setup_fit(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
   args->data.add_to(app);
-  app.add_option("--family", args->family,
-                 "Family for all columns: " + family_names());
+  app.add_option("--family", args->family, "Family for all columns: " + family_names());
   app.add_option("--layout", args->layout,
                  "Mixed record layout, e.g. gaussian_diag:0-4,categorical:4-5:3,poisson:5-7 (overrides --family)");
   app.add_option("-k,--components", args->components, "Number of components K");
@@ -99,13 +98,18 @@ std::function<int()> setup_fit(CLI::App& app) {
   app.add_option("--init", args->init, "Initialisation: kmeans++, select, or a model JSON file")->capture_default_str();
   app.add_option("--init-p", args->options.init_p, "select: probability that a row is kept")->capture_default_str();
   app.add_option("--n-init", args->options.n_init, "Restarts; the best final fit is kept")->capture_default_str();
-  app.add_option("--reg-covar", args->options.reg_covar, "Added to variances and covariance diagonals")->capture_default_str();
-  app.add_option("--pseudo-count", args->options.pseudo_count, "Categorical/bernoulli prior count")->capture_default_str();
-  app.add_option("--rate-floor", args->options.rate_floor, "Poisson rate / exponential mean floor")->capture_default_str();
-  app.add_option("--precision", args->options.precision, "Compute precision: fp32, fp64, tf32 (CUDA)")->capture_default_str();
+  app.add_option("--reg-covar", args->options.reg_covar, "Added to variances and covariance diagonals")
+      ->capture_default_str();
+  app.add_option("--pseudo-count", args->options.pseudo_count, "Categorical/bernoulli prior count")
+      ->capture_default_str();
+  app.add_option("--rate-floor", args->options.rate_floor, "Poisson rate / exponential mean floor")
+      ->capture_default_str();
+  app.add_option("--precision", args->options.precision, "Compute precision: fp32, fp64, tf32 (CUDA)")
+      ->capture_default_str();
   app.add_option("--device", args->options.device, "auto, cpu, cuda, cuda:i")->capture_default_str();
   app.add_option("--threads", args->options.threads, "CPU threads (0 = all)")->capture_default_str();
-  app.add_option("--backend", args->options.backend, "Encoded-data backend (local, component_parallel, …)")->capture_default_str();
+  app.add_option("--backend", args->options.backend, "Encoded-data backend (local, component_parallel, …)")
+      ->capture_default_str();
   app.add_option("--workers", args->options.num_workers, "component_parallel backend: component threads (0 = all)");
   app.add_option("-o,--out", args->out, "Write the fitted model JSON here (atomically)");
   app.add_option("--receipts", args->dist.receipts_file, "Rank 0 writes one JSON StepReceipt per iteration here");
@@ -120,15 +124,19 @@ std::function<int()> setup_fit(CLI::App& app) {
           },
           "COMM"))
       ->capture_default_str();
-  dist->add_option("--timeout", args->timeout_s, "Seconds before a lost or hung rank fails the run")->capture_default_str();
+  dist->add_option("--timeout", args->timeout_s, "Seconds before a lost or hung rank fails the run")
+      ->capture_default_str();
   dist->add_option("--checkpoint-dir", args->dist.checkpoint_dir, "Rank 0 writes checkpoint.json here");
-  dist->add_option("--checkpoint-every", args->dist.checkpoint_every, "Iterations between checkpoints")->capture_default_str();
+  dist->add_option("--checkpoint-every", args->dist.checkpoint_every, "Iterations between checkpoints")
+      ->capture_default_str();
   dist->add_option("--resume", args->dist.resume_dir, "Continue from DIR/checkpoint.json (any world size)");
   dist->add_option("--resources", args->dist.resources_file,
-                   "Resources JSON, one device per rank: rows split by throughput; components sharded when the model does not fit one device");
+                   "Resources JSON, one device per rank: rows split by throughput; components sharded when the model "
+                   "does not fit one device");
   dist->add_option("--shard-components", args->dist.shard_components,
                    "Ranks per component group G: each holds 1/G of the components (world = data groups × G); "
-                   "1 = data parallel; 0 = automatic from --resources")->capture_default_str();
+                   "1 = data parallel; 0 = automatic from --resources")
+      ->capture_default_str();
 
   return [args]() -> int {
     FitOptions& o = args->options;
@@ -172,12 +180,14 @@ std::function<int()> setup_fit(CLI::App& app) {
         return dynamic_cast<const UsageError*>(&e) ? 2 : 1;  // printed already
       }
       result = d.fit;
-      where = " on " + std::to_string(d.world_size) + " rank(s) (" + d.comm + ", " + d.device + ", this rank's rows [" +
-              std::to_string(d.first_row) + ", " + std::to_string(d.first_row + d.local_rows) + "), " +
-              std::to_string(d.collective_bytes) + " collective bytes" +
-              // Timed by the data-parallel path; the component-sharded one leaves it 0.
-              (d.collective_seconds > 0 ? " in " + seconds_text(d.collective_seconds) + " s" : "") +
-              (d.resumed_from_iteration ? ", resumed after iteration " + std::to_string(d.resumed_from_iteration) : "") + ")";
+      where =
+          " on " + std::to_string(d.world_size) + " rank(s) (" + d.comm + ", " + d.device + ", this rank's rows [" +
+          std::to_string(d.first_row) + ", " + std::to_string(d.first_row + d.local_rows) + "), " +
+          std::to_string(d.collective_bytes) + " collective bytes" +
+          // Timed by the data-parallel path; the component-sharded one leaves it 0.
+          (d.collective_seconds > 0 ? " in " + seconds_text(d.collective_seconds) + " s" : "") +
+          (d.resumed_from_iteration ? ", resumed after iteration " + std::to_string(d.resumed_from_iteration) : "") +
+          ")";
       where += "\nparallel: " + d.parallel;
       where += "\nmodel parameter bytes: " + std::to_string(d.model_parameter_bytes);
       where += "\nresident parameter bytes per rank:";
@@ -187,7 +197,8 @@ std::function<int()> setup_fit(CLI::App& app) {
     } else {
       if (!args->dist.checkpoint_dir.empty() || !args->dist.resume_dir.empty() || !args->dist.receipts_file.empty() ||
           args->dist.shard_components > 1)
-        throw UsageError("--checkpoint-dir, --resume, --receipts and --shard-components need the local or distributed backend");
+        throw UsageError(
+            "--checkpoint-dir, --resume, --receipts and --shard-components need the local or distributed backend");
       result = fit(args->data.read(), o);
     }
     progress.finish();

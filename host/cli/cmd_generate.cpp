@@ -24,7 +24,9 @@ std::function<int()> setup_generate(CLI::App& app) {
   app.add_option("-o,--out", a->out, "Output .npy or .csv")->required();
   app.add_option("--labels", a->labels, "Also write each row's component (.npy or .csv)");
   app.add_option("--seed", a->seed, "Random seed")->capture_default_str();
-  app.add_option("--dtype", a->dtype, "Output element type")->check(CLI::IsMember({"f32", "f64"}))->capture_default_str();
+  app.add_option("--dtype", a->dtype, "Output element type")
+      ->check(CLI::IsMember({"f32", "f64"}))
+      ->capture_default_str();
   return [a]() -> int {
     if (a->rows < 1) throw InvalidInput("--rows " + std::to_string(a->rows) + ": draw at least 1 row");
     const DataFormat format = output_format(a->out);

@@ -64,8 +64,8 @@ int exit_code_for(int status) {
   return 1;
 }
 
-[[noreturn]] void exec_child(const LaunchOptions& o, int rank, int port, const std::string& run_id,
-                             pid_t launcher, const sigset_t& old_mask) {
+[[noreturn]] void exec_child(const LaunchOptions& o, int rank, int port, const std::string& run_id, pid_t launcher,
+                             const sigset_t& old_mask) {
   // Own process group: a signal for the group reaches the child's own children too, and the
   // terminal's Ctrl-C reaches only the launcher, which forwards it once.
   ::setpgid(0, 0);
@@ -156,8 +156,8 @@ int run_launch(const LaunchOptions& o) {
         bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         if (failed && !first_failure && !interrupted_by) {
           first_failure = &c;
-          std::cerr << "mixle launch: rank " << c.rank << " (pid " << c.pid << ") "
-                    << describe_status(status) << "; stopping the other ranks\n";
+          std::cerr << "mixle launch: rank " << c.rank << " (pid " << c.pid << ") " << describe_status(status)
+                    << "; stopping the other ranks\n";
           signal_all(children, SIGTERM);
           kill_at = Clock::now() + grace;
         }
@@ -166,8 +166,8 @@ int run_launch(const LaunchOptions& o) {
     if (running > 0 && Clock::now() >= kill_at) {
       for (auto& c : children)
         if (c.running)
-          std::cerr << "mixle launch: rank " << c.rank << " did not stop within "
-                    << o.grace_seconds << " s of SIGTERM; sending SIGKILL\n";
+          std::cerr << "mixle launch: rank " << c.rank << " did not stop within " << o.grace_seconds
+                    << " s of SIGTERM; sending SIGKILL\n";
       signal_all(children, SIGKILL);
       kill_at = kNever;
     }
@@ -179,8 +179,8 @@ int run_launch(const LaunchOptions& o) {
     return 128 + interrupted_by;
   }
   if (first_failure) {
-    std::cerr << "mixle launch: failed: rank " << first_failure->rank << " "
-              << describe_status(first_failure->status) << "\n";
+    std::cerr << "mixle launch: failed: rank " << first_failure->rank << " " << describe_status(first_failure->status)
+              << "\n";
     return exit_code_for(first_failure->status);
   }
   return 0;
@@ -195,13 +195,13 @@ std::function<int()> setup_launch(CLI::App& app) {
                  "MASTER_PORT for the ranks (rank 0 hosts the rendezvous store there); default: a "
                  "free port")
       ->check(CLI::Range(1, 65535));
-  app.add_option("--grace-period", o->grace_seconds,
-                 "Seconds between SIGTERM and SIGKILL when stopping the ranks")
+  app.add_option("--grace-period", o->grace_seconds, "Seconds between SIGTERM and SIGKILL when stopping the ranks")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("command", o->command, "The command each rank runs (after --)")->required();
-  app.footer("Every rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK=0,\n"
-             "MASTER_ADDR=127.0.0.1, MASTER_PORT, TORCHELASTIC_RUN_ID and\n"
-             "TORCHELASTIC_USE_AGENT_STORE=False, as torchrun would set them.");
+  app.footer(
+      "Every rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK=0,\n"
+      "MASTER_ADDR=127.0.0.1, MASTER_PORT, TORCHELASTIC_RUN_ID and\n"
+      "TORCHELASTIC_USE_AGENT_STORE=False, as torchrun would set them.");
   return [o] { return run_launch(*o); };
 }
 

@@ -49,12 +49,12 @@ plan::ModelSummary model_from_args(const PlanArgs& a) {
   if (given > 1) throw UsageError("give one of --model FILE, --family F or --layout L, not several");
   if (!a.model_file.empty()) return engine::summarise(load_model(a.model_file));
   if (given == 0 || !a.components) {
-    throw UsageError("the model is needed: --model FILE, --family F --components K [--dims D], "
-                     "or --layout L --components K");
+    throw UsageError(
+        "the model is needed: --model FILE, --family F --components K [--dims D], "
+        "or --layout L --components K");
   }
-  plan::ModelSummary model = a.layout.empty()
-                                 ? plan::ModelSummary{*a.components, {{a.family, a.dims, a.categories}}}
-                                 : engine::summarise(*a.components, parse_layout(a.layout, 0), 0);
+  plan::ModelSummary model = a.layout.empty() ? plan::ModelSummary{*a.components, {{a.family, a.dims, a.categories}}}
+                                              : engine::summarise(*a.components, parse_layout(a.layout, 0), 0);
   model.validate();
   return model;
 }
@@ -65,8 +65,10 @@ std::string bytes_text(std::uint64_t bytes) {
   int u = 0;
   while (v >= 1024 && u < 5) v /= 1024, ++u;
   std::ostringstream out;
-  if (u == 0) out << bytes << " B";
-  else out << std::fixed << std::setprecision(1) << v << " " << units[u];
+  if (u == 0)
+    out << bytes << " B";
+  else
+    out << std::fixed << std::setprecision(1) << v << " " << units[u];
   return out.str();
 }
 
@@ -77,33 +79,31 @@ std::string range_text(std::uint64_t start, std::uint64_t stop) {
 void print_table(const plan::Placement& p, const std::vector<plan::ModelShard>* shards) {
   std::ostringstream out;
   const std::size_t devices = p.resources ? p.resources->size() : 0;
-  out << "Placement: " << p.total_rows << " rows in " << p.shards.size() << " shard(s) over "
-      << devices << " device(s)\n"
-      << "  per row: " << p.encoded_row_bytes << " B data, " << p.transient_row_bytes
-      << " B working set (chunks of " << (p.rows_per_chunk ? std::to_string(p.rows_per_chunk) : "all")
-      << " rows); fixed: model " << bytes_text(p.model_bytes) << " + statistics "
-      << bytes_text(p.statistic_bytes) << "; safety factor " << p.safety_factor << "\n\n";
-  out << std::left << std::setw(28) << "device" << std::setw(28) << "rows" << std::right
-      << std::setw(14) << "count" << std::setw(8) << "chunks" << std::setw(14) << "data"
-      << std::setw(14) << "transient" << std::setw(14) << "total" << std::setw(14) << "memory"
+  out << "Placement: " << p.total_rows << " rows in " << p.shards.size() << " shard(s) over " << devices
+      << " device(s)\n"
+      << "  per row: " << p.encoded_row_bytes << " B data, " << p.transient_row_bytes << " B working set (chunks of "
+      << (p.rows_per_chunk ? std::to_string(p.rows_per_chunk) : "all") << " rows); fixed: model "
+      << bytes_text(p.model_bytes) << " + statistics " << bytes_text(p.statistic_bytes) << "; safety factor "
+      << p.safety_factor << "\n\n";
+  out << std::left << std::setw(28) << "device" << std::setw(28) << "rows" << std::right << std::setw(14) << "count"
+      << std::setw(8) << "chunks" << std::setw(14) << "data" << std::setw(14) << "transient" << std::setw(14) << "total"
+      << std::setw(14) << "memory"
       << "\n";
   for (const plan::PlacementShard& s : p.shards) {
-    out << std::left << std::setw(28) << s.device.name << std::setw(28) << range_text(s.start, s.stop)
-        << std::right << std::setw(14) << s.size() << std::setw(8) << s.sub_chunks << std::setw(14)
-        << bytes_text(s.encoded_bytes) << std::setw(14) << bytes_text(s.transient_bytes)
-        << std::setw(14) << bytes_text(s.total_bytes()) << std::setw(14)
-        << (s.device.memory_bytes ? bytes_text(*s.device.memory_bytes) : "unknown") << "\n";
+    out << std::left << std::setw(28) << s.device.name << std::setw(28) << range_text(s.start, s.stop) << std::right
+        << std::setw(14) << s.size() << std::setw(8) << s.sub_chunks << std::setw(14) << bytes_text(s.encoded_bytes)
+        << std::setw(14) << bytes_text(s.transient_bytes) << std::setw(14) << bytes_text(s.total_bytes())
+        << std::setw(14) << (s.device.memory_bytes ? bytes_text(*s.device.memory_bytes) : "unknown") << "\n";
   }
   if (shards) {
     out << "\nModel shards (component axis):\n"
-        << std::left << std::setw(28) << "device" << std::setw(20) << "components" << std::right
-        << std::setw(10) << "count" << std::setw(16) << "parameters" << std::setw(16)
-        << "statistics" << "\n";
+        << std::left << std::setw(28) << "device" << std::setw(20) << "components" << std::right << std::setw(10)
+        << "count" << std::setw(16) << "parameters" << std::setw(16) << "statistics"
+        << "\n";
     for (const plan::ModelShard& s : *shards) {
       out << std::left << std::setw(28) << s.device.name << std::setw(20)
-          << range_text(s.component_start, s.component_stop) << std::right << std::setw(10)
-          << s.num_components() << std::setw(16) << bytes_text(s.parameter_bytes) << std::setw(16)
-          << bytes_text(s.statistic_bytes) << "\n";
+          << range_text(s.component_start, s.component_stop) << std::right << std::setw(10) << s.num_components()
+          << std::setw(16) << bytes_text(s.parameter_bytes) << std::setw(16) << bytes_text(s.statistic_bytes) << "\n";
     }
   }
   std::cout << out.str();
@@ -113,8 +113,7 @@ std::function<int()> setup_plan(CLI::App& app) {
   auto a = std::make_shared<PlanArgs>();
   app.add_option("--rows", a->rows, "Rows of the data (N)");
   a->data.add_to(app, /*required=*/false);
-  app.add_option("--model", a->model_file, "A mixle model JSON file (K and the parts)")
-      ->check(CLI::ExistingFile);
+  app.add_option("--model", a->model_file, "A mixle model JSON file (K and the parts)")->check(CLI::ExistingFile);
   app.add_option("--family", a->family, "Family of a one-part model: " + family_names());
   app.add_option("--layout", a->layout,
                  "Parts of a model, as mixle fit --layout takes them (e.g. gaussian_diag:0-4,categorical:4-5:3)");
@@ -129,12 +128,10 @@ std::function<int()> setup_plan(CLI::App& app) {
   app.add_option("--rows-per-chunk", a->rows_per_chunk,
                  "Rows of one N×K working-set block (default 65536; 0 = a whole shard)");
   app.add_option("--sub-chunks", a->sub_chunks, "Pieces each shard is streamed in (default 1)");
-  app.add_option("--dtype", a->dtype, "Data element type: f32 (default) or f64")
-      ->check(CLI::IsMember({"f32", "f64"}));
+  app.add_option("--dtype", a->dtype, "Data element type: f32 (default) or f64")->check(CLI::IsMember({"f32", "f64"}));
   app.add_option("--precision", a->precision, "Compute precision of the working set (default float32)");
   app.add_flag("--shard-components", a->shard_components, "Also plan the component axis (ModelShards)");
-  app.add_option("--min-components-per-shard", a->min_components_per_shard,
-                 "With --shard-components (default 1)");
+  app.add_option("--min-components-per-shard", a->min_components_per_shard, "With --shard-components (default 1)");
   app.add_flag("--json", a->json, "Print JSON instead of a table");
   return [a] {
     if (!a->data.path.empty()) {
@@ -160,8 +157,7 @@ std::function<int()> setup_plan(CLI::App& app) {
     const plan::Placement placement = plan::plan(resources, options);
     std::vector<plan::ModelShard> shards;
     if (a->shard_components) {
-      shards = plan::model_sharding_plan(model, resources,
-                                         {.min_components_per_shard = a->min_components_per_shard});
+      shards = plan::model_sharding_plan(model, resources, {.min_components_per_shard = a->min_components_per_shard});
     }
     if (a->json) {
       Json out = {{"placement", Json::parse(placement.to_json())}};

@@ -82,7 +82,8 @@ plan::Resources calibrate(const plan::Resources& resources, const ResourcesArgs&
     if (device == "cpu") cpu_result = r;
     results.push_back(r);
     std::cerr << "mixle:   " << d.name << ": "
-              << (r.success ? std::to_string(static_cast<long long>(*r.throughput)) + " rows/s" : "failed: " + r.error.value_or("?"))
+              << (r.success ? std::to_string(static_cast<long long>(*r.throughput)) + " rows/s"
+                            : "failed: " + r.error.value_or("?"))
               << "\n";
   }
   std::optional<std::string> precision;
@@ -127,8 +128,7 @@ plan::Resources build(const ResourcesArgs& a) {
   if (!a.from_spark.empty()) {
     return plan::Resources::from_spark(plan::detail::read_text(a.from_spark), precision);
   }
-  return plan::Resources::discover(
-      {.cpu_workers = a.cpu_workers, .include_cuda = !a.no_cuda, .precision = precision});
+  return plan::Resources::discover({.cpu_workers = a.cpu_workers, .include_cuda = !a.no_cuda, .precision = precision});
 }
 
 std::function<int()> setup_resources(CLI::App& app) {
@@ -142,10 +142,11 @@ std::function<int()> setup_resources(CLI::App& app) {
                    "MPI ranks (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE, MPI_LOCALNRANKS)");
   source->add_flag("--from-slurm", args->from_slurm,
                    "The whole srun world (SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID, SLURM_NODEID)");
-  source->add_option("--from-dask", args->from_dask,
-                     "A Dask client.scheduler_info() JSON file")->check(CLI::ExistingFile);
-  source->add_option("--from-spark", args->from_spark,
-                     "A JSON file {\"defaultParallelism\": P, \"executorMemory\": \"4g\"}")
+  source->add_option("--from-dask", args->from_dask, "A Dask client.scheduler_info() JSON file")
+      ->check(CLI::ExistingFile);
+  source
+      ->add_option("--from-spark", args->from_spark,
+                   "A JSON file {\"defaultParallelism\": P, \"executorMemory\": \"4g\"}")
       ->check(CLI::ExistingFile);
   source->require_option(0, 1);
   app.add_option("--out", args->out, "Write the JSON here (atomically) instead of stdout");
@@ -154,8 +155,10 @@ std::function<int()> setup_resources(CLI::App& app) {
   app.add_flag("--no-cuda", args->no_cuda, "--discover: leave GPUs out");
   app.add_option("--precision", args->precision, "Pin a compute precision (float32, float64, …)");
   auto* cal = app.add_option_group("calibrate", "Measure each device's throughput with mixle bench");
-  cal->add_flag("--calibrate", args->calibrate, "Benchmark every device; throughput = measured rows/s per EM iteration");
-  cal->add_option("--catalog", args->catalog, "Calibration catalog to append to (default: beside --out, or ./mixle-calibration.json)");
+  cal->add_flag("--calibrate", args->calibrate,
+                "Benchmark every device; throughput = measured rows/s per EM iteration");
+  cal->add_option("--catalog", args->catalog,
+                  "Calibration catalog to append to (default: beside --out, or ./mixle-calibration.json)");
   cal->add_option("--family", args->family, "Calibration workload family")->capture_default_str();
   cal->add_option("--rows", args->rows, "Calibration rows")->capture_default_str();
   cal->add_option("--dims", args->dims, "Calibration columns")->capture_default_str();
@@ -165,8 +168,9 @@ std::function<int()> setup_resources(CLI::App& app) {
     plan::Resources resources = build(*args);
     if (args->calibrate) {
       if (args->catalog.empty())
-        args->catalog = args->out.empty() ? "mixle-calibration.json"
-                                          : (std::filesystem::path(args->out).parent_path() / "mixle-calibration.json").string();
+        args->catalog = args->out.empty()
+                            ? "mixle-calibration.json"
+                            : (std::filesystem::path(args->out).parent_path() / "mixle-calibration.json").string();
       resources = calibrate(resources, *args);
     }
     if (args->out.empty()) {
@@ -180,6 +184,5 @@ std::function<int()> setup_resources(CLI::App& app) {
 }
 
 }  // namespace
-MIXLE_REGISTER_COMMAND("resources", "Describe the devices a run can use (Resources JSON)",
-                       setup_resources, 40);
+MIXLE_REGISTER_COMMAND("resources", "Describe the devices a run can use (Resources JSON)", setup_resources, 40);
 }  // namespace mixle::host

@@ -23,7 +23,8 @@ std::function<int()> setup_score(CLI::App& app) {
   app.add_option("-m,--model", a->model, "Model JSON")->required();
   app.add_option("-o,--out", a->out, "Output .npy or .csv (atomically written)")->required();
   app.add_option("--what", a->what, "loglik (N), resp (N×K) or labels (N)")
-      ->check(CLI::IsMember({"loglik", "resp", "labels"}))->capture_default_str();
+      ->check(CLI::IsMember({"loglik", "resp", "labels"}))
+      ->capture_default_str();
   app.add_option("--device", a->device, "auto, cpu, cuda, cuda:i")->capture_default_str();
   app.add_option("--precision", a->precision, "fp32 or fp64")->capture_default_str();
   app.add_option("--threads", a->threads, "CPU threads (0 = all)");
@@ -49,5 +50,6 @@ std::function<int()> setup_score(CLI::App& app) {
 }
 
 }  // namespace
-MIXLE_REGISTER_COMMAND("score", "Score data under a model: log-likelihood, responsibilities or labels", setup_score, 20);
+MIXLE_REGISTER_COMMAND("score", "Score data under a model: log-likelihood, responsibilities or labels", setup_score,
+                       20);
 }  // namespace mixle::host

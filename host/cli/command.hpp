@@ -27,6 +27,6 @@ int register_command(Command command);
 #define MIXLE_CONCAT_INNER(a, b) a##b
 #define MIXLE_CONCAT(a, b) MIXLE_CONCAT_INNER(a, b)
 /// Registers a subcommand at static-initialisation time (the file must be linked into the CLI).
-#define MIXLE_REGISTER_COMMAND(...) \
+#define MIXLE_REGISTER_COMMAND(...)                                    \
   static const int MIXLE_CONCAT(mixle_command_registered_, __LINE__) = \
       ::mixle::host::register_command(::mixle::host::Command{__VA_ARGS__})

@@ -21,16 +21,20 @@ std::size_t parse_count(const std::string& text, const char* what) {
   std::size_t v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || ptr != text.data() + text.size())
-    throw UsageError(std::string("--shape: ") + what + " \"" + text + "\" is not a non-negative integer (expected N,C)");
+    throw UsageError(std::string("--shape: ") + what + " \"" + text +
+                     "\" is not a non-negative integer (expected N,C)");
   return v;
 }
 }  // namespace
 
 ReadOptions DataArgs::read_options() const {
   ReadOptions o;
-  if (format == "npy") o.format = DataFormat::npy;
-  else if (format == "csv") o.format = DataFormat::csv;
-  else if (format == "raw") o.format = DataFormat::raw;
+  if (format == "npy")
+    o.format = DataFormat::npy;
+  else if (format == "csv")
+    o.format = DataFormat::csv;
+  else if (format == "raw")
+    o.format = DataFormat::raw;
   o.raw_dtype = raw_dtype == "f64" ? DType::f64 : DType::f32;
   if (!shape.empty()) {
     const auto comma = shape.find(',');

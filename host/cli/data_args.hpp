@@ -11,10 +11,10 @@ namespace mixle::host {
 
 struct DataArgs {
   std::string path;
-  std::string format = "auto";   // auto | npy | csv | raw
-  std::string shape;             // raw: "N,C" (or ",C")
-  std::size_t cols = 0;          // raw: columns per row
-  std::string raw_dtype = "f32"; // raw: f32 | f64
+  std::string format = "auto";    // auto | npy | csv | raw
+  std::string shape;              // raw: "N,C" (or ",C")
+  std::size_t cols = 0;           // raw: columns per row
+  std::string raw_dtype = "f32";  // raw: f32 | f64
 
   /// Adds --data (required when `required`), --format, --shape, --cols, --raw-dtype.
   void add_to(CLI::App& app, bool required = true);

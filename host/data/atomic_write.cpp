@@ -19,8 +19,7 @@ namespace {
 /// Distinguishes temporary names made by threads of one process.
 std::atomic<unsigned> temp_counter{0};
 
-[[noreturn]] void fail(const std::string& path, const std::string& step, int err,
-                       const std::string& temp) {
+[[noreturn]] void fail(const std::string& path, const std::string& step, int err, const std::string& temp) {
   if (!temp.empty()) ::unlink(temp.c_str());
   throw Error("cannot write " + path + ": " + step + ": " + std::strerror(err));
 }

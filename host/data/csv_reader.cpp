@@ -125,8 +125,8 @@ struct CsvShape {
 /// first line (header detection). Otherwise parses the rows in [row_begin, row_end) into
 /// `values` and stops at row_end; rows before row_begin are only recognised as data lines.
 template <class T>
-CsvShape scan_csv(const std::string& path, const char* begin, const char* end,
-                  const ReadOptions& options, bool probe, std::vector<T>* values) {
+CsvShape scan_csv(const std::string& path, const char* begin, const char* end, const ReadOptions& options, bool probe,
+                  std::vector<T>* values) {
   LineScanner lines(begin, end);
   std::string_view raw;
   std::size_t line_no = 0;
@@ -160,11 +160,10 @@ CsvShape scan_csv(const std::string& path, const char* begin, const char* end,
         T v;
         const std::errc ec = parse_number(field, v);
         if (ec != std::errc()) {
-          throw InvalidInput(path + ":" + std::to_string(line_no) + ": column " +
-                             std::to_string(n + 1) + ": " + quoted(field) +
+          throw InvalidInput(path + ":" + std::to_string(line_no) + ": column " + std::to_string(n + 1) + ": " +
+                             quoted(field) +
                              (ec == std::errc::result_out_of_range
-                                  ? std::string(" is out of range for ") +
-                                        (sizeof(T) == 4 ? "f32" : "f64")
+                                  ? std::string(" is out of range for ") + (sizeof(T) == 4 ? "f32" : "f64")
                                   : std::string(" is not a number")));
         }
         values->push_back(v);
@@ -177,10 +176,9 @@ CsvShape scan_csv(const std::string& path, const char* begin, const char* end,
       shape.cols = n;
       cols_line = line_no;
     } else if (n != shape.cols) {
-      throw InvalidInput(path + ":" + std::to_string(line_no) + ": row has " +
-                         std::to_string(n) + " fields, but the " +
-                         (cols_from_header ? "header" : "first data row") + " (line " +
-                         std::to_string(cols_line) + ") has " + std::to_string(shape.cols));
+      throw InvalidInput(path + ":" + std::to_string(line_no) + ": row has " + std::to_string(n) + " fields, but the " +
+                         (cols_from_header ? "header" : "first data row") + " (line " + std::to_string(cols_line) +
+                         ") has " + std::to_string(shape.cols));
     }
     ++shape.rows;
   }
@@ -212,9 +210,8 @@ Dataset read_typed(const std::string& path, const ReadOptions& options) {
   const RowRange range = resolve_row_range(path, options, shape.rows);
   const std::size_t rows = range.end - range.begin;
   const void* data = values->data();
-  return Dataset::from_storage(std::move(values), data,
-                               sizeof(T) == 4 ? DType::f32 : DType::f64, rows, shape.cols, path,
-                               range.begin);
+  return Dataset::from_storage(std::move(values), data, sizeof(T) == 4 ? DType::f32 : DType::f64, rows, shape.cols,
+                               path, range.begin);
 }
 
 }  // namespace

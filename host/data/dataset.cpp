@@ -17,8 +17,8 @@ namespace {
 template <class T>
 Dataset view_impl(const T* data, std::size_t rows, std::size_t cols, DType dtype) {
   if (data == nullptr && rows * cols != 0) {
-    throw InvalidInput("Dataset::view: null data pointer for " + std::to_string(rows) + " x " +
-                       std::to_string(cols) + " values");
+    throw InvalidInput("Dataset::view: null data pointer for " + std::to_string(rows) + " x " + std::to_string(cols) +
+                       " values");
   }
   // A view does not own its memory: the keepalive is empty and the caller keeps `data` alive.
   return Dataset::from_storage(nullptr, data, dtype, rows, cols, "<memory>", 0);
@@ -27,9 +27,8 @@ Dataset view_impl(const T* data, std::size_t rows, std::size_t cols, DType dtype
 template <class T>
 Dataset from_vector_impl(std::vector<T> values, std::size_t rows, std::size_t cols, DType dtype) {
   if (values.size() != rows * cols) {
-    throw InvalidInput("Dataset::from_vector: " + std::to_string(values.size()) +
-                       " values given for a " + std::to_string(rows) + " x " +
-                       std::to_string(cols) + " matrix (" + std::to_string(rows * cols) +
+    throw InvalidInput("Dataset::from_vector: " + std::to_string(values.size()) + " values given for a " +
+                       std::to_string(rows) + " x " + std::to_string(cols) + " matrix (" + std::to_string(rows * cols) +
                        " expected)");
   }
   auto owned = std::make_shared<const std::vector<T>>(std::move(values));
@@ -55,9 +54,8 @@ Dataset Dataset::from_vector(std::vector<double> values, std::size_t rows, std::
   return from_vector_impl(std::move(values), rows, cols, DType::f64);
 }
 
-Dataset Dataset::from_storage(std::shared_ptr<const void> keepalive, const void* data, DType dtype,
-                              std::size_t rows, std::size_t cols, std::string source,
-                              std::size_t first_row) {
+Dataset Dataset::from_storage(std::shared_ptr<const void> keepalive, const void* data, DType dtype, std::size_t rows,
+                              std::size_t cols, std::string source, std::size_t first_row) {
   Dataset d;
   d.storage_ = std::move(keepalive);
   d.data_ = data;
@@ -72,8 +70,7 @@ Dataset Dataset::from_storage(std::shared_ptr<const void> keepalive, const void*
 template <>
 const float* Dataset::as<float>() const {
   if (dtype_ != DType::f32) {
-    throw InvalidInput("dataset " + source_ + " holds " + dtype_name(dtype_) +
-                       " values, not f32");
+    throw InvalidInput("dataset " + source_ + " holds " + dtype_name(dtype_) + " values, not f32");
   }
   return static_cast<const float*>(data_);
 }
@@ -81,8 +78,7 @@ const float* Dataset::as<float>() const {
 template <>
 const double* Dataset::as<double>() const {
   if (dtype_ != DType::f64) {
-    throw InvalidInput("dataset " + source_ + " holds " + dtype_name(dtype_) +
-                       " values, not f64");
+    throw InvalidInput("dataset " + source_ + " holds " + dtype_name(dtype_) + " values, not f64");
   }
   return static_cast<const double*>(data_);
 }
@@ -96,9 +92,8 @@ double Dataset::at(std::size_t r, std::size_t c) const noexcept {
 
 Dataset Dataset::slice(std::size_t begin, std::size_t end) const {
   if (begin > end || end > rows_) {
-    throw InvalidInput("Dataset::slice: rows [" + std::to_string(begin) + ", " +
-                       std::to_string(end) + ") are out of bounds for " + source_ + " with " +
-                       std::to_string(rows_) + " rows");
+    throw InvalidInput("Dataset::slice: rows [" + std::to_string(begin) + ", " + std::to_string(end) +
+                       ") are out of bounds for " + source_ + " with " + std::to_string(rows_) + " rows");
   }
   const auto* base = static_cast<const unsigned char*>(data_);
   const void* start = base == nullptr ? nullptr : base + begin * cols_ * dtype_size(dtype_);

@@ -70,17 +70,15 @@ std::size_t ReadOnlyFile::read_at(std::size_t offset, void* out, std::size_t len
 
 std::shared_ptr<const void> ReadOnlyFile::map(std::size_t offset, std::size_t length) const {
   if (length == 0 || offset + length > size_) {
-    throw Error("internal: mapping bytes [" + std::to_string(offset) + ", " +
-                std::to_string(offset + length) + ") of " + path_ + " (" +
-                std::to_string(size_) + " bytes)");
+    throw Error("internal: mapping bytes [" + std::to_string(offset) + ", " + std::to_string(offset + length) +
+                ") of " + path_ + " (" + std::to_string(size_) + " bytes)");
   }
   // mmap offsets must be page-aligned: map from the page holding `offset`, expose `offset`.
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t aligned = offset / page * page;
   auto mapping = std::make_shared<Mapping>();
   mapping->length = length + (offset - aligned);
-  void* base = ::mmap(nullptr, mapping->length, PROT_READ, MAP_PRIVATE, fd_,
-                      static_cast<off_t>(aligned));
+  void* base = ::mmap(nullptr, mapping->length, PROT_READ, MAP_PRIVATE, fd_, static_cast<off_t>(aligned));
   if (base == MAP_FAILED) {
     throw Error("cannot memory-map " + path_ + ": " + errno_text(errno));
   }

@@ -16,9 +16,12 @@ namespace {
 
 template <class T>
 constexpr const char* npy_descr() {
-  if constexpr (std::is_same_v<T, float>) return "<f4";
-  else if constexpr (std::is_same_v<T, double>) return "<f8";
-  else return "<i8";
+  if constexpr (std::is_same_v<T, float>)
+    return "<f4";
+  else if constexpr (std::is_same_v<T, double>)
+    return "<f8";
+  else
+    return "<i8";
 }
 
 /// Shortest text that parses back to the same value (std::to_chars without a precision).
@@ -50,19 +53,17 @@ std::string csv_text(const T* values, std::size_t rows, std::size_t cols, char s
 }
 
 template <class T>
-void write_matrix_impl(const std::string& path, const T* values, std::size_t rows,
-                       std::size_t cols, DataFormat format,
+void write_matrix_impl(const std::string& path, const T* values, std::size_t rows, std::size_t cols, DataFormat format,
                        const std::vector<std::string>& header) {
-  static_assert(std::endian::native == std::endian::little,
-                ".npy and raw output assume a little-endian host");
+  static_assert(std::endian::native == std::endian::little, ".npy and raw output assume a little-endian host");
   if (format == DataFormat::automatic) format = host::format_from_extension(path);
   if (values == nullptr && rows * cols != 0) {
-    throw InvalidInput("write_matrix " + path + ": null values for " + std::to_string(rows) +
-                       " x " + std::to_string(cols));
+    throw InvalidInput("write_matrix " + path + ": null values for " + std::to_string(rows) + " x " +
+                       std::to_string(cols));
   }
   if (!header.empty() && header.size() != cols) {
-    throw InvalidInput("write_matrix " + path + ": " + std::to_string(header.size()) +
-                       " column names for " + std::to_string(cols) + " columns");
+    throw InvalidInput("write_matrix " + path + ": " + std::to_string(header.size()) + " column names for " +
+                       std::to_string(cols) + " columns");
   }
   const std::size_t bytes = rows * cols * sizeof(T);
   switch (format) {
@@ -88,24 +89,25 @@ void write_matrix_impl(const std::string& path, const T* values, std::size_t row
     }
     case DataFormat::automatic: break;
   }
-  throw InvalidInput("write_matrix " + path + ": cannot tell the output format from the file "
+  throw InvalidInput("write_matrix " + path +
+                     ": cannot tell the output format from the file "
                      "name; use .npy, .csv/.tsv/.txt or .bin/.raw, or name the format");
 }
 
 }  // namespace
 
-void write_matrix(const std::string& path, const float* values, std::size_t rows,
-                  std::size_t cols, DataFormat format, const std::vector<std::string>& header) {
+void write_matrix(const std::string& path, const float* values, std::size_t rows, std::size_t cols, DataFormat format,
+                  const std::vector<std::string>& header) {
   write_matrix_impl(path, values, rows, cols, format, header);
 }
 
-void write_matrix(const std::string& path, const double* values, std::size_t rows,
-                  std::size_t cols, DataFormat format, const std::vector<std::string>& header) {
+void write_matrix(const std::string& path, const double* values, std::size_t rows, std::size_t cols, DataFormat format,
+                  const std::vector<std::string>& header) {
   write_matrix_impl(path, values, rows, cols, format, header);
 }
 
-void write_matrix(const std::string& path, const std::int64_t* values, std::size_t rows,
-                  std::size_t cols, DataFormat format, const std::vector<std::string>& header) {
+void write_matrix(const std::string& path, const std::int64_t* values, std::size_t rows, std::size_t cols,
+                  DataFormat format, const std::vector<std::string>& header) {
   write_matrix_impl(path, values, rows, cols, format, header);
 }
 

@@ -82,8 +82,14 @@ class DictParser {
     return s_.substr(start, pos_ - start);
   }
   bool parse_bool() {
-    if (s_.compare(pos_, 4, "True") == 0) { pos_ += 4; return true; }
-    if (s_.compare(pos_, 5, "False") == 0) { pos_ += 5; return false; }
+    if (s_.compare(pos_, 4, "True") == 0) {
+      pos_ += 4;
+      return true;
+    }
+    if (s_.compare(pos_, 5, "False") == 0) {
+      pos_ += 5;
+      return false;
+    }
     fail("fortran_order is neither True nor False");
   }
   std::vector<std::size_t> parse_shape() {
@@ -91,7 +97,10 @@ class DictParser {
     expect('(');
     for (;;) {
       skip_ws();
-      if (peek() == ')') { ++pos_; return shape; }
+      if (peek() == ')') {
+        ++pos_;
+        return shape;
+      }
       if (!std::isdigit(static_cast<unsigned char>(peek()))) fail("shape entries must be integers");
       std::size_t value = 0;
       while (std::isdigit(static_cast<unsigned char>(peek()))) {
@@ -100,8 +109,10 @@ class DictParser {
       if (peek() == 'L') ++pos_;  // Python 2 long suffix
       shape.push_back(value);
       skip_ws();
-      if (peek() == ',') ++pos_;
-      else if (peek() != ')') fail("expected ',' or ')' in shape");
+      if (peek() == ',')
+        ++pos_;
+      else if (peek() != ')')
+        fail("expected ',' or ')' in shape");
     }
   }
 
@@ -124,7 +135,8 @@ NpyHeader read_npy_header(const ReadOnlyFile& file) {
   unsigned char prefix[12] = {};
   const std::size_t got = file.read_at(0, prefix, sizeof prefix);
   if (got >= 4 && std::memcmp(prefix, "PK\x03\x04", 4) == 0) {
-    throw InvalidInput(path + " is a .npz archive (zip), which mixle does not read: save each "
+    throw InvalidInput(path +
+                       " is a .npz archive (zip), which mixle does not read: save each "
                        "array as .npy (np.save(name, np.load(path)[key]))");
   }
   if (got < kNpyMagicSize + 2 || std::memcmp(prefix, kNpyMagic, kNpyMagicSize) != 0) {
@@ -135,21 +147,18 @@ NpyHeader read_npy_header(const ReadOnlyFile& file) {
   h.major_version = prefix[6];
   const std::size_t length_bytes = h.major_version == 1 ? 2 : 4;
   if (h.major_version < 1 || h.major_version > 3) {
-    throw InvalidInput(path + ": unsupported .npy format version " +
-                       std::to_string(h.major_version) + "." + std::to_string(prefix[7]) +
-                       " (accepted: 1.0, 2.0, 3.0)");
+    throw InvalidInput(path + ": unsupported .npy format version " + std::to_string(h.major_version) + "." +
+                       std::to_string(prefix[7]) + " (accepted: 1.0, 2.0, 3.0)");
   }
   const std::size_t fixed = kNpyMagicSize + 2 + length_bytes;
   if (got < fixed) {
-    throw InvalidInput(path + ": truncated .npy header (the file has " +
-                       std::to_string(file.size()) + " bytes)");
+    throw InvalidInput(path + ": truncated .npy header (the file has " + std::to_string(file.size()) + " bytes)");
   }
   const std::size_t header_length = read_le(prefix + 8, static_cast<int>(length_bytes));
   h.data_offset = fixed + header_length;
   if (h.data_offset > file.size()) {
-    throw InvalidInput(path + ": truncated .npy header (it declares " +
-                       std::to_string(header_length) + " header bytes but the file has only " +
-                       std::to_string(file.size()) + " bytes)");
+    throw InvalidInput(path + ": truncated .npy header (it declares " + std::to_string(header_length) +
+                       " header bytes but the file has only " + std::to_string(file.size()) + " bytes)");
   }
   std::string text(header_length, '\0');
   file.read_at(fixed, text.data(), header_length);
@@ -158,8 +167,8 @@ NpyHeader read_npy_header(const ReadOnlyFile& file) {
 }
 
 std::string make_npy_header(const std::string& descr, std::size_t rows, std::size_t cols) {
-  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" +
-                     std::to_string(rows) + ", " + std::to_string(cols) + "), }";
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + std::to_string(rows) + ", " +
+                     std::to_string(cols) + "), }";
   const std::size_t fixed = kNpyMagicSize + 2 + 2;  // magic, version, uint16 length
   // Pad with spaces so that the data after the final '\n' starts on a 64-byte boundary.
   const std::size_t unpadded = fixed + dict.size() + 1;

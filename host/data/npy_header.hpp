@@ -16,10 +16,10 @@ inline constexpr std::size_t kNpyAlignment = 64;
 /// What a .npy header says.
 struct NpyHeader {
   int major_version = 1;
-  std::string descr;                // e.g. "<f4"
+  std::string descr;  // e.g. "<f4"
   bool fortran_order = false;
-  std::vector<std::size_t> shape;   // empty for a 0-d array
-  std::size_t data_offset = 0;      // byte where the array data starts
+  std::vector<std::size_t> shape;  // empty for a 0-d array
+  std::size_t data_offset = 0;     // byte where the array data starts
 };
 
 class ReadOnlyFile;

@@ -35,11 +35,10 @@ NpyLayout check_header(const ReadOnlyFile& file, const NpyHeader& h) {
     order = type[0];
     type.erase(0, 1);
   }
-  const std::string accepted =
-      "accepted: '<f4' (float32), '<f8' (float64), and '<i4'/'<i8' integers, read as float64";
+  const std::string accepted = "accepted: '<f4' (float32), '<f8' (float64), and '<i4'/'<i8' integers, read as float64";
   if (order == '>' && type != "u1" && type != "i1") {
-    throw InvalidInput(path + ": big-endian dtype '" + h.descr + "' is not supported (" +
-                       accepted + "); convert with a.astype(a.dtype.newbyteorder('<'))");
+    throw InvalidInput(path + ": big-endian dtype '" + h.descr + "' is not supported (" + accepted +
+                       "); convert with a.astype(a.dtype.newbyteorder('<'))");
   }
   NpyLayout out;
   if (type == "f4") {
@@ -55,7 +54,8 @@ NpyLayout check_header(const ReadOnlyFile& file, const NpyHeader& h) {
                        "); convert with a.astype(np.float32)");
   }
   if (h.fortran_order) {
-    throw InvalidInput(path + ": fortran_order True: save with np.ascontiguousarray (mixle reads "
+    throw InvalidInput(path +
+                       ": fortran_order True: save with np.ascontiguousarray (mixle reads "
                        "C-order (row-major) arrays only)");
   }
   if (h.shape.size() == 1) {
@@ -69,8 +69,7 @@ NpyLayout check_header(const ReadOnlyFile& file, const NpyHeader& h) {
     for (std::size_t i = 0; i < h.shape.size(); ++i) {
       shape += (i ? ", " : "") + std::to_string(h.shape[i]);
     }
-    throw InvalidInput(path + ": array has shape " + shape + ") with " +
-                       std::to_string(h.shape.size()) +
+    throw InvalidInput(path + ": array has shape " + shape + ") with " + std::to_string(h.shape.size()) +
                        " dimensions; mixle reads 2-D (N, C) arrays, or 1-D (N,) as N x 1");
   }
   if (out.cols == 0) throw InvalidInput(path + ": array has no columns (shape (N, 0))");
@@ -82,28 +81,25 @@ NpyLayout check_header(const ReadOnlyFile& file, const NpyHeader& h) {
   }
   const std::size_t available = file.size() - h.data_offset;
   if (available < expected) {
-    throw InvalidInput(path + ": truncated .npy file: the header says " +
-                       std::to_string(out.rows) + " x " + std::to_string(out.cols) + " '" +
-                       h.descr + "' = " + std::to_string(expected) +
+    throw InvalidInput(path + ": truncated .npy file: the header says " + std::to_string(out.rows) + " x " +
+                       std::to_string(out.cols) + " '" + h.descr + "' = " + std::to_string(expected) +
                        " bytes of data, but only " + std::to_string(available) + " follow it");
   }
   return out;
 }
 
 template <class Int>
-std::shared_ptr<const std::vector<double>> read_integers(const ReadOnlyFile& file,
-                                                          std::size_t offset, std::size_t count,
-                                                          std::size_t cols,
-                                                          std::size_t first_row) {
+std::shared_ptr<const std::vector<double>> read_integers(const ReadOnlyFile& file, std::size_t offset,
+                                                         std::size_t count, std::size_t cols, std::size_t first_row) {
   std::vector<Int> raw(count);
   file.read_at(offset, raw.data(), count * sizeof(Int));
   auto values = std::make_shared<std::vector<double>>(count);
   for (std::size_t i = 0; i < count; ++i) {
     const auto v = static_cast<std::int64_t>(raw[i]);
     if (v > kMaxExactInteger || v < -kMaxExactInteger) {
-      throw InvalidInput(file.path() + ": row " + std::to_string(first_row + i / cols) +
-                         " column " + std::to_string(i % cols) + ": integer " +
-                         std::to_string(v) + " has no exact float64 value (|v| > 2^53)");
+      throw InvalidInput(file.path() + ": row " + std::to_string(first_row + i / cols) + " column " +
+                         std::to_string(i % cols) + ": integer " + std::to_string(v) +
+                         " has no exact float64 value (|v| > 2^53)");
     }
     (*values)[i] = static_cast<double>(v);
   }
@@ -131,8 +127,7 @@ Dataset read_npy(const std::string& path, const ReadOptions& options) {
                       ? read_integers<std::int32_t>(file, offset, count, layout.cols, range.begin)
                       : read_integers<std::int64_t>(file, offset, count, layout.cols, range.begin);
     const void* data = values->data();
-    return Dataset::from_storage(std::move(values), data, DType::f64, rows, layout.cols, path,
-                                 range.begin);
+    return Dataset::from_storage(std::move(values), data, DType::f64, rows, layout.cols, path, range.begin);
   }
   if (offset % layout.item_size != 0) {
     // Writers other than numpy may leave the data misaligned; a mapping would then hand out
@@ -140,13 +135,11 @@ Dataset read_npy(const std::string& path, const ReadOptions& options) {
     auto bytes = std::make_shared<std::vector<double>>((count * layout.item_size + 7) / 8);
     file.read_at(offset, bytes->data(), count * layout.item_size);
     const void* data = bytes->data();
-    return Dataset::from_storage(std::move(bytes), data, layout.dtype, rows, layout.cols, path,
-                                 range.begin);
+    return Dataset::from_storage(std::move(bytes), data, layout.dtype, rows, layout.cols, path, range.begin);
   }
   auto mapping = file.map(offset, count * layout.item_size);
   const void* data = mapping.get();
-  return Dataset::from_storage(std::move(mapping), data, layout.dtype, rows, layout.cols, path,
-                               range.begin);
+  return Dataset::from_storage(std::move(mapping), data, layout.dtype, rows, layout.cols, path, range.begin);
 }
 
 }  // namespace mixle::host

@@ -15,7 +15,8 @@ struct RawLayout {
 RawLayout check_raw(const ReadOnlyFile& file, const ReadOptions& options) {
   const std::string& path = file.path();
   if (!options.raw_cols) {
-    throw InvalidInput(path + ": a raw file has no header, so its shape is unknown: pass "
+    throw InvalidInput(path +
+                       ": a raw file has no header, so its shape is unknown: pass "
                        "--shape N,C or --cols C (ReadOptions::raw_cols)");
   }
   const std::size_t cols = *options.raw_cols;
@@ -24,17 +25,16 @@ RawLayout check_raw(const ReadOnlyFile& file, const ReadOptions& options) {
   const std::size_t row_bytes = cols * item;
   if (file.size() % row_bytes != 0) {
     throw InvalidInput(path + ": raw file size " + std::to_string(file.size()) +
-                       " bytes is not a multiple of the row size " + std::to_string(cols) +
-                       " cols x " + std::to_string(item) + " bytes (" +
-                       dtype_name(options.raw_dtype) + ") = " + std::to_string(row_bytes) +
-                       "; check --cols and the element type");
+                       " bytes is not a multiple of the row size " + std::to_string(cols) + " cols x " +
+                       std::to_string(item) + " bytes (" + dtype_name(options.raw_dtype) +
+                       ") = " + std::to_string(row_bytes) + "; check --cols and the element type");
   }
   const std::size_t rows = file.size() / row_bytes;
   if (options.raw_rows && *options.raw_rows != rows) {
-    throw InvalidInput(path + ": raw file size " + std::to_string(file.size()) +
-                       " bytes does not match the shape " + std::to_string(*options.raw_rows) +
-                       " x " + std::to_string(cols) + " " + dtype_name(options.raw_dtype) +
-                       " (" + std::to_string(*options.raw_rows * row_bytes) + " bytes expected)");
+    throw InvalidInput(path + ": raw file size " + std::to_string(file.size()) + " bytes does not match the shape " +
+                       std::to_string(*options.raw_rows) + " x " + std::to_string(cols) + " " +
+                       dtype_name(options.raw_dtype) + " (" + std::to_string(*options.raw_rows * row_bytes) +
+                       " bytes expected)");
   }
   return {rows, cols};
 }
@@ -55,8 +55,8 @@ Dataset read_raw(const std::string& path, const ReadOptions& options) {
   // Offsets are multiples of the element size, so the mapped values are aligned.
   auto mapping = file.map(range.begin * row_bytes, (range.end - range.begin) * row_bytes);
   const void* data = mapping.get();
-  return Dataset::from_storage(std::move(mapping), data, options.raw_dtype,
-                               range.end - range.begin, layout.cols, path, range.begin);
+  return Dataset::from_storage(std::move(mapping), data, options.raw_dtype, range.end - range.begin, layout.cols, path,
+                               range.begin);
 }
 
 }  // namespace mixle::host

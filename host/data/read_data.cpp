@@ -26,10 +26,9 @@ RowRange resolve_row_range(const std::string& path, const ReadOptions& options, 
   if (rows == 0) throw InvalidInput(path + ": no data rows");
   const std::size_t end = options.row_end.value_or(rows);
   if (options.row_begin >= end || end > rows) {
-    throw InvalidInput(path + ": row range [" + std::to_string(options.row_begin) + ", " +
-                       std::to_string(end) + ") is " +
-                       (end > rows ? "out of bounds" : "empty") + ": the file has " +
-                       std::to_string(rows) + " data rows (ranges are [begin, end), 0-based)");
+    throw InvalidInput(path + ": row range [" + std::to_string(options.row_begin) + ", " + std::to_string(end) +
+                       ") is " + (end > rows ? "out of bounds" : "empty") + ": the file has " + std::to_string(rows) +
+                       " data rows (ranges are [begin, end), 0-based)");
   }
   return {options.row_begin, end};
 }
@@ -43,11 +42,11 @@ DataFormat resolve_format(const std::string& path, const ReadOptions& options) {
   if (by_extension != DataFormat::automatic) return by_extension;
   ReadOnlyFile file(path);
   char magic[kNpyMagicSize] = {};
-  if (file.read_at(0, magic, kNpyMagicSize) == kNpyMagicSize &&
-      std::memcmp(magic, kNpyMagic, kNpyMagicSize) == 0) {
+  if (file.read_at(0, magic, kNpyMagicSize) == kNpyMagicSize && std::memcmp(magic, kNpyMagic, kNpyMagicSize) == 0) {
     return DataFormat::npy;
   }
-  throw InvalidInput(path + ": cannot tell the data format from the file name; use .npy, "
+  throw InvalidInput(path +
+                     ": cannot tell the data format from the file name; use .npy, "
                      ".csv/.tsv/.txt or .bin/.raw/.f32/.f64, or name the format explicitly");
 }
 

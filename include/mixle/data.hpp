@@ -55,9 +55,8 @@ class Dataset {
   std::size_t first_row() const noexcept { return first_row_; }
 
   /// Internal: assembles a dataset over storage kept alive by `keepalive`.
-  static Dataset from_storage(std::shared_ptr<const void> keepalive, const void* data, DType dtype,
-                              std::size_t rows, std::size_t cols, std::string source,
-                              std::size_t first_row);
+  static Dataset from_storage(std::shared_ptr<const void> keepalive, const void* data, DType dtype, std::size_t rows,
+                              std::size_t cols, std::string source, std::size_t first_row);
 
  private:
   std::shared_ptr<const void> storage_;
@@ -116,14 +115,11 @@ Dataset read_data(const std::string& path, const ReadOptions& options = {});
 /// Writes a row-major rows × cols matrix atomically (temporary file, then rename): .npy (v1,
 /// '<f4' / '<f8' / '<i8') or CSV, chosen by `format` (automatic: by extension).
 void write_matrix(const std::string& path, const float* values, std::size_t rows, std::size_t cols,
-                  DataFormat format = DataFormat::automatic,
-                  const std::vector<std::string>& header = {});
+                  DataFormat format = DataFormat::automatic, const std::vector<std::string>& header = {});
 void write_matrix(const std::string& path, const double* values, std::size_t rows, std::size_t cols,
-                  DataFormat format = DataFormat::automatic,
-                  const std::vector<std::string>& header = {});
-void write_matrix(const std::string& path, const std::int64_t* values, std::size_t rows,
-                  std::size_t cols, DataFormat format = DataFormat::automatic,
-                  const std::vector<std::string>& header = {});
+                  DataFormat format = DataFormat::automatic, const std::vector<std::string>& header = {});
+void write_matrix(const std::string& path, const std::int64_t* values, std::size_t rows, std::size_t cols,
+                  DataFormat format = DataFormat::automatic, const std::vector<std::string>& header = {});
 
 /// Writes `contents` to `path` atomically: a temporary file in the same folder, then rename.
 /// Nothing is left at `path` when writing fails. Throws Error naming the path.

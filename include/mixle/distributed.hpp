@@ -50,18 +50,18 @@ struct DistributedFitResult {
   FitResult fit;
   int rank = 0;
   int world_size = 1;
-  std::string comm;                 // the communicator used
-  std::string device;               // this rank's compute device ("cpu", "cuda:0", …)
-  std::size_t first_row = 0;        // this rank's rows: [first_row, first_row + local_rows)
+  std::string comm;           // the communicator used
+  std::string device;         // this rank's compute device ("cpu", "cuda:0", …)
+  std::size_t first_row = 0;  // this rank's rows: [first_row, first_row + local_rows)
   std::size_t local_rows = 0;
   std::uint64_t collective_bytes = 0;  // payload bytes this rank handed to collectives
   double collective_seconds = 0.0;     // wall time in the statistics all-reduces (waits included)
-  int resumed_from_iteration = 0;   // 0 = not resumed
+  int resumed_from_iteration = 0;      // 0 = not resumed
   /// How the run was parallelised ("data parallel", "component sharded: …") and why.
   std::string parallel;
-  int shard_components = 1;         // G (1 = data parallel)
-  std::size_t component_begin = 0;  // this rank's components [component_begin, component_end)
-  std::size_t component_end = 0;    //   (sharded only)
+  int shard_components = 1;                 // G (1 = data parallel)
+  std::size_t component_begin = 0;          // this rank's components [component_begin, component_end)
+  std::size_t component_end = 0;            //   (sharded only)
   std::uint64_t model_parameter_bytes = 0;  // the whole model's parameters (float64 bytes)
   /// Per rank (index = rank): parameter and statistic bytes it held resident during EM —
   /// its shard's when sharded, the whole model's otherwise (transient buffers not included).
@@ -73,7 +73,7 @@ struct DistributedFitResult {
 /// Fits the data in `path` across the processes of this job (see DistributedOptions). Every
 /// rank must call it with the same arguments. Throws like fit(), plus CommunicationError when a
 /// peer is lost; on any failure writes TORCHELASTIC_ERROR_FILE when set.
-DistributedFitResult fit_distributed(const std::string& path, const ReadOptions& read,
-                                     const FitOptions& options, const DistributedOptions& dist);
+DistributedFitResult fit_distributed(const std::string& path, const ReadOptions& read, const FitOptions& options,
+                                     const DistributedOptions& dist);
 
 }  // namespace mixle

@@ -75,7 +75,8 @@ class DeviceError : public Error {
 class NotCompiled : public Error {
  public:
   explicit NotCompiled(const std::string& feature)
-      : Error("mixle was built without " + feature + " support; rebuild with it enabled "
+      : Error("mixle was built without " + feature +
+              " support; rebuild with it enabled "
               "(see README: build options)"),
         feature_(feature) {}
   /// The same error with another message (another rank's NotCompiled, reported here).

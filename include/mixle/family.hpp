@@ -44,17 +44,17 @@ struct SizeRule {
 /// What a family is, as data. The flags default to false; a descriptor states those it sets.
 struct FamilyDescriptor {
   Family family{};
-  const char* name = "";     ///< the name users type and files hold
-  const char* summary = "";  ///< one line: what its columns hold and what its parameters are
+  const char* name = "";                    ///< the name users type and files hold
+  const char* summary = "";                 ///< one line: what its columns hold and what its parameters are
   std::span<const ParamDescriptor> params;  ///< in model-file order; summaries show the first
-  SizeRule statistics;       ///< statistic values per component (the kernels' stat_stride)
-  SizeRule free_parameters;  ///< per component, for BIC/AIC
-  SizeRule flops;            ///< floating-point operations per (row, component) of one EM iteration
-  bool discrete = false;           ///< its columns hold integers (codes, counts, 0/1)
-  bool categories = false;         ///< a part states V, the categories of each column
-  bool log_probabilities = false;  ///< packs log-probabilities, which may be −inf (probability 0)
-  bool row_constant = false;       ///< adds a per-row term of x alone (poisson's −log x!)
-  bool shifted = false;            ///< accumulates its statistics about a per-component shift
+  SizeRule statistics;                      ///< statistic values per component (the kernels' stat_stride)
+  SizeRule free_parameters;                 ///< per component, for BIC/AIC
+  SizeRule flops;                           ///< floating-point operations per (row, component) of one EM iteration
+  bool discrete = false;                    ///< its columns hold integers (codes, counts, 0/1)
+  bool categories = false;                  ///< a part states V, the categories of each column
+  bool log_probabilities = false;           ///< packs log-probabilities, which may be −inf (probability 0)
+  bool row_constant = false;                ///< adds a per-row term of x alone (poisson's −log x!)
+  bool shifted = false;                     ///< accumulates its statistics about a per-component shift
 };
 
 /// The descriptor of `family`.

@@ -21,22 +21,22 @@ enum class InitMethod {
 
 /// Progress of one EM iteration, passed to FitOptions::progress.
 struct FitProgress {
-  int restart = 0;            // 0-based index of the --n-init restart
-  int iteration = 0;          // 1-based
+  int restart = 0;    // 0-based index of the --n-init restart
+  int iteration = 0;  // 1-based
   int max_iter = 0;
-  double mean_loglik = 0.0;   // mean log-likelihood per row of the model evaluated this iteration
-  double delta = 0.0;         // change from the previous iteration (NaN at iteration 1)
-  double seconds = 0.0;       // wall time of this iteration
+  double mean_loglik = 0.0;  // mean log-likelihood per row of the model evaluated this iteration
+  double delta = 0.0;        // change from the previous iteration (NaN at iteration 1)
+  double seconds = 0.0;      // wall time of this iteration
   double rows_per_second = 0.0;
 };
 
 struct FitOptions {
-  std::size_t components = 0;       // K ≥ 1 (ignored with InitMethod::model)
+  std::size_t components = 0;  // K ≥ 1 (ignored with InitMethod::model)
   /// Part layout: a family name for all columns ("gaussian_diag") or a list such as
   /// "gaussian_diag:0-4,categorical:4-5:3,poisson:5-7" (see parse_layout).
   std::string layout = "gaussian_diag";
   int max_iter = 100;
-  double tol = 1e-3;                // on |Δ mean log-likelihood per row|
+  double tol = 1e-3;  // on |Δ mean log-likelihood per row|
   std::uint64_t seed = 0;
   InitMethod init = InitMethod::kmeanspp;
   double init_p = 0.1;              // InitMethod::select
@@ -59,13 +59,13 @@ struct FitOptions {
 
 struct FitResult {
   Model model;
-  std::vector<double> mean_loglik;  // per iteration of the kept restart
+  std::vector<double> mean_loglik;        // per iteration of the kept restart
   std::vector<double> iteration_seconds;  // wall time of each of those iterations (E + M step)
   int iterations = 0;
   bool converged = false;
-  double final_mean_loglik = 0.0;   // of the returned model (one extra E-step)
+  double final_mean_loglik = 0.0;  // of the returned model (one extra E-step)
   std::vector<std::string> warnings;
-  double seconds = 0.0;             // all restarts
+  double seconds = 0.0;  // all restarts
   std::size_t rows = 0;
   int best_restart = 0;
 };
@@ -76,17 +76,14 @@ struct FitResult {
 FitResult fit(const Dataset& data, const FitOptions& options);
 
 /// Per-row log-likelihood log p(x_i) (rows values).
-std::vector<double> score_samples(const Model& model, const Dataset& data,
-                                  const std::string& device = "cpu", int threads = 0,
-                                  const std::string& precision = "fp64");
+std::vector<double> score_samples(const Model& model, const Dataset& data, const std::string& device = "cpu",
+                                  int threads = 0, const std::string& precision = "fp64");
 /// Responsibilities p(k | x_i), rows × K row-major.
-std::vector<double> predict_proba(const Model& model, const Dataset& data,
-                                  const std::string& device = "cpu", int threads = 0,
-                                  const std::string& precision = "fp64");
+std::vector<double> predict_proba(const Model& model, const Dataset& data, const std::string& device = "cpu",
+                                  int threads = 0, const std::string& precision = "fp64");
 /// Most responsible component per row.
-std::vector<std::int64_t> predict(const Model& model, const Dataset& data,
-                                  const std::string& device = "cpu", int threads = 0,
-                                  const std::string& precision = "fp64");
+std::vector<std::int64_t> predict(const Model& model, const Dataset& data, const std::string& device = "cpu",
+                                  int threads = 0, const std::string& precision = "fp64");
 
 /// Bayesian and Akaike information criteria of `model` on `data` (lower is better):
 /// BIC = −2 Σ log p + p·ln N, AIC = −2 Σ log p + 2p, p = model.free_parameters().
@@ -95,7 +92,6 @@ double aic(const Model& model, const Dataset& data);
 
 /// Draws `rows` rows from `model` (float64, rows × model.columns()), and each row's component
 /// in `labels` when given. Deterministic for a seed.
-Dataset sample(const Model& model, std::size_t rows, std::uint64_t seed,
-               std::vector<std::int64_t>* labels = nullptr);
+Dataset sample(const Model& model, std::size_t rows, std::uint64_t seed, std::vector<std::int64_t>* labels = nullptr);
 
 }  // namespace mixle

@@ -51,9 +51,7 @@ MIXLE_HD float exp_nonpositive(float x) {
 }
 
 /// Double version: exact libm exp with the same flush rule.
-MIXLE_HD double exp_nonpositive(double x) {
-  return x < static_cast<double>(kFlushLogRatio) ? 0.0 : exp(x);
-}
+MIXLE_HD double exp_nonpositive(double x) { return x < static_cast<double>(kFlushLogRatio) ? 0.0 : exp(x); }
 
 /// −log(x!) for a non-negative integer-valued x (Poisson's per-row term).
 MIXLE_HD double neg_log_factorial(double x) { return -lgamma(x + 1.0); }

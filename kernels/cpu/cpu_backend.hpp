@@ -21,7 +21,7 @@ namespace mixle::kernels::cpu {
 constexpr int kBlockRows = 128;
 
 struct Options {
-  int threads = 0;            // row-tile threads; 0: OpenMP's default
+  int threads = 0;  // row-tile threads; 0: OpenMP's default
   /// > 1: thread the work of each block across this many contiguous component ranges instead
   /// of across row tiles (the reference's component-parallel fold); results are bit-identical
   /// to serial either way.
@@ -32,21 +32,21 @@ struct Options {
 /// `ld` ≥ model.columns elements) to `stats` (host, model.stat_size float64 values).
 /// Rows that are impossible (−inf under every component) or NaN are skipped and reported.
 template <class T, class X>
-PassReport accumulate(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
-                      double* stats, const Options& options);
+PassReport accumulate(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, double* stats,
+                      const Options& options);
 
 /// Scores rows: per-row log-likelihood (`loglik`, rows values, may be null; −inf for a row
 /// impossible under every component, NaN for a NaN row — both also in the report) and
 /// responsibilities (`resp`, rows × K row-major, may be null; 0 for those rows), host float64.
 template <class T, class X>
-PassReport score(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
-                 double* loglik, double* resp, const Options& options);
+PassReport score(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, double* loglik, double* resp,
+                 const Options& options);
 
 /// Folds given responsibilities `resp` (host, rows × K row-major, float64) into `stats`
 /// without computing log-densities (used by initialisation). stats[0] is left unchanged.
 template <class T, class X>
-void accumulate_given(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
-                      const double* resp, double* stats, const Options& options);
+void accumulate_given(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, const double* resp,
+                      double* stats, const Options& options);
 
 /// Folds the responsibilities r_k = exp(log w_k + log p(x|k) − log_norm[i]) of this model's
 /// components into `stats`, with a per-row normaliser `log_norm` (host, rows float64 values)

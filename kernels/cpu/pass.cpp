@@ -19,8 +19,7 @@ namespace mixle::kernels {
 void PassReport::merge(const PassReport& other) {
   impossible_rows += other.impossible_rows;
   nan_rows += other.nan_rows;
-  for (int i = 0; i < other.num_listed && num_listed < kMaxListed; ++i)
-    listed[num_listed++] = other.listed[i];
+  for (int i = 0; i < other.num_listed && num_listed < kMaxListed; ++i) listed[num_listed++] = other.listed[i];
 }
 
 }  // namespace mixle::kernels
@@ -52,7 +51,7 @@ struct Workspace {
   std::vector<T> block_acc;  // stat_size values, compute precision (only active comps used)
   std::vector<int> active;   // components with any non-zero responsibility in the block
   std::vector<T*> acc_ptrs;
-  std::vector<T> scratch;    // workers × scratch_size
+  std::vector<T> scratch;  // workers × scratch_size
   int scratch_stride = 0;
   int workers = 1;
   PassReport report;
@@ -123,8 +122,10 @@ void log_densities(const ModelView<T>& model, Workspace<T>& ws) {
   if (model.row_offset) {
     std::fill(block.row_offset.begin(), block.row_offset.end(), T(0));
     for (int p = 0; p < model.num_parts; ++p)
-      if (model.parts[p].kind == PartKind::poisson) poisson_row_offset(model.parts[p], block);
-      else if (model.parts[p].kind == PartKind::lognormal) lognormal_row_offset(model.parts[p], block);
+      if (model.parts[p].kind == PartKind::poisson)
+        poisson_row_offset(model.parts[p], block);
+      else if (model.parts[p].kind == PartKind::lognormal)
+        lognormal_row_offset(model.parts[p], block);
   }
   for_component_ranges(K, ws.workers, [&](int w, int k0, int k1) {
     for (int k = k0; k < k1; ++k) {
@@ -373,9 +374,8 @@ std::int64_t tiles_per_round(std::int64_t stat_size) {
 }
 
 template <class T, class X>
-PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_t rows,
-                    std::size_t ld, double* stats, double* loglik, double* resp,
-                    const double* given, const Options& options, T* cache = nullptr) {
+PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, double* stats,
+                    double* loglik, double* resp, const double* given, const Options& options, T* cache = nullptr) {
   const std::int64_t tile_rows = static_cast<std::int64_t>(kBlockRows) * kBlocksPerTile;
   const std::int64_t tiles = (static_cast<std::int64_t>(rows) + tile_rows - 1) / tile_rows;
   const int K = model.components;
@@ -472,20 +472,20 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
 }  // namespace
 
 template <class T, class X>
-PassReport accumulate(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
-                      double* stats, const Options& options) {
+PassReport accumulate(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, double* stats,
+                      const Options& options) {
   return run_pass<T, X>(Mode::accumulate, model, x, rows, ld, stats, nullptr, nullptr, nullptr, options);
 }
 
 template <class T, class X>
-PassReport score(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
-                 double* loglik, double* resp, const Options& options) {
+PassReport score(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, double* loglik, double* resp,
+                 const Options& options) {
   return run_pass<T, X>(Mode::score, model, x, rows, ld, nullptr, loglik, resp, nullptr, options);
 }
 
 template <class T, class X>
-void accumulate_given(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
-                      const double* resp, double* stats, const Options& options) {
+void accumulate_given(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, const double* resp,
+                      double* stats, const Options& options) {
   run_pass<T, X>(Mode::given, model, x, rows, ld, stats, nullptr, nullptr, resp, options);
 }
 
@@ -512,20 +512,19 @@ void accumulate_normalised_kept(const ModelView<T>& model, const X* x, std::size
   stats[0] = header[0], stats[1] = header[1];
 }
 
-#define MIXLE_INSTANTIATE(T, X)                                                                   \
-  template PassReport accumulate<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t,  \
-                                       double*, const Options&);                                 \
-  template PassReport score<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t,       \
-                                  double*, double*, const Options&);                             \
-  template void accumulate_given<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t,  \
-                                       const double*, double*, const Options&);                  \
-  template void accumulate_normalised<T, X>(const ModelView<T>&, const X*, std::size_t,          \
-                                            std::size_t, const double*, double*, const Options&);  \
-  template PassReport score_keeping<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, \
-                                          double*, T*, const Options&);                           \
-  template void accumulate_normalised_kept<T, X>(const ModelView<T>&, const X*, std::size_t,     \
-                                                 std::size_t, T*, const double*, double*,         \
-                                                 const Options&);
+#define MIXLE_INSTANTIATE(T, X)                                                                                     \
+  template PassReport accumulate<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, double*,            \
+                                       const Options&);                                                             \
+  template PassReport score<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, double*, double*,        \
+                                  const Options&);                                                                  \
+  template void accumulate_given<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, const double*,      \
+                                       double*, const Options&);                                                    \
+  template void accumulate_normalised<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, const double*, \
+                                            double*, const Options&);                                               \
+  template PassReport score_keeping<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, double*, T*,     \
+                                          const Options&);                                                          \
+  template void accumulate_normalised_kept<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, T*,       \
+                                                 const double*, double*, const Options&);
 MIXLE_INSTANTIATE(float, float)
 MIXLE_INSTANTIATE(float, double)
 MIXLE_INSTANTIATE(double, float)

@@ -25,8 +25,7 @@ struct CategoricalTerm {
 template <class T>
 struct CategoricalCount {
   int d, v;
-  __device__ CategoricalCount(const PartView<T>& part, int, int j)
-      : d(j / part.categories), v(j % part.categories) {}
+  __device__ CategoricalCount(const PartView<T>& part, int, int j) : d(j / part.categories), v(j % part.categories) {}
   /// [x_d = v] for the truncated code, tested in floating point (no conversion of NaN).
   __device__ T operator()(const T* x, T r) const {
     return x[d] >= static_cast<T>(v) && x[d] < static_cast<T>(v + 1) ? r : T(0);
@@ -41,14 +40,16 @@ void launch_categorical_log_density(const PartView<T>& part, const ChunkArgs<T>&
 }
 
 template <class T>
-void launch_categorical_accumulate(const PartView<T>& part, const ChunkArgs<T>& c,
-                                   const SlotPlan& plan, cudaStream_t s) {
+void launch_categorical_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
+                                   cudaStream_t s) {
   launch_accumulate<T, CategoricalCount<T>>(part, c, plan, s);
 }
 
 template void launch_categorical_log_density<float>(const PartView<float>&, const ChunkArgs<float>&, cudaStream_t);
 template void launch_categorical_log_density<double>(const PartView<double>&, const ChunkArgs<double>&, cudaStream_t);
-template void launch_categorical_accumulate<float>(const PartView<float>&, const ChunkArgs<float>&, const SlotPlan&, cudaStream_t);
-template void launch_categorical_accumulate<double>(const PartView<double>&, const ChunkArgs<double>&, const SlotPlan&, cudaStream_t);
+template void launch_categorical_accumulate<float>(const PartView<float>&, const ChunkArgs<float>&, const SlotPlan&,
+                                                   cudaStream_t);
+template void launch_categorical_accumulate<double>(const PartView<double>&, const ChunkArgs<double>&, const SlotPlan&,
+                                                    cudaStream_t);
 
 }  // namespace mixle::kernels::cuda

@@ -18,18 +18,16 @@ void report_cublas_error(cublasStatus_t status, const char* call, const char* fi
 
 }  // namespace mixle::kernels::cuda
 
-#define MIXLE_DEVICE_TRY_IMPL(status_type, ok, handler, call)                 \
-  do {                                                                         \
-    const status_type mixle_device_status_ = (call);                           \
-    if (mixle_device_status_ != (ok))                                          \
+#define MIXLE_DEVICE_TRY_IMPL(status_type, ok, handler, call)                           \
+  do {                                                                                  \
+    const status_type mixle_device_status_ = (call);                                    \
+    if (mixle_device_status_ != (ok))                                                   \
       ::mixle::kernels::cuda::handler(mixle_device_status_, #call, __FILE__, __LINE__); \
   } while (0)
 
 #define MIXLE_CUDA_TRY(call) MIXLE_DEVICE_TRY_IMPL(cudaError_t, cudaSuccess, throw_cuda_error, call)
-#define MIXLE_CUDA_TRY_NO_THROW(call) \
-  MIXLE_DEVICE_TRY_IMPL(cudaError_t, cudaSuccess, report_cuda_error, call)
-#define MIXLE_CUBLAS_TRY(call) \
-  MIXLE_DEVICE_TRY_IMPL(cublasStatus_t, CUBLAS_STATUS_SUCCESS, throw_cublas_error, call)
+#define MIXLE_CUDA_TRY_NO_THROW(call) MIXLE_DEVICE_TRY_IMPL(cudaError_t, cudaSuccess, report_cuda_error, call)
+#define MIXLE_CUBLAS_TRY(call) MIXLE_DEVICE_TRY_IMPL(cublasStatus_t, CUBLAS_STATUS_SUCCESS, throw_cublas_error, call)
 #define MIXLE_CUBLAS_TRY_NO_THROW(call) \
   MIXLE_DEVICE_TRY_IMPL(cublasStatus_t, CUBLAS_STATUS_SUCCESS, report_cublas_error, call)
 
@@ -37,10 +35,10 @@ void report_cublas_error(cublasStatus_t status, const char* call, const char* fi
 /// (cmake -DMIXLE_CUDA_SYNC_CHECK=ON) it also synchronises, so an asynchronous fault is
 /// reported at the launch that caused it instead of at a later call.
 #if defined(MIXLE_CUDA_SYNC_CHECK) && MIXLE_CUDA_SYNC_CHECK
-#define MIXLE_CUDA_CHECK_LAUNCH()                  \
-  do {                                             \
-    MIXLE_CUDA_TRY(cudaPeekAtLastError());         \
-    MIXLE_CUDA_TRY(cudaDeviceSynchronize());       \
+#define MIXLE_CUDA_CHECK_LAUNCH()            \
+  do {                                       \
+    MIXLE_CUDA_TRY(cudaPeekAtLastError());   \
+    MIXLE_CUDA_TRY(cudaDeviceSynchronize()); \
   } while (0)
 #else
 #define MIXLE_CUDA_CHECK_LAUNCH() MIXLE_CUDA_TRY(cudaPeekAtLastError())

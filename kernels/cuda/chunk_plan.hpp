@@ -33,8 +33,9 @@ constexpr double kDeviceMemoryShare = 0.7;
 /// kPartialBudgetBytes (one slot per chunk at most kMaxChunkRows rows when even that is over).
 /// Depends on the model only, so the slot boundaries do not move with memory or chunking.
 inline std::int64_t slot_rows(std::int64_t stat_size) {
-  const double chunk_bytes = static_cast<double>(kMaxChunkRows) * static_cast<double>(std::max<std::int64_t>(stat_size, 1)) *
-                             sizeof(double) / kSubBlockRows;  // partials of a full chunk at one sub-block per slot
+  const double chunk_bytes = static_cast<double>(kMaxChunkRows) *
+                             static_cast<double>(std::max<std::int64_t>(stat_size, 1)) * sizeof(double) /
+                             kSubBlockRows;  // partials of a full chunk at one sub-block per slot
   const std::int64_t sub_blocks_per_slot = std::clamp<std::int64_t>(
       static_cast<std::int64_t>(std::ceil(chunk_bytes / static_cast<double>(kPartialBudgetBytes))), 1,
       kMaxChunkRows / kSubBlockRows);
@@ -70,19 +71,19 @@ std::size_t work_bytes_per_row(const ModelView<T>& model, bool given, bool log_n
 /// What one pass needs and what the device offers.
 struct ChunkRequest {
   std::int64_t rows = 0;
-  std::size_t row_bytes = 0;           // one row of data in the compute precision
-  std::size_t work_bytes_per_row = 0;  // all else a chunk allocates per row: workspace, staged
-                                       // per-row inputs, TF32 scratch
-  std::int64_t unit = kSubBlockRows;   // chunks start at multiples of it (slot_rows)
-  std::int64_t forced_stream_rows = 0; // MIXLE_CUDA_STREAM_ROWS, a multiple of unit, or 0
-  std::int64_t max_chunk_rows = 0;     // MIXLE_CUDA_CHUNK_ROWS, a multiple of unit, or 0
-  std::size_t free_bytes = 0;          // cudaMemGetInfo
-  std::size_t held_bytes = 0;          // device memory the backend holds and reuses for this pass
+  std::size_t row_bytes = 0;            // one row of data in the compute precision
+  std::size_t work_bytes_per_row = 0;   // all else a chunk allocates per row: workspace, staged
+                                        // per-row inputs, TF32 scratch
+  std::int64_t unit = kSubBlockRows;    // chunks start at multiples of it (slot_rows)
+  std::int64_t forced_stream_rows = 0;  // MIXLE_CUDA_STREAM_ROWS, a multiple of unit, or 0
+  std::int64_t max_chunk_rows = 0;      // MIXLE_CUDA_CHUNK_ROWS, a multiple of unit, or 0
+  std::size_t free_bytes = 0;           // cudaMemGetInfo
+  std::size_t held_bytes = 0;           // device memory the backend holds and reuses for this pass
 };
 
 struct ChunkPlan {
-  bool resident = false;  // upload all rows once and keep them
-  std::int64_t chunk = 0; // rows per chunk; 0: not even one unit fits
+  bool resident = false;   // upload all rows once and keep them
+  std::int64_t chunk = 0;  // rows per chunk; 0: not even one unit fits
   double budget_bytes = 0.0;
   double streamed_bytes_per_row = 0.0;  // two staged copies of a row plus its working memory
 };

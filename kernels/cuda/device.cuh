@@ -31,7 +31,7 @@ void launch_kernel(dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t
 #if MIXLE_CUDA_SIM
 #define MIXLE_DYNAMIC_SHARED(T, name) T* name = ::mixle::cudasim::dynamic_shared<T>()
 #else
-#define MIXLE_DYNAMIC_SHARED(T, name)                                   \
+#define MIXLE_DYNAMIC_SHARED(T, name)                                    \
   extern __shared__ __align__(16) unsigned char mixle_dynamic_shared_[]; \
   T* name = reinterpret_cast<T*>(mixle_dynamic_shared_)
 #endif
@@ -70,9 +70,8 @@ inline dim3 accumulate_grid(int stat_stride, int K, const SlotPlan& plan) {
 ///                      __device__ T operator()(const T* x_row_part, T r) const.
 /// Only entries [0, entries) of each component's block are computed (all by default).
 template <class T, class Term>
-__global__ void accumulate_kernel(PartView<T> part, const T* __restrict__ x, int ld,
-                                  const T* __restrict__ resp, int K, std::int64_t rows,
-                                  std::int64_t rows_per_slot, double* __restrict__ partials,
+__global__ void accumulate_kernel(PartView<T> part, const T* __restrict__ x, int ld, const T* __restrict__ resp, int K,
+                                  std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ partials,
                                   std::int64_t stat_size, int entries) {
   const int j = static_cast<int>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= entries) return;
@@ -96,12 +95,13 @@ __global__ void accumulate_kernel(PartView<T> part, const T* __restrict__ x, int
 }
 
 template <class T, class Term>
-void launch_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
-                       cudaStream_t s, int entries = -1) {
+void launch_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan, cudaStream_t s,
+                       int entries = -1) {
   if (entries < 0) entries = part.stat_stride;
   if (c.rows == 0 || entries == 0) return;
   launch_kernel<accumulate_kernel<T, Term>>(accumulate_grid(entries, c.components, plan), stat_threads(entries), 0, s,
-      part, c.x, c.ld, c.resp, c.components, c.rows, plan.rows_per_slot, plan.partials, plan.stat_size, entries);
+                                            part, c.x, c.ld, c.resp, c.components, c.rows, plan.rows_per_slot,
+                                            plan.partials, plan.stat_size, entries);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 
@@ -110,8 +110,8 @@ void launch_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const Slo
 /// The term continues the running sum l (CPU order: log_const, then each part, dim by dim).
 ///   Term: __device__ T operator()(const PartView<T>&, int k, const T* x_row_part, T l) const.
 template <class T, class Term>
-__global__ void log_density_kernel(PartView<T> part, const T* __restrict__ x, int ld,
-                                   T* __restrict__ logp, int K, std::int64_t rows, Term term) {
+__global__ void log_density_kernel(PartView<T> part, const T* __restrict__ x, int ld, T* __restrict__ logp, int K,
+                                   std::int64_t rows, Term term) {
   const int k = static_cast<int>(blockIdx.y) * kTileComponents + threadIdx.x;
   const std::int64_t n = static_cast<std::int64_t>(blockIdx.x) * kTileRows + threadIdx.y;
   if (k >= K || n >= rows) return;
@@ -122,8 +122,8 @@ __global__ void log_density_kernel(PartView<T> part, const T* __restrict__ x, in
 template <class T, class Term>
 void launch_log_density(const PartView<T>& part, const ChunkArgs<T>& c, Term term, cudaStream_t s) {
   if (c.rows == 0) return;
-  launch_kernel<log_density_kernel<T, Term>>(log_density_grid(c.rows, c.components), log_density_block(), 0, s,
-      part, c.x, c.ld, c.resp, c.components, c.rows, term);
+  launch_kernel<log_density_kernel<T, Term>>(log_density_grid(c.rows, c.components), log_density_block(), 0, s, part,
+                                             c.x, c.ld, c.resp, c.components, c.rows, term);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 

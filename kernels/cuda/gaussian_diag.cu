@@ -29,7 +29,8 @@ struct DiagMoment {
   bool second;
   T shift;
   __device__ DiagMoment(const PartView<T>& part, int k, int j)
-      : d(j < part.dims ? j : j - part.dims), second(j >= part.dims),
+      : d(j < part.dims ? j : j - part.dims),
+        second(j >= part.dims),
         shift(part.shift[static_cast<std::int64_t>(k) * part.dims + (j < part.dims ? j : j - part.dims)]) {}
   __device__ T operator()(const T* x, T r) const {
     const T t = x[d] - shift;
@@ -52,9 +53,9 @@ constexpr int kDiagMaxComps = 128;
 
 template <class T>
 __global__ void __launch_bounds__(kDiagThreads)
-diag_stats_tiled_kernel(PartView<T> part, const T* __restrict__ x, int ld, const T* __restrict__ resp, int K,
-                        std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ partials,
-                        std::int64_t stat_size, int comps_per_block, int dims_per_block) {
+    diag_stats_tiled_kernel(PartView<T> part, const T* __restrict__ x, int ld, const T* __restrict__ resp, int K,
+                            std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ partials,
+                            std::int64_t stat_size, int comps_per_block, int dims_per_block) {
   __shared__ T xs[kDiagRowsPerLoad][kDiagMaxDims];
   __shared__ T rs[kDiagRowsPerLoad][kDiagMaxComps];
   const int tid = threadIdx.x;
@@ -87,8 +88,7 @@ diag_stats_tiled_kernel(PartView<T> part, const T* __restrict__ x, int ld, const
       __syncthreads();  // the previous tile has been consumed
       for (int i = tid; i < nrow * DT; i += kDiagThreads)
         xs[i / DT][i % DT] = x[(r0 + i / DT) * ld + part.col_begin + d0 + i % DT];
-      for (int i = tid; i < nrow * KT; i += kDiagThreads)
-        rs[i / KT][i % KT] = resp[(r0 + i / KT) * K + k0 + i % KT];
+      for (int i = tid; i < nrow * KT; i += kDiagThreads) rs[i / KT][i % KT] = resp[(r0 + i / KT) * K + k0 + i % KT];
       __syncthreads();
       for (int row = 0; row < nrow; ++row) {
 #pragma unroll
@@ -104,7 +104,8 @@ diag_stats_tiled_kernel(PartView<T> part, const T* __restrict__ x, int ld, const
       }
     }
 #pragma unroll
-    for (int i = 0; i < kDiagPairsPerThread; ++i) tot1[i] += static_cast<double>(acc1[i]), tot2[i] += static_cast<double>(acc2[i]);
+    for (int i = 0; i < kDiagPairsPerThread; ++i)
+      tot1[i] += static_cast<double>(acc1[i]), tot2[i] += static_cast<double>(acc2[i]);
   }
 #pragma unroll
   for (int i = 0; i < kDiagPairsPerThread; ++i) {
@@ -130,8 +131,8 @@ void launch_gaussian_diag_log_density(const PartView<T>& part, const ChunkArgs<T
 }
 
 template <class T>
-void launch_gaussian_diag_accumulate(const PartView<T>& part, const ChunkArgs<T>& c,
-                                     const SlotPlan& plan, cudaStream_t s) {
+void launch_gaussian_diag_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
+                                     cudaStream_t s) {
   if (use_generic_diag_stats()) {
     launch_accumulate<T, DiagMoment<T>>(part, c, plan, s);
     return;
@@ -144,14 +145,16 @@ void launch_gaussian_diag_accumulate(const PartView<T>& part, const ChunkArgs<T>
   const dim3 grid(static_cast<unsigned>(plan.slots), ceil_div(c.components, comps_per_block),
                   ceil_div(part.dims, dims_per_block));
   launch_kernel<diag_stats_tiled_kernel<T>>(grid, kDiagThreads, 0, s, part, c.x, c.ld, c.resp, c.components, c.rows,
-                                                           plan.rows_per_slot, plan.partials, plan.stat_size,
-                                                           comps_per_block, dims_per_block);
+                                            plan.rows_per_slot, plan.partials, plan.stat_size, comps_per_block,
+                                            dims_per_block);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 
 template void launch_gaussian_diag_log_density<float>(const PartView<float>&, const ChunkArgs<float>&, cudaStream_t);
 template void launch_gaussian_diag_log_density<double>(const PartView<double>&, const ChunkArgs<double>&, cudaStream_t);
-template void launch_gaussian_diag_accumulate<float>(const PartView<float>&, const ChunkArgs<float>&, const SlotPlan&, cudaStream_t);
-template void launch_gaussian_diag_accumulate<double>(const PartView<double>&, const ChunkArgs<double>&, const SlotPlan&, cudaStream_t);
+template void launch_gaussian_diag_accumulate<float>(const PartView<float>&, const ChunkArgs<float>&, const SlotPlan&,
+                                                     cudaStream_t);
+template void launch_gaussian_diag_accumulate<double>(const PartView<double>&, const ChunkArgs<double>&,
+                                                      const SlotPlan&, cudaStream_t);
 
 }  // namespace mixle::kernels::cuda

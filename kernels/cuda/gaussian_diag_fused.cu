@@ -25,10 +25,10 @@ constexpr int kFusedMaxD = 64;
 constexpr int kFusedPairsPerThread = 8;
 
 __global__ void __launch_bounds__(kFusedThreads)
-diag_fused_kernel(PartView<float> part, const float* __restrict__ log_const, const float* __restrict__ x, int ld,
-                  int K, std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ loglik,
-                  int* __restrict__ status, DeviceReport* report, double* __restrict__ partials,
-                  std::int64_t stat_size) {
+    diag_fused_kernel(PartView<float> part, const float* __restrict__ log_const, const float* __restrict__ x, int ld,
+                      int K, std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ loglik,
+                      int* __restrict__ status, DeviceReport* report, double* __restrict__ partials,
+                      std::int64_t stat_size) {
   __shared__ float xs[kFusedRows][kFusedMaxD];
   __shared__ float ls[kFusedRows][kFusedMaxK];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -93,7 +93,8 @@ diag_fused_kernel(PartView<float> part, const float* __restrict__ log_const, con
         for (int row = 0; row < nrow; ++row) mass += ls[row][tid];
     }
 #pragma unroll
-    for (int i = 0; i < kFusedPairsPerThread; ++i) tot1[i] += static_cast<double>(acc1[i]), tot2[i] += static_cast<double>(acc2[i]);
+    for (int i = 0; i < kFusedPairsPerThread; ++i)
+      tot1[i] += static_cast<double>(acc1[i]), tot2[i] += static_cast<double>(acc2[i]);
     mass_total += static_cast<double>(mass);
   }
 
@@ -131,9 +132,9 @@ bool gaussian_diag_fused_eligible(const ModelView<float>& model) {
 void launch_gaussian_diag_fused(const ModelView<float>& model, const ChunkArgs<float>& c, const SlotPlan& plan,
                                 DeviceReport* report, cudaStream_t s) {
   if (c.rows == 0) return;
-  launch_kernel<diag_fused_kernel>(static_cast<unsigned>(plan.slots), kFusedThreads, 0, s,
-      model.parts[0], model.log_const, c.x, c.ld, c.components, c.rows, plan.rows_per_slot, c.loglik, c.status,
-      report, plan.partials, plan.stat_size);
+  launch_kernel<diag_fused_kernel>(static_cast<unsigned>(plan.slots), kFusedThreads, 0, s, model.parts[0],
+                                   model.log_const, c.x, c.ld, c.components, c.rows, plan.rows_per_slot, c.loglik,
+                                   c.status, report, plan.partials, plan.stat_size);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 

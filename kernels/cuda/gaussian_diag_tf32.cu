@@ -12,8 +12,7 @@ namespace mixle::kernels::cuda {
 namespace {
 
 /// One thread per component: W[k] = [h (D), −2 h m (D)] (row-major K × 2D) and c_k.
-__global__ void tf32_weights_kernel(PartView<float> part, int K, float* __restrict__ w,
-                                    float* __restrict__ c) {
+__global__ void tf32_weights_kernel(PartView<float> part, int K, float* __restrict__ w, float* __restrict__ c) {
   const int k = static_cast<int>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (k >= K) return;
   const int D = part.dims;
@@ -30,8 +29,8 @@ __global__ void tf32_weights_kernel(PartView<float> part, int K, float* __restri
 }
 
 /// A[n] = [x∘x, x] (row-major rows × 2D).
-__global__ void tf32_features_kernel(PartView<float> part, const float* __restrict__ x, int ld,
-                                     std::int64_t rows, float* __restrict__ a) {
+__global__ void tf32_features_kernel(PartView<float> part, const float* __restrict__ x, int ld, std::int64_t rows,
+                                     float* __restrict__ a) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int D = part.dims;
   if (i >= rows * D) return;
@@ -42,8 +41,7 @@ __global__ void tf32_features_kernel(PartView<float> part, const float* __restri
   a[n * 2 * D + D + d] = v;
 }
 
-__global__ void add_constant_kernel(const float* __restrict__ c, float* __restrict__ logp, int K,
-                                    std::int64_t rows) {
+__global__ void add_constant_kernel(const float* __restrict__ c, float* __restrict__ logp, int K, std::int64_t rows) {
   const int k = static_cast<int>(blockIdx.y) * kTileComponents + threadIdx.x;
   const std::int64_t n = static_cast<std::int64_t>(blockIdx.x) * kTileRows + threadIdx.y;
   if (k >= K || n >= rows) return;
@@ -74,9 +72,9 @@ void launch_gaussian_diag_log_density_tf32(cublasHandle_t handle, const PartView
   // and A (rows × 2D) are column-major 2D × K and 2D × rows.
   const float one = 1.0f;
   MIXLE_CUBLAS_TRY(cublasSetStream(handle, s));
-  MIXLE_CUBLAS_TRY(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, K, static_cast<int>(c.rows), 2 * D,
-                                &one, w, CUDA_R_32F, 2 * D, a, CUDA_R_32F, 2 * D, &one, c.resp,
-                                CUDA_R_32F, K, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
+  MIXLE_CUBLAS_TRY(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, K, static_cast<int>(c.rows), 2 * D, &one, w,
+                                CUDA_R_32F, 2 * D, a, CUDA_R_32F, 2 * D, &one, c.resp, CUDA_R_32F, K,
+                                CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
   launch_kernel<add_constant_kernel>(log_density_grid(c.rows, K), log_density_block(), 0, s, ck, c.resp, K, c.rows);
   MIXLE_CUDA_CHECK_LAUNCH();
   MIXLE_CUDA_TRY(cudaFreeAsync(a_raw, s));

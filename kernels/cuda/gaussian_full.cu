@@ -19,8 +19,8 @@ constexpr int kFullOutputs = 16;  // y_i kept in registers per pass over the row
 /// recomputed for every i). Per output the arithmetic is the CPU's: y_i = Σ_{j≤i} P_ij (x_j − m_j)
 /// with j ascending, then l −= ½ y_i² with i ascending.
 template <class T>
-__global__ void full_log_density_kernel(PartView<T> part, const T* __restrict__ x, int ld,
-                                        T* __restrict__ logp, int K, std::int64_t rows) {
+__global__ void full_log_density_kernel(PartView<T> part, const T* __restrict__ x, int ld, T* __restrict__ logp, int K,
+                                        std::int64_t rows) {
   const std::int64_t n = static_cast<std::int64_t>(blockIdx.x) * kFullRows + threadIdx.x;
   const int k = static_cast<int>(blockIdx.y);
   if (n >= rows) return;
@@ -74,10 +74,10 @@ struct FullMoment {
 // Tiled second moments: a block owns (slot, component k, a 64 × 64 region of S2 on or above the
 // diagonal of regions); each of its 256 threads keeps a 4 × 4 register block, and a region above
 // the diagonal is also written to its mirror image (S2 is symmetric): half the work. The mirror
-// holds Σ (r·t_i)·t_j where the CPU sums (r·t_j)·t_i, the same value to rounding. 32 rows of t = x − s_k (the region's i and j
-// columns) and of r are staged in shared memory at a time, so per row a thread does 16 FMAs for
-// 8 shared loads. Per entry the arithmetic is the generic kernel's and the CPU's:
-// acc += (r·t_i)·t_j in row order, T within kSubBlockRows rows, float64 across.
+// holds Σ (r·t_i)·t_j where the CPU sums (r·t_j)·t_i, the same value to rounding. 32 rows of t = x − s_k (the region's
+// i and j columns) and of r are staged in shared memory at a time, so per row a thread does 16 FMAs for 8 shared loads.
+// Per entry the arithmetic is the generic kernel's and the CPU's: acc += (r·t_i)·t_j in row order, T within
+// kSubBlockRows rows, float64 across.
 constexpr int kFullSpan = 64;
 constexpr int kFullReg = 4;
 constexpr int kFullTileThreads = (kFullSpan / kFullReg) * (kFullSpan / kFullReg);  // 256
@@ -85,9 +85,9 @@ constexpr int kFullRowsPerLoad = 32;
 
 template <class T>
 __global__ void __launch_bounds__(kFullTileThreads)
-full_second_moment_kernel(PartView<T> part, const T* __restrict__ x, int ld, const T* __restrict__ resp, int K,
-                          std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ partials,
-                          std::int64_t stat_size, int spans) {
+    full_second_moment_kernel(PartView<T> part, const T* __restrict__ x, int ld, const T* __restrict__ resp, int K,
+                              std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ partials,
+                              std::int64_t stat_size, int spans) {
   __shared__ T ti[kFullRowsPerLoad][kFullSpan];
   __shared__ T tj[kFullRowsPerLoad][kFullSpan];
   __shared__ T rsh[kFullRowsPerLoad];
@@ -176,8 +176,8 @@ void launch_gaussian_full_log_density(const PartView<T>& part, const ChunkArgs<T
 }
 
 template <class T>
-void launch_gaussian_full_accumulate(const PartView<T>& part, const ChunkArgs<T>& c,
-                                     const SlotPlan& plan, cudaStream_t s) {
+void launch_gaussian_full_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
+                                     cudaStream_t s) {
   if (use_generic_full_stats()) {
     launch_accumulate<T, FullMoment<T>>(part, c, plan, s);
     return;
@@ -188,14 +188,16 @@ void launch_gaussian_full_accumulate(const PartView<T>& part, const ChunkArgs<T>
   const int spans = static_cast<int>(ceil_div(part.dims, kFullSpan));
   const dim3 grid(static_cast<unsigned>(plan.slots), static_cast<unsigned>(c.components),
                   static_cast<unsigned>(spans * (spans + 1) / 2));
-  launch_kernel<full_second_moment_kernel<T>>(grid, kFullTileThreads, 0, s, part, c.x, c.ld, c.resp, c.components, c.rows,
-                                                                 plan.rows_per_slot, plan.partials, plan.stat_size, spans);
+  launch_kernel<full_second_moment_kernel<T>>(grid, kFullTileThreads, 0, s, part, c.x, c.ld, c.resp, c.components,
+                                              c.rows, plan.rows_per_slot, plan.partials, plan.stat_size, spans);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 
 template void launch_gaussian_full_log_density<float>(const PartView<float>&, const ChunkArgs<float>&, cudaStream_t);
 template void launch_gaussian_full_log_density<double>(const PartView<double>&, const ChunkArgs<double>&, cudaStream_t);
-template void launch_gaussian_full_accumulate<float>(const PartView<float>&, const ChunkArgs<float>&, const SlotPlan&, cudaStream_t);
-template void launch_gaussian_full_accumulate<double>(const PartView<double>&, const ChunkArgs<double>&, const SlotPlan&, cudaStream_t);
+template void launch_gaussian_full_accumulate<float>(const PartView<float>&, const ChunkArgs<float>&, const SlotPlan&,
+                                                     cudaStream_t);
+template void launch_gaussian_full_accumulate<double>(const PartView<double>&, const ChunkArgs<double>&,
+                                                      const SlotPlan&, cudaStream_t);
 
 }  // namespace mixle::kernels::cuda

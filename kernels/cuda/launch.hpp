@@ -9,7 +9,7 @@ namespace mixle::kernels::cuda {
 /// Device pointers of one chunk.
 template <class T>
 struct ChunkArgs {
-  const T* x = nullptr;      // rows × ld
+  const T* x = nullptr;  // rows × ld
   int ld = 0;
   std::int64_t rows = 0;
   int components = 0;        // K
@@ -24,7 +24,7 @@ struct SlotPlan {
   std::int64_t slots = 1;
   std::int64_t rows_per_slot = 0;  // a multiple of kSubBlockRows
   std::int64_t stat_size = 0;
-  double* partials = nullptr;      // slots × stat_size, device
+  double* partials = nullptr;  // slots × stat_size, device
 };
 
 // normalise.cu
@@ -33,8 +33,7 @@ void launch_init_log_density(const ModelView<T>& model, const ChunkArgs<T>& c, c
 template <class T>
 void launch_normalise(const ChunkArgs<T>& c, DeviceReport* report, cudaStream_t s);
 template <class T>
-void launch_list_bad_rows(const ChunkArgs<T>& c, std::int64_t first_row, DeviceReport* report,
-                          cudaStream_t s);
+void launch_list_bad_rows(const ChunkArgs<T>& c, std::int64_t first_row, DeviceReport* report, cudaStream_t s);
 
 // normalise_external.cu
 /// PassMode::normalised: c.resp's log-densities become r = exp_nonpositive(min(L − (T)N, 0))
@@ -45,16 +44,15 @@ void launch_normalise_external(const ChunkArgs<T>& c, const double* log_norm, cu
 
 // reduce.cu
 template <class T>
-void launch_header_partials(PassMode mode, const ChunkArgs<T>& c, const SlotPlan& plan,
-                            cudaStream_t s);
+void launch_header_partials(PassMode mode, const ChunkArgs<T>& c, const SlotPlan& plan, cudaStream_t s);
 void launch_reduce_slots(const SlotPlan& plan, double* stats, cudaStream_t s);
 
 // one per family
 template <class T>
 void launch_gaussian_diag_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s);
 template <class T>
-void launch_gaussian_diag_accumulate(const PartView<T>& part, const ChunkArgs<T>& c,
-                                     const SlotPlan& plan, cudaStream_t s);
+void launch_gaussian_diag_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
+                                     cudaStream_t s);
 /// TF32 tensor-op variant (float only): L += [x², x]·W, W from the part's coefficients.
 void launch_gaussian_diag_log_density_tf32(cublasHandle_t handle, const PartView<float>& part,
                                            const ChunkArgs<float>& c, cudaStream_t s);
@@ -67,19 +65,18 @@ void launch_gaussian_diag_fused(const ModelView<float>& model, const ChunkArgs<f
 template <class T>
 void launch_gaussian_full_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s);
 template <class T>
-void launch_gaussian_full_accumulate(const PartView<T>& part, const ChunkArgs<T>& c,
-                                     const SlotPlan& plan, cudaStream_t s);
+void launch_gaussian_full_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
+                                     cudaStream_t s);
 template <class T>
 void launch_categorical_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s);
 template <class T>
-void launch_categorical_accumulate(const PartView<T>& part, const ChunkArgs<T>& c,
-                                   const SlotPlan& plan, cudaStream_t s);
+void launch_categorical_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
+                                   cudaStream_t s);
 /// poisson, exponential, bernoulli (terms linear in a per-(component, dim) coefficient).
 template <class T>
 void launch_rate_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s);
 template <class T>
-void launch_rate_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
-                            cudaStream_t s);
+void launch_rate_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan, cudaStream_t s);
 template <class T>
 void launch_poisson_row_offset(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s);
 /// gamma and lognormal (positive_families.cu: terms of log x).
@@ -90,8 +87,7 @@ void launch_gamma_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, con
 template <class T>
 void launch_lognormal_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s);
 template <class T>
-void launch_lognormal_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
-                                 cudaStream_t s);
+void launch_lognormal_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan, cudaStream_t s);
 template <class T>
 void launch_lognormal_row_offset(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s);
 

@@ -40,8 +40,8 @@ __global__ void normalise_external_kernel(T* __restrict__ resp, const double* __
 template <class T>
 void launch_normalise_external(const ChunkArgs<T>& c, const double* log_norm, cudaStream_t s) {
   if (c.rows == 0 || c.components == 0) return;
-  launch_kernel<normalise_external_kernel<T>>(log_density_grid(c.rows, c.components), log_density_block(), 0, s,
-      c.resp, log_norm, c.components, c.rows);
+  launch_kernel<normalise_external_kernel<T>>(log_density_grid(c.rows, c.components), log_density_block(), 0, s, c.resp,
+                                              log_norm, c.components, c.rows);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 

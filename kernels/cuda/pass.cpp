@@ -30,8 +30,8 @@ void DeviceModel<T>::upload(const ModelView<T>& host, cudaStream_t stream) {
   std::size_t coef_at = 0, shift_at = 0;
   for (PartView<T>& part : parts_) {
     const std::size_t coef_count = K * static_cast<std::size_t>(part.coef_stride);
-    MIXLE_CUDA_TRY(cudaMemcpyAsync(coef_.data() + coef_at, part.coef, coef_count * sizeof(T),
-                                   cudaMemcpyHostToDevice, stream));
+    MIXLE_CUDA_TRY(
+        cudaMemcpyAsync(coef_.data() + coef_at, part.coef, coef_count * sizeof(T), cudaMemcpyHostToDevice, stream));
     part.coef = coef_.data() + coef_at;
     coef_at += coef_count;
     if (part.shift) {
@@ -68,13 +68,14 @@ SlotPlan plan_slots(std::int64_t rows, std::int64_t stat_size) {
 }
 
 template <class T>
-void add_log_densities(const ModelView<T>& model, const ChunkArgs<T>& c, cublasHandle_t tf32,
-                       cudaStream_t s) {
+void add_log_densities(const ModelView<T>& model, const ChunkArgs<T>& c, cublasHandle_t tf32, cudaStream_t s) {
   if (model.row_offset) {
     MIXLE_CUDA_TRY(cudaMemsetAsync(c.row_offset, 0, static_cast<std::size_t>(c.rows) * sizeof(T), s));
     for (int p = 0; p < model.num_parts; ++p)
-      if (model.parts[p].kind == PartKind::poisson) launch_poisson_row_offset(model.parts[p], c, s);
-      else if (model.parts[p].kind == PartKind::lognormal) launch_lognormal_row_offset(model.parts[p], c, s);
+      if (model.parts[p].kind == PartKind::poisson)
+        launch_poisson_row_offset(model.parts[p], c, s);
+      else if (model.parts[p].kind == PartKind::lognormal)
+        launch_lognormal_row_offset(model.parts[p], c, s);
   }
   launch_init_log_density(model, c, s);
   for (int p = 0; p < model.num_parts; ++p) {
@@ -101,8 +102,8 @@ void add_log_densities(const ModelView<T>& model, const ChunkArgs<T>& c, cublasH
 }
 
 template <class T>
-void add_statistics(PassMode mode, const ModelView<T>& model, const ChunkArgs<T>& c,
-                    const SlotPlan& plan, double* stats, cudaStream_t s) {
+void add_statistics(PassMode mode, const ModelView<T>& model, const ChunkArgs<T>& c, const SlotPlan& plan,
+                    double* stats, cudaStream_t s) {
   launch_header_partials(mode, c, plan, s);
   for (int p = 0; p < model.num_parts; ++p) {
     const PartView<T>& part = model.parts[p];
@@ -123,9 +124,9 @@ void add_statistics(PassMode mode, const ModelView<T>& model, const ChunkArgs<T>
 }  // namespace
 
 template <class T>
-void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_t rows, int ld,
-               std::int64_t first_row, const T* given_resp, const double* log_norm, ChunkWorkspace<T>& ws,
-               double* stats, DeviceReport* report, cublasHandle_t tf32, cudaStream_t stream) {
+void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_t rows, int ld, std::int64_t first_row,
+               const T* given_resp, const double* log_norm, ChunkWorkspace<T>& ws, double* stats, DeviceReport* report,
+               cublasHandle_t tf32, cudaStream_t stream) {
   if (rows <= 0) return;
   if (mode == PassMode::given && !given_resp)
     throw InvalidInput("CUDA chunk pass: given mode without responsibilities");
@@ -172,7 +173,8 @@ void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_
   SlotPlan plan = plan_slots(rows, model.stat_size);
   if (plan.slots > 65535)  // grid.z of the statistics kernels; chunks are ≤ kMaxChunkRows
     throw InvalidInput("CUDA chunk of " + std::to_string(rows) + " rows needs " + std::to_string(plan.slots) +
-                       " statistics slots; at most 65535 (chunks are limited to " + std::to_string(kMaxChunkRows) + " rows)");
+                       " statistics slots; at most 65535 (chunks are limited to " + std::to_string(kMaxChunkRows) +
+                       " rows)");
   ws.partials.reserve(static_cast<std::size_t>(plan.slots * plan.stat_size));
   plan.partials = ws.partials.data();
   add_statistics(mode, model, c, plan, stats, stream);
@@ -182,11 +184,11 @@ template class DeviceModel<float>;
 template class DeviceModel<double>;
 template struct ChunkWorkspace<float>;
 template struct ChunkWorkspace<double>;
-template void run_chunk<float>(PassMode, const ModelView<float>&, const float*, std::int64_t, int,
-                               std::int64_t, const float*, const double*, ChunkWorkspace<float>&, double*,
-                               DeviceReport*, cublasHandle_t, cudaStream_t);
-template void run_chunk<double>(PassMode, const ModelView<double>&, const double*, std::int64_t, int,
-                                std::int64_t, const double*, const double*, ChunkWorkspace<double>&, double*,
-                                DeviceReport*, cublasHandle_t, cudaStream_t);
+template void run_chunk<float>(PassMode, const ModelView<float>&, const float*, std::int64_t, int, std::int64_t,
+                               const float*, const double*, ChunkWorkspace<float>&, double*, DeviceReport*,
+                               cublasHandle_t, cudaStream_t);
+template void run_chunk<double>(PassMode, const ModelView<double>&, const double*, std::int64_t, int, std::int64_t,
+                                const double*, const double*, ChunkWorkspace<double>&, double*, DeviceReport*,
+                                cublasHandle_t, cudaStream_t);
 
 }  // namespace mixle::kernels::cuda

@@ -67,10 +67,10 @@ class DeviceModel {
 /// Device working memory for chunks of up to `rows` rows: O(rows·(K + 1)) plus the partials.
 template <class T>
 struct ChunkWorkspace {
-  DeviceBuffer<T> resp;        // rows × K: log-densities, then responsibilities
-  DeviceBuffer<T> row_offset;  // rows
-  DeviceBuffer<double> loglik; // rows
-  DeviceBuffer<int> status;    // rows (RowStatus)
+  DeviceBuffer<T> resp;           // rows × K: log-densities, then responsibilities
+  DeviceBuffer<T> row_offset;     // rows
+  DeviceBuffer<double> loglik;    // rows
+  DeviceBuffer<int> status;       // rows (RowStatus)
   DeviceBuffer<double> partials;  // slots × stat_size
 
   /// Takes workspace_bytes_per_row<T>(components) per row (kernels/cuda/chunk_plan.hpp).
@@ -85,8 +85,8 @@ struct ChunkWorkspace {
 /// tf32: null, or a cuBLAS handle bound to `stream` — the explicit TF32 opt-in: float passes
 /// then compute gaussian_diag log-densities with a tensor-op GEMM (docs/cuda.md).
 template <class T>
-void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_t rows, int ld,
-               std::int64_t first_row, const T* given_resp, const double* log_norm, ChunkWorkspace<T>& ws,
-               double* stats, DeviceReport* report, cublasHandle_t tf32, cudaStream_t stream);
+void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_t rows, int ld, std::int64_t first_row,
+               const T* given_resp, const double* log_norm, ChunkWorkspace<T>& ws, double* stats, DeviceReport* report,
+               cublasHandle_t tf32, cudaStream_t stream);
 
 }  // namespace mixle::kernels::cuda

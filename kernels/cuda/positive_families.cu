@@ -50,7 +50,8 @@ struct LognormalMoment {
   bool second;
   T shift;
   __device__ LognormalMoment(const PartView<T>& part, int k, int j)
-      : d(j < part.dims ? j : j - part.dims), second(j >= part.dims),
+      : d(j < part.dims ? j : j - part.dims),
+        second(j >= part.dims),
         shift(part.shift[static_cast<std::int64_t>(k) * part.dims + (j < part.dims ? j : j - part.dims)]) {}
   __device__ T operator()(const T* x, T r) const {
     const T t = log_of(x[d]) - shift;
@@ -88,8 +89,7 @@ void launch_lognormal_log_density(const PartView<T>& part, const ChunkArgs<T>& c
 }
 
 template <class T>
-void launch_lognormal_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
-                                 cudaStream_t s) {
+void launch_lognormal_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan, cudaStream_t s) {
   launch_accumulate<T, LognormalMoment<T>>(part, c, plan, s);
 }
 
@@ -101,13 +101,12 @@ void launch_lognormal_row_offset(const PartView<T>& part, const ChunkArgs<T>& c,
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 
-#define MIXLE_INSTANTIATE(T)                                                                                \
-  template void launch_gamma_log_density<T>(const PartView<T>&, const ChunkArgs<T>&, cudaStream_t);         \
-  template void launch_gamma_accumulate<T>(const PartView<T>&, const ChunkArgs<T>&, const SlotPlan&,        \
-                                           cudaStream_t);                                                  \
-  template void launch_lognormal_log_density<T>(const PartView<T>&, const ChunkArgs<T>&, cudaStream_t);     \
-  template void launch_lognormal_accumulate<T>(const PartView<T>&, const ChunkArgs<T>&, const SlotPlan&,    \
-                                               cudaStream_t);                                              \
+#define MIXLE_INSTANTIATE(T)                                                                                        \
+  template void launch_gamma_log_density<T>(const PartView<T>&, const ChunkArgs<T>&, cudaStream_t);                 \
+  template void launch_gamma_accumulate<T>(const PartView<T>&, const ChunkArgs<T>&, const SlotPlan&, cudaStream_t); \
+  template void launch_lognormal_log_density<T>(const PartView<T>&, const ChunkArgs<T>&, cudaStream_t);             \
+  template void launch_lognormal_accumulate<T>(const PartView<T>&, const ChunkArgs<T>&, const SlotPlan&,            \
+                                               cudaStream_t);                                                       \
   template void launch_lognormal_row_offset<T>(const PartView<T>&, const ChunkArgs<T>&, cudaStream_t);
 MIXLE_INSTANTIATE(float)
 MIXLE_INSTANTIATE(double)

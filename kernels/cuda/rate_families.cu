@@ -32,14 +32,13 @@ struct RateMoment {
 };
 
 template <class T>
-__global__ void poisson_row_offset_kernel(PartView<T> part, const T* __restrict__ x, int ld,
-                                          T* __restrict__ row_offset, std::int64_t rows) {
+__global__ void poisson_row_offset_kernel(PartView<T> part, const T* __restrict__ x, int ld, T* __restrict__ row_offset,
+                                          std::int64_t rows) {
   const std::int64_t n = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (n >= rows) return;
   const T* xr = x + n * ld + part.col_begin;
   T off = row_offset[n];
-  for (int d = 0; d < part.dims; ++d)
-    off += static_cast<T>(neg_log_factorial(static_cast<double>(xr[d])));
+  for (int d = 0; d < part.dims; ++d) off += static_cast<T>(neg_log_factorial(static_cast<double>(xr[d])));
   row_offset[n] = off;
 }
 
@@ -51,8 +50,7 @@ void launch_rate_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cud
 }
 
 template <class T>
-void launch_rate_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
-                            cudaStream_t s) {
+void launch_rate_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan, cudaStream_t s) {
   launch_accumulate<T, RateMoment<T>>(part, c, plan, s);
 }
 
@@ -63,10 +61,9 @@ void launch_poisson_row_offset(const PartView<T>& part, const ChunkArgs<T>& c, c
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 
-#define MIXLE_INSTANTIATE(T)                                                                   \
-  template void launch_rate_log_density<T>(const PartView<T>&, const ChunkArgs<T>&, cudaStream_t); \
-  template void launch_rate_accumulate<T>(const PartView<T>&, const ChunkArgs<T>&, const SlotPlan&, \
-                                          cudaStream_t);                                          \
+#define MIXLE_INSTANTIATE(T)                                                                                       \
+  template void launch_rate_log_density<T>(const PartView<T>&, const ChunkArgs<T>&, cudaStream_t);                 \
+  template void launch_rate_accumulate<T>(const PartView<T>&, const ChunkArgs<T>&, const SlotPlan&, cudaStream_t); \
   template void launch_poisson_row_offset<T>(const PartView<T>&, const ChunkArgs<T>&, cudaStream_t);
 MIXLE_INSTANTIATE(float)
 MIXLE_INSTANTIATE(double)

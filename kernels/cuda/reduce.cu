@@ -18,9 +18,8 @@ constexpr int kHeaderAccumulate = 0, kHeaderGiven = 1, kHeaderNormalised = 2;
 
 template <class T>
 __global__ void header_kernel(int header_mode, const T* __restrict__ resp, const double* __restrict__ loglik,
-                              const int* __restrict__ status, int K, std::int64_t rows,
-                              std::int64_t rows_per_slot, double* __restrict__ partials,
-                              std::int64_t stat_size) {
+                              const int* __restrict__ status, int K, std::int64_t rows, std::int64_t rows_per_slot,
+                              double* __restrict__ partials, std::int64_t stat_size) {
   const std::int64_t slot = blockIdx.x;
   const std::int64_t begin = slot * rows_per_slot;
   const std::int64_t end = begin + rows_per_slot < rows ? begin + rows_per_slot : rows;
@@ -56,8 +55,8 @@ __global__ void header_kernel(int header_mode, const T* __restrict__ resp, const
   }
 }
 
-__global__ void reduce_slots_kernel(const double* __restrict__ partials, std::int64_t slots,
-                                    std::int64_t stat_size, double* __restrict__ stats) {
+__global__ void reduce_slots_kernel(const double* __restrict__ partials, std::int64_t slots, std::int64_t stat_size,
+                                    double* __restrict__ stats) {
   const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kReduceThreads + threadIdx.x;
   if (j >= stat_size) return;
   double total = stats[j];
@@ -68,22 +67,21 @@ __global__ void reduce_slots_kernel(const double* __restrict__ partials, std::in
 }  // namespace
 
 template <class T>
-void launch_header_partials(PassMode mode, const ChunkArgs<T>& c, const SlotPlan& plan,
-                            cudaStream_t s) {
+void launch_header_partials(PassMode mode, const ChunkArgs<T>& c, const SlotPlan& plan, cudaStream_t s) {
   if (c.rows == 0) return;
   const int header_mode = mode == PassMode::given        ? kHeaderGiven
                           : mode == PassMode::normalised ? kHeaderNormalised
                                                          : kHeaderAccumulate;
-  launch_kernel<header_kernel<T>>(static_cast<unsigned>(plan.slots), kHeaderThreads, 0, s,
-      header_mode, c.resp, c.loglik, c.status, c.components, c.rows,
-      plan.rows_per_slot, plan.partials, plan.stat_size);
+  launch_kernel<header_kernel<T>>(static_cast<unsigned>(plan.slots), kHeaderThreads, 0, s, header_mode, c.resp,
+                                  c.loglik, c.status, c.components, c.rows, plan.rows_per_slot, plan.partials,
+                                  plan.stat_size);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 
 void launch_reduce_slots(const SlotPlan& plan, double* stats, cudaStream_t s) {
   if (plan.stat_size == 0) return;
-  launch_kernel<reduce_slots_kernel>(ceil_div(plan.stat_size, kReduceThreads), kReduceThreads, 0, s,
-      plan.partials, plan.slots, plan.stat_size, stats);
+  launch_kernel<reduce_slots_kernel>(ceil_div(plan.stat_size, kReduceThreads), kReduceThreads, 0, s, plan.partials,
+                                     plan.slots, plan.stat_size, stats);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 

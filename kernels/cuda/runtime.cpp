@@ -9,14 +9,14 @@
 namespace mixle::kernels::cuda {
 namespace {
 
-std::string describe(const char* library, const char* name, const char* text, const char* call,
-                     const char* file, int line) {
+std::string describe(const char* library, const char* name, const char* text, const char* call, const char* file,
+                     int line) {
   int device = -1;
   // Asking for the device must not clobber the error being reported, and may itself fail.
   if (cudaGetDevice(&device) != cudaSuccess) device = -1;
-  std::string message = std::string(library) + " error " + name + " (" + text + ") in `" + call +
-                        "` on device " + (device >= 0 ? std::to_string(device) : std::string("?")) +
-                        " at " + file + ":" + std::to_string(line);
+  std::string message = std::string(library) + " error " + name + " (" + text + ") in `" + call + "` on device " +
+                        (device >= 0 ? std::to_string(device) : std::string("?")) + " at " + file + ":" +
+                        std::to_string(line);
   return message;
 }
 
@@ -25,8 +25,7 @@ std::string cuda_message(cudaError_t status, const char* call, const char* file,
 }
 
 std::string cublas_message(cublasStatus_t status, const char* call, const char* file, int line) {
-  return describe("cuBLAS", cublasGetStatusName(status), cublasGetStatusString(status), call, file,
-                  line);
+  return describe("cuBLAS", cublasGetStatusName(status), cublasGetStatusString(status), call, file, line);
 }
 
 }  // namespace
@@ -47,15 +46,13 @@ void throw_cublas_error(cublasStatus_t status, const char* call, const char* fil
 void report_cuda_error(cudaError_t status, const char* call, const char* file, int line) noexcept {
   try {
     std::fprintf(stderr, "mixle: %s (ignored in a destructor)\n", cuda_message(status, call, file, line).c_str());
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 void report_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) noexcept {
   try {
     std::fprintf(stderr, "mixle: %s (ignored in a destructor)\n", cublas_message(status, call, file, line).c_str());
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 
 int device_count() {

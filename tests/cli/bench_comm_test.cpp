@@ -15,10 +15,10 @@ TEST(BenchComm, TwoRanksUnderMixleLaunch) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   const auto json = dir.path / "comm.json";
-  Process p = run_process({MIXLE_CLI_PATH, "launch", "--nproc", "2", "--", MIXLE_CLI_PATH, "bench", "--comm",
-                           "--min-bytes", "8", "--max-bytes", "32768", "--iters", "3", "--warmup", "1",
-                           "--json", json.string()},
-                          {}, dir.path / "log.txt", 120s);
+  Process p =
+      run_process({MIXLE_CLI_PATH, "launch", "--nproc", "2", "--", MIXLE_CLI_PATH, "bench", "--comm", "--min-bytes",
+                   "8", "--max-bytes", "32768", "--iters", "3", "--warmup", "1", "--json", json.string()},
+                  {}, dir.path / "log.txt", 120s);
   ASSERT_EQ(p.exit_code(), 0) << p.output();
   const auto j = nlohmann::json::parse(read_file(json));
   EXPECT_EQ(j["format"], "mixle-comm-bench");

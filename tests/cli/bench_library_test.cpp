@@ -105,7 +105,8 @@ TEST(BenchLibrary, TheTimedModelIsPerturbedByTheStatedAmounts) {
     const double f = ef.cov[k * 16] / gf.cov[k * 16];  // one factor per component
     EXPECT_GE(f, 0.8 - 1e-12);
     EXPECT_LE(f, 1.25 + 1e-12);
-    for (std::size_t i = 0; i < 16; ++i) EXPECT_NEAR(ef.cov[k * 16 + i], f * gf.cov[k * 16 + i], 1e-12 * std::abs(gf.cov[k * 16 + i]) + 1e-300);
+    for (std::size_t i = 0; i < 16; ++i)
+      EXPECT_NEAR(ef.cov[k * 16 + i], f * gf.cov[k * 16 + i], 1e-12 * std::abs(gf.cov[k * 16 + i]) + 1e-300);
     for (std::size_t d = 0; d < 4; ++d)
       moved += std::abs(ef.mean[k * 4 + d] - gf.mean[k * 4 + d]) / std::sqrt(gf.cov[k * 16 + d * 5]);
   }

@@ -96,7 +96,8 @@ void check_document(const json& doc, const std::string& family, int iters) {
   EXPECT_EQ(c.at("rows"), 2000);
   EXPECT_EQ(c.at("dims"), 4);
   EXPECT_EQ(c.at("components"), 3);
-  for (const char* k : {"categories", "threads_requested", "iters", "warmup", "seed", "statistics"}) expect_integer(c, k);
+  for (const char* k : {"categories", "threads_requested", "iters", "warmup", "seed", "statistics"})
+    expect_integer(c, k);
   for (const char* k : {"precision", "data_dtype", "flop_formula", "clock"}) expect_string(c, k);
   for (const char* k : {"flops_per_iteration", "bytes_per_iteration", "prepare_s"}) expect_number(c, k, true);
 
@@ -127,9 +128,7 @@ void check_document(const json& doc, const std::string& family, int iters) {
 
 }  // namespace
 
-TEST(BenchCli, TinyCpuRunMatchesSchema) {
-  check_document(tiny_run(""), "gaussian_diag", 2);
-}
+TEST(BenchCli, TinyCpuRunMatchesSchema) { check_document(tiny_run(""), "gaussian_diag", 2); }
 
 TEST(BenchCli, Fp64AndOtherFamiliesRun) {
   const json doc = tiny_run("--precision fp64 --family gaussian_full");
@@ -156,8 +155,11 @@ TEST(BenchCli, BadOptionsAreUsageErrors) {
 TEST(BenchCli, CudaInCpuOnlyBuildIsNotCompiled) {
   if (MIXLE_HAVE_CUDA) GTEST_SKIP() << "built with CUDA: the NotCompiled path does not exist";
   const fs::path err = temp_path("err.txt");
-  const int status = std::system((std::string(MIXLE_CLI_PATH) + " bench --rows 100 --dims 2 --components 2 "
-                                  "--device cuda 2>" + err.string() + " >/dev/null").c_str());
+  const int status = std::system((std::string(MIXLE_CLI_PATH) +
+                                  " bench --rows 100 --dims 2 --components 2 "
+                                  "--device cuda 2>" +
+                                  err.string() + " >/dev/null")
+                                     .c_str());
   EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1);
   std::ifstream in(err);
   std::stringstream text;

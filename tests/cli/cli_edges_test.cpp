@@ -84,9 +84,12 @@ std::string stderr_on_a_terminal(const std::vector<std::string>& args) {
   char buffer[4096];
   for (;;) {
     const ssize_t n = ::read(master, buffer, sizeof buffer);
-    if (n > 0) text.append(buffer, static_cast<std::size_t>(n));
-    else if (n < 0 && errno == EINTR) continue;
-    else break;  // EIO once the child has closed its side
+    if (n > 0)
+      text.append(buffer, static_cast<std::size_t>(n));
+    else if (n < 0 && errno == EINTR)
+      continue;
+    else
+      break;  // EIO once the child has closed its side
   }
   ::close(master);
   int status = 0;
@@ -100,8 +103,8 @@ TEST(CliEdges, ProgressOnATerminalIsOneLiveLineThatEndsBeforeTheWarnings) {
   TempDir dir("cli-edges-tty");
   test::write_bytes(dir.file("truth.json"), kTruth);
   ASSERT_EQ(mixle(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.npy")).code, 0);
-  const std::string text = stderr_on_a_terminal({"fit", "--data", dir.file("d.npy"), "-k", "2", "--seed", "3",
-                                                 "--tol", "0", "--max-iter", "3", "--out", dir.file("m.json")});
+  const std::string text = stderr_on_a_terminal({"fit", "--data", dir.file("d.npy"), "-k", "2", "--seed", "3", "--tol",
+                                                 "0", "--max-iter", "3", "--out", dir.file("m.json")});
   EXPECT_NE(text.find("\r\033[K[restart 0] iter   3/3"), std::string::npos) << text;
   const auto warning = text.find("mixle: warning: EM did not converge");
   ASSERT_NE(warning, std::string::npos) << text;
@@ -115,8 +118,8 @@ TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {
   test::write_bytes(dir.file("truth.json"), kTruth);
   ASSERT_EQ(mixle(dir, "generate -m " + dir.file("truth.json") + " -n 500 --seed 2 -o " + dir.file("d.npy")).code, 0);
   // A local fit takes --shard-components 1 (one shard: nothing to distribute).
-  const CliResult f = mixle(dir, "fit --data " + dir.file("d.npy") + " -k 2 --seed 3 --shard-components 1 --out " +
-                               dir.file("m.json"));
+  const CliResult f =
+      mixle(dir, "fit --data " + dir.file("d.npy") + " -k 2 --seed 3 --shard-components 1 --out " + dir.file("m.json"));
   ASSERT_EQ(f.code, 0) << f.err;
   for (const char* line : {"fitted 2 components on 500 rows", "mean log-likelihood per row:",
                            "log-likelihood per iteration:", "throughput:", "component 0", "component 1"})
@@ -136,17 +139,18 @@ TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {
 TEST(CliEdges, RawShapeOption) {
   TempDir dir("cli-edges-raw");
   std::vector<float> v(400);
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i % 2 ? 6.0 : 0.0) + 0.01 * static_cast<double>(i % 7));
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<float>((i % 2 ? 6.0 : 0.0) + 0.01 * static_cast<double>(i % 7));
   test::write_bytes(dir.file("d.f32"), std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
   for (const char* shape : {"200,2", ",2"}) {
-    const CliResult r = mixle(dir, "fit --data " + dir.file("d.f32") + " --shape " + shape + " -k 2 -q --out " +
-                                       dir.file("m.json"));
+    const CliResult r =
+        mixle(dir, "fit --data " + dir.file("d.f32") + " --shape " + shape + " -k 2 -q --out " + dir.file("m.json"));
     EXPECT_EQ(r.code, 0) << shape << ": " << r.err;
     EXPECT_NE(r.out.find("on 200 rows"), std::string::npos) << shape << ": " << r.out;
   }
   for (const char* shape : {"2x0,2", "200,", "200,2,1", "-1,2"}) {
-    const CliResult r = mixle(dir, "fit --data " + dir.file("d.f32") + " --shape " + shape + " -k 2 --out " +
-                                       dir.file("m.json"));
+    const CliResult r =
+        mixle(dir, "fit --data " + dir.file("d.f32") + " --shape " + shape + " -k 2 --out " + dir.file("m.json"));
     EXPECT_EQ(r.code, 2) << shape << ": " << r.err;
     EXPECT_NE(r.err.find("--shape"), std::string::npos) << shape << ": " << r.err;
   }

@@ -44,7 +44,8 @@ void expect_fit_error(const TempDir& dir, const std::string& args, const std::ve
   std::filesystem::remove(out);
   const CliRun r = run_cli(dir, "fit " + args + " --out " + out);
   EXPECT_EQ(r.code, 1) << args << "\n" << r.err;
-  for (const auto& w : words) EXPECT_NE(r.err.find(w), std::string::npos) << args << ": \"" << r.err << "\" lacks " << w;
+  for (const auto& w : words)
+    EXPECT_NE(r.err.find(w), std::string::npos) << args << ": \"" << r.err << "\" lacks " << w;
   EXPECT_FALSE(std::filesystem::exists(out)) << args << ": wrote " << out;
   // No stray temporary files either.
   for (const auto& e : std::filesystem::directory_iterator(dir.path()))
@@ -95,8 +96,8 @@ TEST(CliBadInput, InitModelFiles) {
                    {"cov.json", "positive definite"});
   // A good model file fits (so the failures above are the files' fault).
   test::write_bytes(dir.file("good.json"), test::diag_model_json());
-  const CliRun ok = run_cli(dir, "fit --data " + dir.file("data.npy") + " --init " + dir.file("good.json") +
-                                     " --out " + dir.file("fitted.json"));
+  const CliRun ok = run_cli(dir, "fit --data " + dir.file("data.npy") + " --init " + dir.file("good.json") + " --out " +
+                                     dir.file("fitted.json"));
   EXPECT_EQ(ok.code, 0) << ok.err;
   EXPECT_TRUE(std::filesystem::exists(dir.file("fitted.json")));
 }
@@ -113,10 +114,10 @@ TEST(CliBadInput, ComponentCounts) {
 TEST(CliBadInput, UsageErrorsExit2) {
   TempDir dir("cli-usage");
   test::write_bytes(dir.file("data.npy"), test::npy_bytes(test::gaussian_values(5), 5, 2));
-  EXPECT_EQ(run_cli(dir, "fit -k 2 --out " + dir.file("o.json")).code, 2);          // missing --data
+  EXPECT_EQ(run_cli(dir, "fit -k 2 --out " + dir.file("o.json")).code, 2);  // missing --data
   EXPECT_EQ(run_cli(dir, "fit --data " + dir.file("data.npy") + " --out " + dir.file("o.json")).code, 2);  // no K
   EXPECT_EQ(run_cli(dir, "fit --data " + dir.file("data.npy") + " -k two").code, 2);
-  EXPECT_EQ(run_cli(dir, "score --data " + dir.file("data.npy")).code, 2);          // missing --model/--out
+  EXPECT_EQ(run_cli(dir, "score --data " + dir.file("data.npy")).code, 2);  // missing --model/--out
   EXPECT_FALSE(std::filesystem::exists(dir.file("o.json")));
 }
 
@@ -128,7 +129,8 @@ const char* kTruthJson = R"({"format": "mixle-model", "version": 1, "weights": [
 TEST(CliDeterminism, FitOutFilesByteIdentical) {
   TempDir dir("cli-det");
   test::write_bytes(dir.file("truth.json"), kTruthJson);
-  ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 21000 --seed 3 -o " + dir.file("data.npy")).code, 0);
+  ASSERT_EQ(
+      run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 21000 --seed 3 -o " + dir.file("data.npy")).code, 0);
   const std::string fit = "fit --data " + dir.file("data.npy") +
                           " --layout gaussian_diag:0-2,poisson:2-3 -k 3 --seed 9 --max-iter 10 --tol 0 -q";
   ASSERT_EQ(run_cli(dir, fit + " --threads 2 --out " + dir.file("a.json")).code, 0);
@@ -146,11 +148,12 @@ TEST(CliRoundTrip, SummaryShowsFourLeadingValues) {
   TempDir dir("cli-summary");
   test::write_bytes(dir.file("truth.json"), R"({"format":"mixle-model","version":1,"weights":[1],"parts":[
     {"family":"gaussian_diag","columns":[0,5],"mean":[[1,2,3,4,5]],"var":[[1,1,1,1,1]]}]})");
-  ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 200 --seed 1 -o " + dir.file("data.npy")).code, 0);
+  ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 200 --seed 1 -o " + dir.file("data.npy")).code,
+            0);
   for (const int D : {5, 4}) {
     const std::string out = dir.file("m" + std::to_string(D) + ".json");
-    const CliRun f = run_cli(dir, "fit --data " + dir.file("data.npy") + " --layout gaussian_diag:0-" + std::to_string(D) +
-                                      " -k 1 --seed 2 --out " + out);
+    const CliRun f = run_cli(dir, "fit --data " + dir.file("data.npy") + " --layout gaussian_diag:0-" +
+                                      std::to_string(D) + " -k 1 --seed 2 --out " + out);
     ASSERT_EQ(f.code, 0) << f.err;
     const Model m = load_model(out);
     char shown[160];
@@ -165,12 +168,15 @@ TEST(CliRoundTrip, GenerateFitScore) {
   test::write_bytes(dir.file("truth.json"), kTruthJson);
   const std::size_t N = 3000, K = 3;
   ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 3000 --seed 1 -o " + dir.file("data.npy") +
-                             " --labels " + dir.file("labels.csv")).code, 0);
+                             " --labels " + dir.file("labels.csv"))
+                .code,
+            0);
   const Dataset data = read_data(dir.file("data.npy"));
   ASSERT_EQ(data.rows(), N);
   ASSERT_EQ(data.cols(), 3u);
-  const CliRun f = run_cli(dir, "fit --data " + dir.file("data.npy") + " --layout gaussian_diag:0-2,poisson:2-3 -k 3 --seed 2 --out " +
-                                    dir.file("model.json"));
+  const CliRun f =
+      run_cli(dir, "fit --data " + dir.file("data.npy") +
+                       " --layout gaussian_diag:0-2,poisson:2-3 -k 3 --seed 2 --out " + dir.file("model.json"));
   ASSERT_EQ(f.code, 0) << f.err;
   const Model model = load_model(dir.file("model.json"));
   EXPECT_EQ(model.components(), K);
@@ -182,14 +188,19 @@ TEST(CliRoundTrip, GenerateFitScore) {
     EXPECT_NE(f.out.find(line), std::string::npos) << "no \"" << line << "\" in\n" << f.out;
   }
 
-  ASSERT_EQ(run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") + " -o " + dir.file("ll.npy")).code, 0);
+  ASSERT_EQ(run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") + " -o " +
+                             dir.file("ll.npy"))
+                .code,
+            0);
   const Dataset ll = read_data(dir.file("ll.npy"));
   EXPECT_EQ(ll.rows(), N);
   EXPECT_EQ(ll.cols(), 1u);
   for (std::size_t r = 0; r < N; ++r) EXPECT_TRUE(std::isfinite(ll.at(r, 0)) && ll.at(r, 0) < 0.0);
 
-  ASSERT_EQ(run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") +
-                             " --what resp -o " + dir.file("resp.npy")).code, 0);
+  ASSERT_EQ(run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") + " --what resp -o " +
+                             dir.file("resp.npy"))
+                .code,
+            0);
   const Dataset resp = read_data(dir.file("resp.npy"));
   EXPECT_EQ(resp.rows(), N);
   EXPECT_EQ(resp.cols(), K);
@@ -197,7 +208,9 @@ TEST(CliRoundTrip, GenerateFitScore) {
   for (std::size_t r = 0; r < N; ++r) EXPECT_NEAR(resp.at(r, 0) + resp.at(r, 1) + resp.at(r, 2), 1.0, kSumTol);
 
   ASSERT_EQ(run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") +
-                             " --what labels -o " + dir.file("pred.csv")).code, 0);
+                             " --what labels -o " + dir.file("pred.csv"))
+                .code,
+            0);
   const std::string text = test::read_text(dir.file("pred.csv"));
   const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
   EXPECT_TRUE(lines == N || lines == N + 1) << lines;  // with or without a header line
@@ -229,7 +242,8 @@ TEST(CliBadInput, ScoreAndGenerateWriteNothingOnError) {
   TempDir dir("cli-score-bad");
   test::write_bytes(dir.file("weights.json"), test::diag_model_json("[0.5, 0.6]"));
   test::write_bytes(dir.file("data.npy"), test::npy_bytes(test::gaussian_values(5), 5, 2));
-  const CliRun s = run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("weights.json") + " -o " + dir.file("s.npy"));
+  const CliRun s = run_cli(
+      dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("weights.json") + " -o " + dir.file("s.npy"));
   EXPECT_EQ(s.code, 1);
   EXPECT_NE(s.err.find("weights"), std::string::npos) << s.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("s.npy")));

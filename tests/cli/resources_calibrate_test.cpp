@@ -13,9 +13,9 @@ using namespace std::chrono_literals;
 TEST(CliResourcesCalibrate, WritesMeasuredThroughputAndAppendsToTheCatalog) {
   TempDir dir;
   const auto out = dir.path / "resources.json", catalog = dir.path / "catalog.json";
-  const std::vector<std::string> argv{MIXLE_CLI_PATH, "resources", "--calibrate", "--no-cuda", "--rows", "4096",
-                                      "--dims", "4", "--components", "3", "--iters", "2",
-                                      "--out", out.string(), "--catalog", catalog.string()};
+  const std::vector<std::string> argv{
+      MIXLE_CLI_PATH, "resources", "--calibrate", "--no-cuda", "--rows", "4096",       "--dims",    "4",
+      "--components", "3",         "--iters",     "2",         "--out",  out.string(), "--catalog", catalog.string()};
   for (int run = 1; run <= 2; ++run) {
     Process p = run_process(argv, {}, dir.path / "log.txt", 120s);
     ASSERT_EQ(p.exit_code(), 0) << p.output();

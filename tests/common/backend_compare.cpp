@@ -83,8 +83,7 @@ void expect_same_report(const kernels::PassReport& a, const kernels::PassReport&
 /// r_abs_err[n*K+k] = |Δr| (+ tol.sum·r) per row and component.
 void check_statistics(const Model& model, const std::vector<double>& values, std::size_t rows,
                       const std::vector<double>& weight, const engine::ShiftTable& shifts,
-                      const std::vector<double>& want, const std::vector<double>& got,
-                      double loglik_bound) {
+                      const std::vector<double>& want, const std::vector<double>& got, double loglik_bound) {
   ASSERT_EQ(want.size(), got.size());
   EXPECT_NEAR(got[0], want[0], loglik_bound) << "Σ log-likelihood";
   EXPECT_EQ(got[1], want[1]) << "rows folded in";
@@ -111,9 +110,8 @@ void check_component_statistics(const Model& model, const std::vector<double>& v
     const Part& part = model.parts[p];
     const std::size_t stride = static_cast<std::size_t>(layout.part_stride[p]);
     for (std::size_t k = 0; k < K; ++k) {
-      const double* shift = shifts.part_offset[p] >= 0
-                                ? shifts.values.data() + shifts.part_offset[p] + k * part.dims()
-                                : nullptr;
+      const double* shift =
+          shifts.part_offset[p] >= 0 ? shifts.values.data() + shifts.part_offset[p] + k * part.dims() : nullptr;
       std::vector<double> zero(part.dims(), 0.0);
       bound.assign(stride, 0.0);
       for (std::size_t n = 0; n < rows; ++n) {
@@ -252,7 +250,8 @@ std::vector<double> sample_rows(const Model& model, std::size_t rows, std::mt199
             xr[d] = std::gamma_distribution<double>(p.shape[k * D + d], 1.0 / p.rate[k * D + d])(rng);
           break;
         case Family::lognormal:
-          for (std::size_t d = 0; d < D; ++d) xr[d] = std::exp(p.mean[k * D + d] + std::sqrt(p.var[k * D + d]) * z(rng));
+          for (std::size_t d = 0; d < D; ++d)
+            xr[d] = std::exp(p.mean[k * D + d] + std::sqrt(p.var[k * D + d]) * z(rng));
           break;
       }
     }
@@ -260,8 +259,8 @@ std::vector<double> sample_rows(const Model& model, std::size_t rows, std::mt199
   return x;
 }
 
-void compare_backends(engine::Compute& cuda, const Model& model, const std::vector<double>& values,
-                      std::size_t rows, DType dtype, engine::Precision precision, Tolerance tol) {
+void compare_backends(engine::Compute& cuda, const Model& model, const std::vector<double>& values, std::size_t rows,
+                      DType dtype, engine::Precision precision, Tolerance tol) {
   validate_model(model);
   const std::size_t K = model.components();
   const Dataset data = make_dataset(values, rows, model.columns(), dtype);
@@ -377,8 +376,7 @@ void expect_chunking_invariant(engine::Compute& cuda, Family family, const Case&
       << "one chunk and " << env << "=" << chunk_rows << " statistics differ";
 }
 
-void expect_variants_agree(engine::Compute& cuda, Family family, const Case& c, const char* env,
-                           const char* value) {
+void expect_variants_agree(engine::Compute& cuda, Family family, const Case& c, const char* env, const char* value) {
   SCOPED_TRACE(std::string(family_name(family)) + " K=" + std::to_string(c.K) + " D=" + std::to_string(c.D));
   const Model model = random_model(family, c.K, c.D, c.rows + c.K, c.V);
   std::mt19937_64 rng(c.D);
@@ -400,8 +398,8 @@ void expect_variants_agree(engine::Compute& cuda, Family family, const Case& c, 
                 family_name(family), c.K, c.D, env, value);
 }
 
-void compare_given(engine::Compute& cuda, const Model& model, const std::vector<double>& values,
-                   std::size_t rows, Tolerance tol) {
+void compare_given(engine::Compute& cuda, const Model& model, const std::vector<double>& values, std::size_t rows,
+                   Tolerance tol) {
   validate_model(model);
   const std::size_t K = model.components();
   const Dataset data = make_dataset(values, rows, model.columns(), DType::f64);
@@ -419,8 +417,8 @@ void compare_given(engine::Compute& cuda, const Model& model, const std::vector<
   EXPECT_EQ(s_gpu[0], baseline(1)[0]) << "accumulate_given leaves Σ log-likelihood unchanged";
   std::vector<double> weight(resp.size());
   for (std::size_t i = 0; i < resp.size(); ++i) weight[i] = tol.sum * resp[i];
-  check_statistics(model, values, rows, weight, engine::shift_table(model, engine::Precision::fp64, true),
-                   s_cpu, s_gpu, 1e-300);
+  check_statistics(model, values, rows, weight, engine::shift_table(model, engine::Precision::fp64, true), s_cpu, s_gpu,
+                   1e-300);
 }
 
 }  // namespace mixle::test

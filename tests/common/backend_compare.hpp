@@ -45,12 +45,12 @@ inline std::unique_ptr<engine::Compute> cuda_or_reason(std::string& why) {
 }
 
 /// Binds `var` to the CUDA backend or skips the test visibly (fails under MIXLE_REQUIRE_GPU=1).
-#define MIXLE_CUDA_OR_SKIP(var)                                                       \
-  std::string var##_why;                                                              \
+#define MIXLE_CUDA_OR_SKIP(var)                                                             \
+  std::string var##_why;                                                                    \
   std::unique_ptr<::mixle::engine::Compute> var = ::mixle::test::cuda_or_reason(var##_why); \
-  if (!var) {                                                                         \
-    if (::mixle::test::gpu_required()) FAIL() << var##_why << " (MIXLE_REQUIRE_GPU=1)"; \
-    GTEST_SKIP() << var##_why;                                                        \
+  if (!var) {                                                                               \
+    if (::mixle::test::gpu_required()) FAIL() << var##_why << " (MIXLE_REQUIRE_GPU=1)";     \
+    GTEST_SKIP() << var##_why;                                                              \
   }
 
 /// Sets an environment variable for a scope (forces the streamed path, etc.).
@@ -61,8 +61,10 @@ class ScopedEnv {
     ::setenv(name, value.c_str(), 1);
   }
   ~ScopedEnv() {
-    if (had_) ::setenv(name_, old_.c_str(), 1);
-    else ::unsetenv(name_);
+    if (had_)
+      ::setenv(name_, old_.c_str(), 1);
+    else
+      ::unsetenv(name_);
   }
 
  private:
@@ -82,8 +84,7 @@ inline std::vector<double> random_simplex(std::mt19937_64& rng, std::size_t n) {
 }
 
 /// A part of `family` over columns [col, col + D) with random parameters for K components.
-Part random_part(Family family, std::size_t K, std::size_t D, std::size_t col, std::mt19937_64& rng,
-                 std::size_t V = 0);
+Part random_part(Family family, std::size_t K, std::size_t D, std::size_t col, std::mt19937_64& rng, std::size_t V = 0);
 
 /// Rows drawn from `model` (component chosen by weight, then each part sampled).
 std::vector<double> sample_rows(const Model& model, std::size_t rows, std::mt19937_64& rng);
@@ -122,8 +123,8 @@ void check_component_statistics(const Model& model, const std::vector<double>& v
 ///   · the bad-row reports agree exactly, and bad rows fold nothing: with any, the oracle
 ///     statistics are the CPU's over the data without them;
 ///   · a second CUDA accumulate gives bit-identical statistics (deterministic reduction).
-void compare_backends(engine::Compute& cuda, const Model& model, const std::vector<double>& values,
-                      std::size_t rows, DType dtype, engine::Precision precision, Tolerance tol);
+void compare_backends(engine::Compute& cuda, const Model& model, const std::vector<double>& values, std::size_t rows,
+                      DType dtype, engine::Precision precision, Tolerance tol);
 
 /// A model of one part of `family` over columns [0, D), random parameters from `seed`.
 Model random_model(Family family, std::size_t K, std::size_t D, std::uint64_t seed, std::size_t V = 0);
@@ -152,7 +153,7 @@ void expect_variants_agree(engine::Compute& cuda, Family family, const Case& c, 
                            const char* value = "generic");
 
 /// accumulate_given (float64 path) against the CPU, with random given responsibilities.
-void compare_given(engine::Compute& cuda, const Model& model, const std::vector<double>& values,
-                   std::size_t rows, Tolerance tol);
+void compare_given(engine::Compute& cuda, const Model& model, const std::vector<double>& values, std::size_t rows,
+                   Tolerance tol);
 
 }  // namespace mixle::test

@@ -47,8 +47,8 @@ inline std::string read_text(const std::string& path) {
 /// refuse on the header alone); `drop` bytes are cut off the end.
 inline std::string npy_bytes(const std::vector<double>& values, std::size_t rows, std::size_t cols,
                              const std::string& descr = "<f8", bool fortran = false, std::size_t drop = 0) {
-  std::string header = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
-                       ", 'shape': (" + std::to_string(rows) + ", " + std::to_string(cols) + "), }";
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': (" +
+                       std::to_string(rows) + ", " + std::to_string(cols) + "), }";
   const std::size_t total = 10 + header.size() + 1;
   header += std::string((64 - total % 64) % 64, ' ') + "\n";
   std::string out = "\x93NUMPY";
@@ -86,7 +86,8 @@ inline std::string diag_model_json(const std::string& weights = "[0.5, 0.5]") {
 inline std::string full_model_json(const std::string& cov1 = "[[1, 0], [0, 1]]") {
   return "{\"format\": \"mixle-model\", \"version\": 1, \"weights\": [0.5, 0.5], "
          "\"parts\": [{\"family\": \"gaussian_full\", \"columns\": [0, 2], "
-         "\"mean\": [[0, 0], [1, 1]], \"cov\": [[[1, 0], [0, 1]], " + cov1 + "]}]}";
+         "\"mean\": [[0, 0], [1, 1]], \"cov\": [[[1, 0], [0, 1]], " +
+         cov1 + "]}]}";
 }
 
 }  // namespace mixle::test

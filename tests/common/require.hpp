@@ -18,11 +18,11 @@ inline bool tools_required() {
 }  // namespace mixle::test
 
 /// In a test body: `MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");`
-#define MIXLE_SKIP_UNLESS_BUILT_WITH(have, what)                                                  \
-  do {                                                                                            \
-    if (!(have)) {                                                                                \
-      if (::mixle::test::tools_required())                                                        \
+#define MIXLE_SKIP_UNLESS_BUILT_WITH(have, what)                                                         \
+  do {                                                                                                   \
+    if (!(have)) {                                                                                       \
+      if (::mixle::test::tools_required())                                                               \
         FAIL() << "built without " what " but MIXLE_REQUIRE_TOOLS=1 (scripts/install-deps installs it)"; \
-      GTEST_SKIP() << "built without " what;                                                      \
-    }                                                                                             \
+      GTEST_SKIP() << "built without " what;                                                             \
+    }                                                                                                    \
   } while (0)

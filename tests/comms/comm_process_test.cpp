@@ -25,14 +25,13 @@ bool contains(const std::string& haystack, const std::string& needle) {
 
 // Starts `n` probe ranks as torchrun would, with per-rank extra variables, and waits for all.
 std::vector<Process> run_ranks(int n, const std::vector<std::string>& probe_args, const TempDir& dir,
-                               const std::function<void(int, Env&)>& per_rank = {},
-                               int allowed_to_hang = -1) {
+                               const std::function<void(int, Env&)>& per_rank = {}, int allowed_to_hang = -1) {
   const int port = comms::find_free_port();
   std::vector<Process> ranks;
   for (int r = 0; r < n; ++r) {
-    Env env{{"RANK", std::to_string(r)},        {"LOCAL_RANK", std::to_string(r)},
-            {"WORLD_SIZE", std::to_string(n)},  {"LOCAL_WORLD_SIZE", std::to_string(n)},
-            {"MASTER_ADDR", "127.0.0.1"},       {"MASTER_PORT", std::to_string(port)},
+    Env env{{"RANK", std::to_string(r)},          {"LOCAL_RANK", std::to_string(r)},
+            {"WORLD_SIZE", std::to_string(n)},    {"LOCAL_WORLD_SIZE", std::to_string(n)},
+            {"MASTER_ADDR", "127.0.0.1"},         {"MASTER_PORT", std::to_string(port)},
             {"TORCHELASTIC_RUN_ID", "proc-test"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"}};
     if (per_rank) per_rank(r, env);
     std::vector<std::string> argv{MIXLE_PROBE_PATH};
@@ -45,16 +44,14 @@ std::vector<Process> run_ranks(int n, const std::vector<std::string>& probe_args
 
 class GlooProcesses : public ::testing::TestWithParam<int> {
  protected:
-  void SetUp() override {
-    MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
-  }
+  void SetUp() override { MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo"); }
 };
 
 TEST_P(GlooProcesses, CollectivesUnderMixleLaunch) {
   const int n = GetParam();
   TempDir dir;
-  Process p = run_process({MIXLE_CLI_PATH, "launch", "--nproc", std::to_string(n), "--", MIXLE_PROBE_PATH,
-                           "--comm", "gloo", "--timeout-ms", "20000"},
+  Process p = run_process({MIXLE_CLI_PATH, "launch", "--nproc", std::to_string(n), "--", MIXLE_PROBE_PATH, "--comm",
+                           "gloo", "--timeout-ms", "20000"},
                           {}, dir.path / "launch.log", 40s);
   std::string out = p.output();
   ASSERT_EQ(p.exit_code(), 0) << out;
@@ -79,9 +76,7 @@ TEST(GlooSplit, SubCommunicatorsUnderMixleLaunch) {
 
 class GlooFaults : public ::testing::Test {
  protected:
-  void SetUp() override {
-    MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
-  }
+  void SetUp() override { MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo"); }
   // Checks that every rank but `victim` failed with exit 3, in time, naming `expected`.
   void expect_survivors_report(const std::vector<Process>& ranks, int victim, const std::string& expected) {
     for (std::size_t r = 0; r < ranks.size(); ++r) {
@@ -97,10 +92,10 @@ class GlooFaults : public ::testing::Test {
 
 TEST_F(GlooFaults, KilledRankIsNamedByTheOthers) {
   TempDir dir;
-  auto ranks = run_ranks(3, {"--comm", "gloo", "--scenario", "die", "--victim", "1", "--timeout-ms", "3000"}, dir,
-                         [&](int r, Env& env) {
-                           env["TORCHELASTIC_ERROR_FILE"] = (dir.path / ("error" + std::to_string(r) + ".json")).string();
-                         });
+  auto ranks = run_ranks(
+      3, {"--comm", "gloo", "--scenario", "die", "--victim", "1", "--timeout-ms", "3000"}, dir, [&](int r, Env& env) {
+        env["TORCHELASTIC_ERROR_FILE"] = (dir.path / ("error" + std::to_string(r) + ".json")).string();
+      });
   EXPECT_EQ(ranks[1].term_signal(), SIGKILL);
   expect_survivors_report(ranks, 1, "lost rank 1");
   // Survivors leave torchelastic's error file (the victim, killed, cannot).
@@ -127,8 +122,8 @@ TEST_F(GlooFaults, RankDyingByExceptionIsNamed) {
 TEST_F(GlooFaults, HungRankTimesOutAndIsNamed) {
   TempDir dir;
   // The hung victim is killed once the others have ended; they must not wait for it.
-  auto ranks = run_ranks(3, {"--comm", "gloo", "--scenario", "hang", "--victim", "1", "--timeout-ms", "2000"}, dir,
-                         {}, /*allowed_to_hang=*/1);
+  auto ranks = run_ranks(3, {"--comm", "gloo", "--scenario", "hang", "--victim", "1", "--timeout-ms", "2000"}, dir, {},
+                         /*allowed_to_hang=*/1);
   EXPECT_FALSE(ranks[1].done);
   expect_survivors_report(ranks, 1, "rank 1 did not report this failure");
 }
@@ -137,14 +132,15 @@ TEST_F(GlooFaults, KilledRankIsNamedInWorldNumberingBySubCommunicators) {
   TempDir dir;
   // Victim 3 is rank 1 of the pair {2, 3}: its partner must name it by world rank (3), not pair
   // rank (1). Ranks 0 and 1 wait in a world barrier the victim never reaches.
-  auto ranks = run_ranks(4, {"--comm", "gloo", "--scenario", "split-die", "--victim", "3", "--timeout-ms", "3000"},
-                         dir);
+  auto ranks =
+      run_ranks(4, {"--comm", "gloo", "--scenario", "split-die", "--victim", "3", "--timeout-ms", "3000"}, dir);
   EXPECT_EQ(ranks[3].term_signal(), SIGKILL);
   expect_survivors_report(ranks, 3, "lost ");
   const std::string partner = ranks[2].output();
   EXPECT_TRUE(contains(partner, "on rank 0 of 2 (world rank 2)")) << partner;
   EXPECT_TRUE(contains(partner, "lost world rank 3")) << partner;
-  for (int r : {0, 1}) EXPECT_TRUE(contains(ranks[std::size_t(r)].output(), "lost rank 3")) << ranks[std::size_t(r)].output();
+  for (int r : {0, 1})
+    EXPECT_TRUE(contains(ranks[std::size_t(r)].output(), "lost rank 3")) << ranks[std::size_t(r)].output();
 }
 
 TEST_F(GlooFaults, HungRankIsNamedInWorldNumberingBySubCommunicators) {
@@ -181,8 +177,7 @@ TEST_F(GlooFaults, AgentOwnedMasterPortMovesTheStoreUpOne) {
       comms::FileDescriptor probe_next = comms::listen_on("127.0.0.1", port + 1);  // is +1 free too?
       probe_next.reset();
       agent = comms::listen_on("127.0.0.1", port);
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   }
   ASSERT_TRUE(agent.valid());
   TempDir dir;
@@ -196,8 +191,17 @@ TEST_F(GlooFaults, AgentOwnedMasterPortMovesTheStoreUpOne) {
 // ---- MPI ---------------------------------------------------------------------------------------
 
 std::vector<std::string> mpirun(int n, std::vector<std::string> probe_args) {
-  std::vector<std::string> argv{MIXLE_MPIEXEC, "--allow-run-as-root", "--oversubscribe", "--mca", "btl",
-                                "self,vader", "--mca", "oob_tcp_if_include", "lo", "-np", std::to_string(n),
+  std::vector<std::string> argv{MIXLE_MPIEXEC,
+                                "--allow-run-as-root",
+                                "--oversubscribe",
+                                "--mca",
+                                "btl",
+                                "self,vader",
+                                "--mca",
+                                "oob_tcp_if_include",
+                                "lo",
+                                "-np",
+                                std::to_string(n),
                                 MIXLE_PROBE_PATH};
   argv.insert(argv.end(), probe_args.begin(), probe_args.end());
   return argv;
@@ -205,9 +209,7 @@ std::vector<std::string> mpirun(int n, std::vector<std::string> probe_args) {
 
 class MpiProcesses : public ::testing::TestWithParam<int> {
  protected:
-  void SetUp() override {
-    MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
-  }
+  void SetUp() override { MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI"); }
 };
 
 TEST_P(MpiProcesses, CollectivesUnderMpirunGiveIdenticalBytes) {
@@ -244,7 +246,8 @@ TEST(MpiInit, ASecondCommunicatorJoinsTheRunningMpi) {
                           dir.path / "mpi.log", 50s);
   std::string out = p.output();
   ASSERT_EQ(p.exit_code(), 0) << out;
-  for (int r = 0; r < 2; ++r) EXPECT_TRUE(contains(out, "probe: rank " + std::to_string(r) + "/2 mpi second ok")) << out;
+  for (int r = 0; r < 2; ++r)
+    EXPECT_TRUE(contains(out, "probe: rank " + std::to_string(r) + "/2 mpi second ok")) << out;
 }
 
 TEST(MpiChunks, AMalformedChunkSizeIsNamed) {
@@ -264,15 +267,12 @@ TEST(MpiSplit, SubCommunicatorsUnderMpirun) {
                           dir.path / "mpi.log", 60s);
   std::string out = p.output();
   ASSERT_EQ(p.exit_code(), 0) << out;
-  for (int r = 0; r < 4; ++r)
-    EXPECT_TRUE(contains(out, "probe: rank " + std::to_string(r) + "/4 mpi split ok")) << out;
+  for (int r = 0; r < 4; ++r) EXPECT_TRUE(contains(out, "probe: rank " + std::to_string(r) + "/4 mpi split ok")) << out;
 }
 
 class MpiFaults : public ::testing::Test {
  protected:
-  void SetUp() override {
-    MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
-  }
+  void SetUp() override { MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI"); }
 };
 
 TEST_F(MpiFaults, KilledRankEndsTheJob) {
@@ -288,9 +288,9 @@ TEST_F(MpiFaults, KilledRankEndsTheJob) {
 TEST_F(MpiFaults, HungRankTimesOutItsSubCommunicatorPartner) {
   TempDir dir;
   // Victim 3 hangs; its pair partner (world rank 2, pair rank 0) times out in the pair all-reduce.
-  Process p = run_process(
-      mpirun(4, {"--comm", "mpi", "--scenario", "split-hang", "--victim", "3", "--timeout-ms", "2000"}), {},
-      dir.path / "mpi.log", 40s);
+  Process p =
+      run_process(mpirun(4, {"--comm", "mpi", "--scenario", "split-hang", "--victim", "3", "--timeout-ms", "2000"}), {},
+                  dir.path / "mpi.log", 40s);
   std::string out = p.output();
   EXPECT_TRUE(p.done) << out;
   EXPECT_NE(p.exit_code(), 0) << out;

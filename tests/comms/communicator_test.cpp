@@ -74,8 +74,10 @@ TEST(CommRegistry, GlooPicksTheAddressPeersReach) {
   CommOptions named;
   gloo.prepare(named, "10.1.2.3");
   EXPECT_EQ(named.gloo_hostname, "node-7.cluster");
-  if (saved) ::setenv("MIXLE_GLOO_HOSTNAME", before.c_str(), 1);
-  else ::unsetenv("MIXLE_GLOO_HOSTNAME");
+  if (saved)
+    ::setenv("MIXLE_GLOO_HOSTNAME", before.c_str(), 1);
+  else
+    ::unsetenv("MIXLE_GLOO_HOSTNAME");
 }
 
 // A backend an application registers is made by make_communicator like the built-ins; a taken
@@ -307,7 +309,6 @@ TEST(GlooInProcess, SplitFormsRowsAndColumnsWithExactCollectives) {
     c.barrier();
   });
 }
-
 
 TEST(GlooInProcess, MissingPeerTimesOutAtRendezvous) {
   StoreServer server("127.0.0.1", 0, "tok");

@@ -51,8 +51,7 @@ struct Process {
   bool done = false;
   std::chrono::steady_clock::time_point started, ended;
 
-  static Process start(const std::vector<std::string>& argv, const Env& env,
-                       const std::filesystem::path& log) {
+  static Process start(const std::vector<std::string>& argv, const Env& env, const std::filesystem::path& log) {
     Process p;
     p.log = log;
     p.started = std::chrono::steady_clock::now();
@@ -124,8 +123,8 @@ inline void wait_all(std::vector<Process>& ps, std::chrono::steady_clock::time_p
 }
 
 /// Runs a command to completion (or kills it after `timeout`); returns the finished Process.
-inline Process run_process(const std::vector<std::string>& argv, const Env& env,
-                           const std::filesystem::path& log, std::chrono::seconds timeout) {
+inline Process run_process(const std::vector<std::string>& argv, const Env& env, const std::filesystem::path& log,
+                           std::chrono::seconds timeout) {
   Process p = Process::start(argv, env, log);
   p.wait_until(std::chrono::steady_clock::now() + timeout);
   return p;

@@ -16,8 +16,7 @@ namespace {
 using namespace std::chrono_literals;
 constexpr const char* kToken = "test-run-token";
 
-std::unique_ptr<StoreClient> connect(const StoreServer& server, int rank = -1,
-                                     const std::string& token = kToken) {
+std::unique_ptr<StoreClient> connect(const StoreServer& server, int rank = -1, const std::string& token = kToken) {
   return std::make_unique<StoreClient>("127.0.0.1", server.port(), token, rank, 2s, 5s);
 }
 
@@ -280,7 +279,10 @@ TEST(Store, ConnectGivesUpAtItsDeadline) {
 TEST(Store, ServerGoneIsAnErrorNotAHang) {
   auto server = std::make_unique<StoreServer>("127.0.0.1", 0, kToken);
   auto c = connect(*server, 1);
-  std::thread t([&] { std::this_thread::sleep_for(200ms); server.reset(); });
+  std::thread t([&] {
+    std::this_thread::sleep_for(200ms);
+    server.reset();
+  });
   auto start = Clock::now();
   EXPECT_THROW(c->wait({"never"}, 20s), CommunicationError);
   t.join();

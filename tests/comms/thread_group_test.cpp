@@ -92,8 +92,9 @@ TEST(ThreadGroup, AMemberThatFailsMakesTheOthersThrowNamingItAtOnce) {
   });
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s) << "the others must not wait for the 30 s timeout";
   EXPECT_EQ(errors[1], "member 1's own failure");
-  for (int r : {0, 2}) EXPECT_NE(errors[static_cast<std::size_t>(r)].find("member 1 left the group"), std::string::npos)
-      << errors[static_cast<std::size_t>(r)];
+  for (int r : {0, 2})
+    EXPECT_NE(errors[static_cast<std::size_t>(r)].find("member 1 left the group"), std::string::npos)
+        << errors[static_cast<std::size_t>(r)];
 }
 
 TEST(ThreadGroup, AMemberThatNeverArrivesIsNamedAtTheTimeout) {
@@ -105,7 +106,8 @@ TEST(ThreadGroup, AMemberThatNeverArrivesIsNamedAtTheTimeout) {
     c.barrier();
   });
   for (int r : {0, 1}) {
-    EXPECT_NE(errors[static_cast<std::size_t>(r)].find("timed out"), std::string::npos) << errors[static_cast<std::size_t>(r)];
+    EXPECT_NE(errors[static_cast<std::size_t>(r)].find("timed out"), std::string::npos)
+        << errors[static_cast<std::size_t>(r)];
     EXPECT_NE(errors[static_cast<std::size_t>(r)].find("member(s) 2 did not arrive"), std::string::npos)
         << errors[static_cast<std::size_t>(r)];
   }
@@ -142,9 +144,7 @@ TEST(ThreadGroup, SplitFormsRowAndColumnGroupsOfThreads) {
   EXPECT_EQ(col_gather, (std::vector<std::vector<double>>{{2, 0}, {3, 1}, {2, 0}, {3, 1}}));
 }
 
-TEST(ThreadGroup, RejectsAnEmptyGroup) {
-  EXPECT_THROW(make_thread_group(0, 1s), InvalidInput);
-}
+TEST(ThreadGroup, RejectsAnEmptyGroup) { EXPECT_THROW(make_thread_group(0, 1s), InvalidInput); }
 
 }  // namespace
 }  // namespace mixle::comms

@@ -15,10 +15,9 @@ constexpr Tolerance kFp64{1e-13, 1e-13};
 
 TEST(CategoricalCuda, MatchesCpuFp32) {
   MIXLE_CUDA_OR_SKIP(cuda);
-  for (const Case& c : {Case{1037, 1, 1, 2, DType::f32, Precision::fp32},
-                        Case{555, 37, 4, 5, DType::f32, Precision::fp32},
-                        Case{200, 1024, 2, 3, DType::f32, Precision::fp32},
-                        Case{129, 6, 256, 3, DType::f64, Precision::fp32}})
+  for (const Case& c :
+       {Case{1037, 1, 1, 2, DType::f32, Precision::fp32}, Case{555, 37, 4, 5, DType::f32, Precision::fp32},
+        Case{200, 1024, 2, 3, DType::f32, Precision::fp32}, Case{129, 6, 256, 3, DType::f64, Precision::fp32}})
     run_case(*cuda, Family::categorical, c, kFp32);
 }
 

@@ -187,8 +187,8 @@ std::vector<TracedPass> parse_trace(const std::string& text) {
     if (line.rfind("mixle cuda: ", 0) != 0 || at == std::string::npos) continue;
     TracedPass p;
     char how[16] = {0};
-    if (std::sscanf(line.c_str() + at, " rows: %15s in chunks of %lld rows; free %zu + held %zu", how, &p.chunk, &p.free,
-                    &p.held) == 4)
+    if (std::sscanf(line.c_str() + at, " rows: %15s in chunks of %lld rows; free %zu + held %zu", how, &p.chunk,
+                    &p.free, &p.held) == 4)
       p.how = how, out.push_back(p);
   }
   return out;
@@ -218,8 +218,8 @@ TEST(CudaResidency, StreamedPassesPlanWithTheSameMemory) {
   std::size_t free0 = 0, total0 = 0;
   ASSERT_EQ(cudaMemGetInfo(&free0, &total0), cudaSuccess);
   auto device_for = [&](double budget) {
-    return (total0 - free0) + static_cast<std::size_t>((static_cast<double>(kc::kPartialBudgetBytes) + budget) /
-                                                       kc::kDeviceMemoryShare);
+    return (total0 - free0) +
+           static_cast<std::size_t>((static_cast<double>(kc::kPartialBudgetBytes) + budget) / kc::kDeviceMemoryShare);
   };
   std::vector<std::vector<double>> stats(3, std::vector<double>(static_cast<std::size_t>(size), 0.0));
   ScopedEnv trace("MIXLE_CUDA_TRACE", "1");

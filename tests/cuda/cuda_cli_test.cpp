@@ -29,11 +29,11 @@ constexpr double kFp64Rtol = 1e-9;
 // into parameters as small as a 0.1 probability: 1e-3 relative leaves a wide margin.
 constexpr double kFp32Rtol = 1e-3;
 
-std::vector<std::string> fit_args(const fs::path& data, const fs::path& init, const fs::path& out, const std::string& device,
-                                  const std::string& precision) {
-  return {kCli, "fit", "--data", data.string(), "--layout", kLayout, "--components", "3", "--init", init.string(),
-          "--max-iter", "8", "--tol", "0", "--threads", "1", "--quiet", "--device", device, "--precision", precision,
-          "--out", out.string()};
+std::vector<std::string> fit_args(const fs::path& data, const fs::path& init, const fs::path& out,
+                                  const std::string& device, const std::string& precision) {
+  return {kCli,      "fit",         "--data",     data.string(), "--layout", kLayout, "--components", "3",
+          "--init",  init.string(), "--max-iter", "8",           "--tol",    "0",     "--threads",    "1",
+          "--quiet", "--device",    device,       "--precision", precision,  "--out", out.string()};
 }
 
 TEST(CudaCli, FitOnTheDeviceMatchesTheCpuFit) {
@@ -86,10 +86,11 @@ TEST(CudaCli, BenchOnTheDeviceChecksItselfAgainstTheCpu) {
   TempDir dir;
   for (const std::string precision : {"fp32", "tf32"}) {
     const fs::path json = dir.path / ("bench-" + precision + ".json");
-    Process p = run_process({kCli, "bench", "--device", "cuda", "--precision", precision, "--rows", "2000", "--dims", "8",
-                             "--components", "5", "--iters", "1", "--warmup", "1", "--threads", "1", "--json",
-                             json.string()},
-                            {}, dir.path / "bench.log", 300s);
+    Process p =
+        run_process({kCli,        "bench", "--device",     "cuda",       "--precision", precision, "--rows",   "2000",
+                     "--dims",    "8",     "--components", "5",          "--iters",     "1",       "--warmup", "1",
+                     "--threads", "1",     "--json",       json.string()},
+                    {}, dir.path / "bench.log", 300s);
     ASSERT_EQ(p.exit_code(), 0) << p.output();
     const auto doc = nlohmann::json::parse(read_file(json));
     ASSERT_EQ(doc.at("results").size(), 1u);
@@ -160,7 +161,8 @@ TEST(CudaCli, LaunchedFitOverNcclMatchesTheCpuFit) {
   ASSERT_EQ(one.exit_code(), 0) << one.output();
   for (const std::string shards : {"1", "2"}) {
     std::vector<std::string> argv{kCli, "launch", "--nproc", "2", "--"};
-    for (const std::string& a : fit_args(data, init, dir.path / ("nccl" + shards + ".json"), "cuda", "fp64")) argv.push_back(a);
+    for (const std::string& a : fit_args(data, init, dir.path / ("nccl" + shards + ".json"), "cuda", "fp64"))
+      argv.push_back(a);
     argv.insert(argv.end(), {"--comm", "nccl", "--timeout", "60", "--shard-components", shards});
     Process p = run_process(argv, env, dir.path / "launch.log", 300s);
     ASSERT_EQ(p.exit_code(), 0) << p.output();
@@ -178,7 +180,8 @@ TEST(CudaCli, MoreRanksThanSharedGpusFailsNamingTheLocalRank) {
   TempDir dir;
   const fs::path data = generate_data(dir, kTruth, 1000);
   std::vector<std::string> argv{kCli, "launch", "--nproc", "3", "--"};
-  for (const std::string& a : fit_args(data, dir.path / "truth.json", dir.path / "m.json", "cuda", "fp64")) argv.push_back(a);
+  for (const std::string& a : fit_args(data, dir.path / "truth.json", dir.path / "m.json", "cuda", "fp64"))
+    argv.push_back(a);
   argv.insert(argv.end(), {"--comm", "gloo", "--timeout", "20"});
   Process p = run_process(argv, {{"MIXLE_SIM_DEVICES", "2"}}, dir.path / "launch.log", 120s);
   EXPECT_NE(p.exit_code(), 0) << p.output();
@@ -194,7 +197,8 @@ TEST(CudaCli, NcclWithoutAVisibleGpuSaysSo) {
   TempDir dir;
   const fs::path data = generate_data(dir, kTruth, 1000);
   std::vector<std::string> argv{kCli, "launch", "--nproc", "1", "--"};
-  for (const std::string& a : fit_args(data, dir.path / "truth.json", dir.path / "m.json", "cpu", "fp64")) argv.push_back(a);
+  for (const std::string& a : fit_args(data, dir.path / "truth.json", dir.path / "m.json", "cpu", "fp64"))
+    argv.push_back(a);
   argv.insert(argv.end(), {"--comm", "nccl", "--timeout", "20"});
   Process p = run_process(argv, {{"MIXLE_SIM_DEVICES", "0"}}, dir.path / "launch.log", 120s);
   EXPECT_NE(p.exit_code(), 0) << p.output();

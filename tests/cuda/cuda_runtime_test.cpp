@@ -82,8 +82,7 @@ TEST(CudaRuntime, CudaRefusesTooFewDataColumns) {
   model.parts.push_back(p);
   const std::vector<float> two_columns(20, 0.0f);
   std::vector<double> stats(static_cast<std::size_t>(stat_layout(model).size), 0.0);
-  EXPECT_THROW(cuda->accumulate(model, Dataset::from_vector(two_columns, 10, 2), Precision::fp32, stats),
-               InvalidInput);
+  EXPECT_THROW(cuda->accumulate(model, Dataset::from_vector(two_columns, 10, 2), Precision::fp32, stats), InvalidInput);
 }
 
 }  // namespace

@@ -100,8 +100,8 @@ struct Scenario {
   std::vector<double> values;
   std::vector<double> log_norm;
   std::vector<double> log_norm_true;  // before the bad rows were written
-  std::vector<double> r_ref;   // rows × shard K: the global posterior of the shard's components (fp64)
-  std::vector<bool> bad;       // rows folding nothing
+  std::vector<double> r_ref;          // rows × shard K: the global posterior of the shard's components (fp64)
+  std::vector<bool> bad;              // rows folding nothing
 };
 
 Scenario make_scenario(Record record, engine::Precision precision, DType dtype, std::size_t rows = 1000) {
@@ -203,7 +203,8 @@ class EditedNormaliser final : public engine::Compute {
   explicit EditedNormaliser(std::function<void(std::vector<double>&)> edit)
       : cpu_(engine::make_cpu_compute(1)), edit_(std::move(edit)) {}
   std::string name() const override { return "edited-cpu"; }
-  kernels::PassReport accumulate(const Model& m, const Dataset& d, engine::Precision p, std::vector<double>& s) override {
+  kernels::PassReport accumulate(const Model& m, const Dataset& d, engine::Precision p,
+                                 std::vector<double>& s) override {
     return cpu_->accumulate(m, d, p, s);
   }
   kernels::PassReport score(const Model& m, const Dataset& d, engine::Precision p, double* ll, double* r) override {
@@ -245,7 +246,9 @@ TEST(CudaShardedHarness, CatchesAFoldedBadRowAndAShiftedNormaliser) {
   }
   // fp64: every responsibility 1e-6 relative too large.
   const Scenario s = make_scenario(Record::gaussian_full, engine::Precision::fp64, DType::f64);
-  EditedNormaliser shifted([](std::vector<double>& l) { for (double& v : l) v -= 1e-6; });
+  EditedNormaliser shifted([](std::vector<double>& l) {
+    for (double& v : l) v -= 1e-6;
+  });
   EXPECT_GT(failures_of(*oracle, shifted, s), 0);
 }
 
@@ -394,7 +397,8 @@ TEST(CudaSharded, InProcessShardedFitOnTheGpuMatchesTheCpuFitFp64) {
   ASSERT_EQ(gpu.model.components(), cpu.model.components());
   EXPECT_NEAR(gpu.final_mean_loglik, cpu.final_mean_loglik, 1e-9 * std::abs(cpu.final_mean_loglik));
   for (std::size_t i = 0; i < cpu.model.parts[0].mean.size(); ++i)
-    EXPECT_NEAR(gpu.model.parts[0].mean[i], cpu.model.parts[0].mean[i], 1e-8 * (1.0 + std::abs(cpu.model.parts[0].mean[i])));
+    EXPECT_NEAR(gpu.model.parts[0].mean[i], cpu.model.parts[0].mean[i],
+                1e-8 * (1.0 + std::abs(cpu.model.parts[0].mean[i])));
   for (std::size_t k = 0; k < cpu.model.weights.size(); ++k)
     EXPECT_NEAR(gpu.model.weights[k], cpu.model.weights[k], 1e-9);
 }

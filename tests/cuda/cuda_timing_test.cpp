@@ -64,11 +64,11 @@ void time_accumulate(Family family, std::size_t N, std::size_t D, std::size_t K,
   }
   const double mean = total / passes;
   const char* fused = std::getenv("MIXLE_CUDA_FUSED");
-  std::printf("[timing] %s%s N=%zu D=%zu K=%zu %s: first %.2f ms, best %.3f ms, mean %.3f ms per pass; "
-              "roofline %.2f ms -> %.1f%% of roofline (best)\n",
-              family_name(family), fused && std::string(fused) == "0" ? " (unfused)" : "", N, D, K,
-              engine::precision_name(precision), first_ms, best, mean, roofline_ms,
-              100.0 * roofline_ms / best);
+  std::printf(
+      "[timing] %s%s N=%zu D=%zu K=%zu %s: first %.2f ms, best %.3f ms, mean %.3f ms per pass; "
+      "roofline %.2f ms -> %.1f%% of roofline (best)\n",
+      family_name(family), fused && std::string(fused) == "0" ? " (unfused)" : "", N, D, K,
+      engine::precision_name(precision), first_ms, best, mean, roofline_ms, 100.0 * roofline_ms / best);
   testing::Test::RecordProperty("best_ms", std::to_string(best));
   testing::Test::RecordProperty("mean_ms", std::to_string(mean));
   testing::Test::RecordProperty("first_ms", std::to_string(first_ms));

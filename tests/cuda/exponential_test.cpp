@@ -13,10 +13,9 @@ constexpr Tolerance kFp64{1e-13, 1e-13};
 
 TEST(ExponentialCuda, MatchesCpuFp32) {
   MIXLE_CUDA_OR_SKIP(cuda);
-  for (const Case& c : {Case{1037, 1, 1, 0, DType::f32, Precision::fp32},
-                        Case{555, 37, 6, 0, DType::f32, Precision::fp32},
-                        Case{200, 1024, 3, 0, DType::f32, Precision::fp32},
-                        Case{129, 5, 256, 0, DType::f64, Precision::fp32}})
+  for (const Case& c :
+       {Case{1037, 1, 1, 0, DType::f32, Precision::fp32}, Case{555, 37, 6, 0, DType::f32, Precision::fp32},
+        Case{200, 1024, 3, 0, DType::f32, Precision::fp32}, Case{129, 5, 256, 0, DType::f64, Precision::fp32}})
     run_case(*cuda, Family::exponential, c, kFp32);
 }
 

@@ -15,17 +15,16 @@ constexpr Tolerance kFp64{1e-13, 1e-13};
 
 TEST(GaussianDiagCuda, MatchesCpuFp32) {
   MIXLE_CUDA_OR_SKIP(cuda);
-  for (const Case& c : {Case{1037, 1, 1, 0, DType::f32, Precision::fp32},
-                        Case{777, 37, 5, 0, DType::f32, Precision::fp32},
-                        Case{300, 1024, 3, 0, DType::f32, Precision::fp32},
-                        Case{129, 7, 256, 0, DType::f64, Precision::fp32}})
+  for (const Case& c :
+       {Case{1037, 1, 1, 0, DType::f32, Precision::fp32}, Case{777, 37, 5, 0, DType::f32, Precision::fp32},
+        Case{300, 1024, 3, 0, DType::f32, Precision::fp32}, Case{129, 7, 256, 0, DType::f64, Precision::fp32}})
     run_case(*cuda, Family::gaussian_diag, c, kFp32);
 }
 
 TEST(GaussianDiagCuda, MatchesCpuFp64) {
   MIXLE_CUDA_OR_SKIP(cuda);
-  for (const Case& c : {Case{1037, 37, 33, 0, DType::f64, Precision::fp64},
-                        Case{333, 1024, 2, 0, DType::f32, Precision::fp64}})
+  for (const Case& c :
+       {Case{1037, 37, 33, 0, DType::f64, Precision::fp64}, Case{333, 1024, 2, 0, DType::f32, Precision::fp64}})
     run_case(*cuda, Family::gaussian_diag, c, kFp64);
 }
 
@@ -46,11 +45,11 @@ TEST(GaussianDiagCuda, ResidentAndStreamedStatisticsBitIdentical) {
 // entry they do the same operations in the same order (bound in expect_variants_agree).
 TEST(GaussianDiagCuda, TiledAndGenericStatisticsAgree) {
   MIXLE_CUDA_OR_SKIP(cuda);
-  for (const Case& c : {Case{1037, 1, 1, 0, DType::f32, Precision::fp32},
-                        Case{777, 37, 5, 0, DType::f32, Precision::fp32},
-                        Case{300, 1024, 3, 0, DType::f32, Precision::fp32},    // 8 component tiles
-                        Case{129, 7, 256, 0, DType::f64, Precision::fp32},     // 4 dim tiles
-                        Case{1037, 37, 33, 0, DType::f64, Precision::fp64}})
+  for (const Case& c :
+       {Case{1037, 1, 1, 0, DType::f32, Precision::fp32}, Case{777, 37, 5, 0, DType::f32, Precision::fp32},
+        Case{300, 1024, 3, 0, DType::f32, Precision::fp32},  // 8 component tiles
+        Case{129, 7, 256, 0, DType::f64, Precision::fp32},   // 4 dim tiles
+        Case{1037, 37, 33, 0, DType::f64, Precision::fp64}})
     expect_variants_agree(*cuda, Family::gaussian_diag, c, "MIXLE_CUDA_DIAG_STATS");
 }
 
@@ -60,19 +59,19 @@ TEST(GaussianDiagCuda, TiledAndGenericStatisticsAgree) {
 // eligible cases (K=1/D=1, K=37/D=5) and the bad-row test too.
 TEST(GaussianDiagCuda, FusedAndUnfusedAgree) {
   MIXLE_CUDA_OR_SKIP(cuda);
-  for (const Case& c : {Case{1037, 1, 1, 0, DType::f32, Precision::fp32},
-                        Case{777, 37, 5, 0, DType::f64, Precision::fp32},
-                        Case{1037, 64, 32, 0, DType::f32, Precision::fp32},   // K·D = 2048
-                        Case{555, 256, 8, 0, DType::f32, Precision::fp32},    // K = 256
-                        Case{300, 5, 64, 0, DType::f32, Precision::fp32}})    // D = 64
+  for (const Case& c :
+       {Case{1037, 1, 1, 0, DType::f32, Precision::fp32}, Case{777, 37, 5, 0, DType::f64, Precision::fp32},
+        Case{1037, 64, 32, 0, DType::f32, Precision::fp32},  // K·D = 2048
+        Case{555, 256, 8, 0, DType::f32, Precision::fp32},   // K = 256
+        Case{300, 5, 64, 0, DType::f32, Precision::fp32}})   // D = 64
     expect_variants_agree(*cuda, Family::gaussian_diag, c, "MIXLE_CUDA_FUSED", "0");
 }
 
 TEST(GaussianDiagCuda, FusedMatchesCpuAtEligibilityEdges) {
   MIXLE_CUDA_OR_SKIP(cuda);
-  for (const Case& c : {Case{1037, 64, 32, 0, DType::f32, Precision::fp32},
-                        Case{555, 256, 8, 0, DType::f32, Precision::fp32},
-                        Case{300, 5, 64, 0, DType::f32, Precision::fp32}})
+  for (const Case& c :
+       {Case{1037, 64, 32, 0, DType::f32, Precision::fp32}, Case{555, 256, 8, 0, DType::f32, Precision::fp32},
+        Case{300, 5, 64, 0, DType::f32, Precision::fp32}})
     run_case(*cuda, Family::gaussian_diag, c, kFp32);
 }
 

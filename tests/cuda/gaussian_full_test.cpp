@@ -17,17 +17,16 @@ constexpr Tolerance kFp64{2e-13, 1e-13};
 
 TEST(GaussianFullCuda, MatchesCpuFp32) {
   MIXLE_CUDA_OR_SKIP(cuda);
-  for (const Case& c : {Case{1037, 1, 1, 0, DType::f32, Precision::fp32},
-                        Case{333, 1024, 2, 0, DType::f32, Precision::fp32},
-                        Case{517, 17, 33, 0, DType::f64, Precision::fp32},
-                        Case{300, 3, 256, 0, DType::f32, Precision::fp32}})
+  for (const Case& c :
+       {Case{1037, 1, 1, 0, DType::f32, Precision::fp32}, Case{333, 1024, 2, 0, DType::f32, Precision::fp32},
+        Case{517, 17, 33, 0, DType::f64, Precision::fp32}, Case{300, 3, 256, 0, DType::f32, Precision::fp32}})
     run_case(*cuda, Family::gaussian_full, c, kFp32);
 }
 
 TEST(GaussianFullCuda, MatchesCpuFp64) {
   MIXLE_CUDA_OR_SKIP(cuda);
-  for (const Case& c : {Case{517, 17, 33, 0, DType::f64, Precision::fp64},
-                        Case{200, 1024, 3, 0, DType::f64, Precision::fp64}})
+  for (const Case& c :
+       {Case{517, 17, 33, 0, DType::f64, Precision::fp64}, Case{200, 1024, 3, 0, DType::f64, Precision::fp64}})
     run_case(*cuda, Family::gaussian_full, c, kFp64);
 }
 
@@ -46,10 +45,10 @@ TEST(GaussianFullCuda, ResidentAndStreamedStatisticsBitIdentical) {
 // The tiled second-moment kernel (default) against the generic one: same per-entry arithmetic.
 TEST(GaussianFullCuda, TiledAndGenericStatisticsAgree) {
   MIXLE_CUDA_OR_SKIP(cuda);
-  for (const Case& c : {Case{1037, 1, 1, 0, DType::f32, Precision::fp32},
-                        Case{333, 37, 5, 0, DType::f32, Precision::fp32},
-                        Case{300, 3, 130, 0, DType::f32, Precision::fp32},   // 3×3 regions, ragged edge
-                        Case{517, 17, 33, 0, DType::f64, Precision::fp64}})
+  for (const Case& c :
+       {Case{1037, 1, 1, 0, DType::f32, Precision::fp32}, Case{333, 37, 5, 0, DType::f32, Precision::fp32},
+        Case{300, 3, 130, 0, DType::f32, Precision::fp32},  // 3×3 regions, ragged edge
+        Case{517, 17, 33, 0, DType::f64, Precision::fp64}})
     expect_variants_agree(*cuda, Family::gaussian_full, c, "MIXLE_CUDA_FULL_STATS");
 }
 

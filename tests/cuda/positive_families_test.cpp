@@ -16,10 +16,9 @@ class PositiveFamiliesCuda : public ::testing::TestWithParam<Family> {};
 
 TEST_P(PositiveFamiliesCuda, MatchesCpuFp32) {
   MIXLE_CUDA_OR_SKIP(cuda);
-  for (const Case& c : {Case{1037, 1, 1, 0, DType::f32, Precision::fp32},
-                        Case{555, 37, 6, 0, DType::f32, Precision::fp32},
-                        Case{200, 300, 3, 0, DType::f32, Precision::fp32},
-                        Case{129, 5, 64, 0, DType::f64, Precision::fp32}})
+  for (const Case& c :
+       {Case{1037, 1, 1, 0, DType::f32, Precision::fp32}, Case{555, 37, 6, 0, DType::f32, Precision::fp32},
+        Case{200, 300, 3, 0, DType::f32, Precision::fp32}, Case{129, 5, 64, 0, DType::f64, Precision::fp32}})
     run_case(*cuda, GetParam(), c, kFp32);
 }
 

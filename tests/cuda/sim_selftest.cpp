@@ -31,8 +31,10 @@ class ScopedSchedule {
     ::setenv("MIXLE_SIM_SCHEDULE", value, 1);
   }
   ~ScopedSchedule() {
-    if (had_) ::setenv("MIXLE_SIM_SCHEDULE", old_.c_str(), 1);
-    else ::unsetenv("MIXLE_SIM_SCHEDULE");
+    if (had_)
+      ::setenv("MIXLE_SIM_SCHEDULE", old_.c_str(), 1);
+    else
+      ::unsetenv("MIXLE_SIM_SCHEDULE");
   }
 
  private:
@@ -107,8 +109,7 @@ TEST_F(SimSelfTest, RemovedBarrierGivesAWrongSumUnderSomeSchedule) {
       EXPECT_EQ(good[static_cast<std::size_t>(b)], want) << schedule << " block " << b;
     }
     const std::vector<float> bad = block_sums<false>(schedule);
-    for (int b = 0; b < 3; ++b)
-      wrong += !(bad[static_cast<std::size_t>(b)] == good[static_cast<std::size_t>(b)]);
+    for (int b = 0; b < 3; ++b) wrong += !(bad[static_cast<std::size_t>(b)] == good[static_cast<std::size_t>(b)]);
   }
   EXPECT_GT(wrong, 0) << "a missing __syncthreads went unnoticed under every schedule";
 }
@@ -161,8 +162,7 @@ void run_scale_off_by_one() {
   x.write(std::vector<float>(n, 1.0f));
   launch_kernel<scale_kernel<true>>(1, 128, 0, nullptr, x.p, y.p, n);
   const cudaError_t e = cudaDeviceSynchronize();
-  if (e != cudaSuccess)
-    std::fprintf(stderr, "synchronise: %s; %s\n", cudaGetErrorName(e), sim::last_fault().c_str());
+  if (e != cudaSuccess) std::fprintf(stderr, "synchronise: %s; %s\n", cudaGetErrorName(e), sim::last_fault().c_str());
   std::exit(e == cudaSuccess ? 0 : 3);
 }
 
@@ -347,7 +347,7 @@ __global__ void collectives_kernel(int* out) {
   o[0] = __shfl_up_sync(0xffffffffu, lane, 3, 16);    // own value for the first 3 lanes of each half
   o[1] = __shfl_down_sync(0xffffffffu, lane, 5, 16);  // own value for the last 5 of each half
   o[2] = __shfl_xor_sync(0xffffffffu, lane, 16);
-  o[3] = __shfl_sync(0xffffffffu, lane, 35);          // lane 35 mod 32 = 3
+  o[3] = __shfl_sync(0xffffffffu, lane, 35);  // lane 35 mod 32 = 3
   o[4] = static_cast<int>(__ballot_sync(0xffffffffu, lane % 3 == 0));
   o[5] = __any_sync(0xffffffffu, lane == 31) + 2 * __all_sync(0xffffffffu, lane < 31);
   o[6] = __syncthreads_count(lane % 4 == 0);
@@ -478,8 +478,8 @@ TEST_F(SimSelfTest, Tf32GemmRoundsItsOperandsToTenMantissaBits) {
   const float one = 1.0f, zero = 0.0f;
   for (int i = 0; i < 2; ++i)
     for (cublasComputeType_t compute : {CUBLAS_COMPUTE_32F, CUBLAS_COMPUTE_32F_FAST_TF32}) {
-      ASSERT_EQ(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, a.p + i, CUDA_R_32F, 1, b.p, CUDA_R_32F, 1,
-                             &zero, c.p, CUDA_R_32F, 1, compute, CUBLAS_GEMM_DEFAULT),
+      ASSERT_EQ(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, a.p + i, CUDA_R_32F, 1, b.p, CUDA_R_32F,
+                             1, &zero, c.p, CUDA_R_32F, 1, compute, CUBLAS_GEMM_DEFAULT),
                 CUBLAS_STATUS_SUCCESS);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       const float want = compute == CUBLAS_COMPUTE_32F_FAST_TF32 && i == 0 ? 3.0f : 3.0f * a_host[i];
@@ -487,8 +487,8 @@ TEST_F(SimSelfTest, Tf32GemmRoundsItsOperandsToTenMantissaBits) {
     }
   // A host pointer as an operand is a device fault, named.
   std::vector<float> host(1, 1.0f);
-  EXPECT_EQ(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, host.data(), CUDA_R_32F, 1, b.p, CUDA_R_32F, 1,
-                         &zero, c.p, CUDA_R_32F, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  EXPECT_EQ(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, host.data(), CUDA_R_32F, 1, b.p, CUDA_R_32F,
+                         1, &zero, c.p, CUDA_R_32F, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             CUBLAS_STATUS_EXECUTION_FAILED);
   EXPECT_NE(sim::last_fault().find("operand A (4 bytes) is host memory"), std::string::npos) << sim::last_fault();
   cublasDestroy(handle);

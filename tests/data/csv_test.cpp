@@ -16,8 +16,8 @@ TEST(DataCsv, RoundTripF64IsExactWithHeader) {
   TempDir dir;
   const std::string path = dir.file("m.csv");
   const double inf = std::numeric_limits<double>::infinity();
-  const std::vector<double> v = {0.1, 1.0 / 3.0, 1e-300, -0.0, 123456789.123456789, -inf,
-                                 std::nan(""), inf, 5e-324, 2.0};
+  const std::vector<double> v = {0.1,  1.0 / 3.0,    1e-300, -0.0,   123456789.123456789,
+                                 -inf, std::nan(""), inf,    5e-324, 2.0};
   write_matrix(path, v.data(), 5, 2, DataFormat::automatic, {"alpha", "beta"});
   const std::string text = test::read_bytes(path);
   EXPECT_EQ(text.rfind("alpha,beta\n", 0), 0u) << text;
@@ -139,18 +139,15 @@ TEST(DataCsv, NonNumberNamesLineColumnAndText) {
   TempDir dir;
   const std::string path = dir.file("data.csv");
   test::write_bytes(path, "x,y\n1,2\n3,abc\n");
-  test::expect_invalid_input([&] { read_data(path); },
-                             {path + ":3: column 2: \"abc\" is not a number"});
+  test::expect_invalid_input([&] { read_data(path); }, {path + ":3: column 2: \"abc\" is not a number"});
   test::write_bytes(path, "1,2\n# c\n3,\n");
-  test::expect_invalid_input([&] { read_data(path); },
-                             {path + ":3: column 2: \"\" is not a number"});
+  test::expect_invalid_input([&] { read_data(path); }, {path + ":3: column 2: \"\" is not a number"});
   test::write_bytes(path, "1,2\n1.5.2,3\n");
   test::expect_invalid_input([&] { read_data(path); }, {path + ":2: column 1: \"1.5.2\""});
   test::write_bytes(path, "1,2\n3,1e39\n");
   ReadOptions f32;
   f32.csv_dtype = DType::f32;
-  test::expect_invalid_input([&] { read_data(path, f32); },
-                             {path + ":2: column 2: \"1e39\" is out of range for f32"});
+  test::expect_invalid_input([&] { read_data(path, f32); }, {path + ":2: column 2: \"1e39\" is out of range for f32"});
   EXPECT_EQ(read_data(path).at(1, 1), 1e39);  // fine as f64
 }
 
@@ -158,12 +155,10 @@ TEST(DataCsv, RaggedRowNamesLineAndBothCounts) {
   TempDir dir;
   const std::string path = dir.file("ragged.csv");
   test::write_bytes(path, "1,2,3\n4,5,6\n\n7,8\n");
-  test::expect_invalid_input([&] { read_data(path); },
-                             {path + ":4:", "2 fields", "first data row (line 1) has 3"});
+  test::expect_invalid_input([&] { read_data(path); }, {path + ":4:", "2 fields", "first data row (line 1) has 3"});
   test::expect_invalid_input([&] { probe_data(path); }, {path + ":4:", "2 fields", "3"});
   test::write_bytes(path, "a,b\n1,2,3\n");
-  test::expect_invalid_input([&] { read_data(path); },
-                             {path + ":2:", "3 fields", "header (line 1) has 2"});
+  test::expect_invalid_input([&] { read_data(path); }, {path + ":2:", "3 fields", "header (line 1) has 2"});
 }
 
 TEST(DataCsv, NoDataRows) {

@@ -24,8 +24,7 @@ class TempDir {
   TempDir() {
     static std::atomic<int> counter{0};
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string name = "mixle_data_" + std::to_string(::getpid()) + "_" +
-                       std::to_string(counter++);
+    std::string name = "mixle_data_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
     if (info != nullptr) name += std::string("_") + info->name();
     path_ = std::filesystem::temp_directory_path() / name;
     std::filesystem::remove_all(path_);
@@ -64,16 +63,14 @@ std::string bytes_of(const T* values, std::size_t n) {
 }
 
 /// Runs `fn`, expecting InvalidInput whose message contains every one of `needles`.
-inline void expect_invalid_input(const std::function<void()>& fn,
-                                 std::initializer_list<std::string> needles) {
+inline void expect_invalid_input(const std::function<void()>& fn, std::initializer_list<std::string> needles) {
   try {
     fn();
     ADD_FAILURE() << "expected InvalidInput, nothing was thrown";
   } catch (const InvalidInput& e) {
     const std::string msg = e.what();
     for (const auto& needle : needles) {
-      EXPECT_NE(msg.find(needle), std::string::npos)
-          << "message lacks \"" << needle << "\": " << msg;
+      EXPECT_NE(msg.find(needle), std::string::npos) << "message lacks \"" << needle << "\": " << msg;
     }
   } catch (const std::exception& e) {
     ADD_FAILURE() << "expected InvalidInput, got another exception: " << e.what();
@@ -82,8 +79,7 @@ inline void expect_invalid_input(const std::function<void()>& fn,
 
 /// A hand-made .npy file: magic, version major.0, a header length field of 2 (v1) or 4 bytes,
 /// the dict padded with spaces to `align` bytes and ended by '\n', then `data`.
-inline std::string make_npy(int major, const std::string& dict, const std::string& data,
-                            std::size_t align = 64) {
+inline std::string make_npy(int major, const std::string& dict, const std::string& data, std::size_t align = 64) {
   const std::size_t len_bytes = major == 1 ? 2 : 4;
   std::string header = dict;
   const std::size_t fixed = 8 + len_bytes;

@@ -35,8 +35,7 @@ TEST(DataDataset, FromVectorOwnsAndChecksSize) {
   EXPECT_EQ(d.at(0, 0), 1.5);
   EXPECT_EQ(d.at(1, 1), 4.0);
   EXPECT_THROW(d.as<float>(), InvalidInput);
-  test::expect_invalid_input([] { Dataset::from_vector(std::vector<float>{1, 2, 3}, 2, 2); },
-                             {"3 values", "2 x 2"});
+  test::expect_invalid_input([] { Dataset::from_vector(std::vector<float>{1, 2, 3}, 2, 2); }, {"3 values", "2 x 2"});
 }
 
 TEST(DataDataset, SliceSharesStorageAndOutlivesParent) {

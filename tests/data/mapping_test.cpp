@@ -78,8 +78,10 @@ TEST(DataMapping, ReadAtContinuesAfterShortReads) {
   ::munmap(region, 128 * page);
   ASSERT_GT(got, std::size_t{8192}) << "expected a maps file of several pages";
   ASSERT_LT(got, kLength);
-  for (std::size_t i = 0; i < kBefore; ++i) ASSERT_EQ(buffer[i], kUntouched) << "written before the destination at " << i;
-  for (std::size_t i = 0; i < got; ++i) ASSERT_NE(buffer[kBefore + i], kUntouched) << "a hole in what was read at " << i;
+  for (std::size_t i = 0; i < kBefore; ++i)
+    ASSERT_EQ(buffer[i], kUntouched) << "written before the destination at " << i;
+  for (std::size_t i = 0; i < got; ++i)
+    ASSERT_NE(buffer[kBefore + i], kUntouched) << "a hole in what was read at " << i;
   EXPECT_EQ(buffer[kBefore + got - 1], '\n');  // the last line arrived whole
   for (std::size_t i = got; i < kLength; ++i) ASSERT_EQ(buffer[kBefore + i], kUntouched) << i;
 }

@@ -24,8 +24,7 @@ std::vector<double> iota_values(std::size_t n, double scale) {
 TEST(DataNpy, RoundTripF32) {
   TempDir dir;
   const std::string path = dir.file("a.npy");
-  std::vector<float> v = {1.5f, -2.25f, 3e-8f, std::numeric_limits<float>::infinity(),
-                          0.1f, 1e30f};
+  std::vector<float> v = {1.5f, -2.25f, 3e-8f, std::numeric_limits<float>::infinity(), 0.1f, 1e30f};
   write_matrix(path, v.data(), 3, 2);
   const std::string bytes = test::read_bytes(path);
   const std::size_t header = bytes.size() - v.size() * sizeof(float);
@@ -85,8 +84,8 @@ TEST(DataNpy, HandWrittenV2V3AndOneDimensional) {
   TempDir dir;
   const std::vector<double> v = {1, 2, 3, 4, 5, 6};
   const std::string v2 = dir.file("v2.npy");
-  test::write_bytes(v2, make_npy(2, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }",
-                                 test::bytes_of(v.data(), 6)));
+  test::write_bytes(
+      v2, make_npy(2, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", test::bytes_of(v.data(), 6)));
   Dataset d = read_data(v2);
   ASSERT_EQ(d.rows(), 2u);
   ASSERT_EQ(d.cols(), 3u);
@@ -95,8 +94,8 @@ TEST(DataNpy, HandWrittenV2V3AndOneDimensional) {
   // v3: UTF-8 header, otherwise v2; double quotes and a 1-D shape (read as N x 1).
   const std::vector<float> f = {0.5f, 1.5f, 2.5f};
   const std::string v3 = dir.file("v3.npy");
-  test::write_bytes(v3, make_npy(3, "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (3,)}",
-                                 test::bytes_of(f.data(), 3)));
+  test::write_bytes(
+      v3, make_npy(3, "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (3,)}", test::bytes_of(f.data(), 3)));
   d = read_data(v3);
   ASSERT_EQ(d.rows(), 3u);
   ASSERT_EQ(d.cols(), 1u);
@@ -106,8 +105,8 @@ TEST(DataNpy, HandWrittenV2V3AndOneDimensional) {
   // '=' (native byte order, what some writers put for a little-endian host's array) reads as '<'.
   static_assert(std::endian::native == std::endian::little);
   const std::string native = dir.file("native.npy");
-  test::write_bytes(native, make_npy(1, "{'descr': '=f8', 'fortran_order': False, 'shape': (3, 2), }",
-                                     test::bytes_of(v.data(), 6)));
+  test::write_bytes(
+      native, make_npy(1, "{'descr': '=f8', 'fortran_order': False, 'shape': (3, 2), }", test::bytes_of(v.data(), 6)));
   d = read_data(native);
   ASSERT_EQ(d.dtype(), DType::f64);
   ASSERT_EQ(d.rows(), 3u);
@@ -118,8 +117,8 @@ TEST(DataNpy, HandWrittenV2V3AndOneDimensional) {
 // is 32-bit: read as exact float64, negatives and the extremes included.
 TEST(DataNpy, Int32ReadsAsExactF64) {
   TempDir dir;
-  const std::vector<std::int32_t> v = {0, -1, 7, std::numeric_limits<std::int32_t>::min(),
-                                       std::numeric_limits<std::int32_t>::max(), 12345};
+  const std::vector<std::int32_t> v = {
+      0, -1, 7, std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max(), 12345};
   const std::string path = dir.file("i4.npy");
   test::write_bytes(path, make_npy(1, "{'descr': '<i4', 'fortran_order': False, 'shape': (3, 2), }",
                                    test::bytes_of(v.data(), v.size())));
@@ -177,8 +176,8 @@ TEST(DataNpy, MisalignedDataIsCopiedNotMisread) {
   const std::string path = dir.file("odd.npy");
   const std::vector<double> v = iota_values(8, 0.5);
   // align = 1: the data starts wherever the header ends, here not on an 8-byte boundary.
-  std::string bytes = make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), } ",
-                               test::bytes_of(v.data(), 8), 1);
+  std::string bytes =
+      make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), } ", test::bytes_of(v.data(), 8), 1);
   ASSERT_NE((bytes.size() - 64) % 8, 0u);
   test::write_bytes(path, bytes);
   ReadOptions o;
@@ -192,38 +191,35 @@ TEST(DataNpy, MisalignedDataIsCopiedNotMisread) {
 TEST(DataNpy, RejectsFortranOrder) {
   TempDir dir;
   const std::string path = dir.file("fortran.npy");
-  test::write_bytes(path, make_npy(1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 2), }",
-                                   std::string(32, '\0')));
-  test::expect_invalid_input([&] { read_data(path); },
-                             {path, "fortran_order True", "np.ascontiguousarray"});
+  test::write_bytes(path,
+                    make_npy(1, "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 2), }", std::string(32, '\0')));
+  test::expect_invalid_input([&] { read_data(path); }, {path, "fortran_order True", "np.ascontiguousarray"});
   test::expect_invalid_input([&] { probe_data(path); }, {path, "fortran_order"});
 }
 
 TEST(DataNpy, RejectsBigEndianAndOtherDtypes) {
   TempDir dir;
   const std::string big = dir.file("big.npy");
-  test::write_bytes(big, make_npy(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }",
-                                  std::string(16, '\0')));
+  test::write_bytes(big,
+                    make_npy(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 2), }", std::string(16, '\0')));
   test::expect_invalid_input([&] { read_data(big); }, {big, "big-endian", "'>f4'", "'<f4'"});
   const std::string half = dir.file("half.npy");
-  test::write_bytes(half, make_npy(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 2), }",
-                                   std::string(8, '\0')));
-  test::expect_invalid_input([&] { read_data(half); },
-                             {half, "unsupported dtype '<f2'", "'<f4'", "'<f8'"});
+  test::write_bytes(half,
+                    make_npy(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 2), }", std::string(8, '\0')));
+  test::expect_invalid_input([&] { read_data(half); }, {half, "unsupported dtype '<f2'", "'<f4'", "'<f8'"});
   const std::string rec = dir.file("rec.npy");
-  test::write_bytes(rec, make_npy(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }",
-                                  std::string(8, '\0')));
+  test::write_bytes(
+      rec, make_npy(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", std::string(8, '\0')));
   test::expect_invalid_input([&] { read_data(rec); }, {rec, "unsupported dtype"});
 }
 
 TEST(DataNpy, RejectsTruncatedFiles) {
   TempDir dir;
   const std::string data = dir.file("short_data.npy");
-  test::write_bytes(data, make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), }",
-                                   std::string(8 * 8 - 1, '\0')));
+  test::write_bytes(
+      data, make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), }", std::string(8 * 8 - 1, '\0')));
   test::expect_invalid_input([&] { read_data(data); }, {data, "truncated", "64 bytes", "63"});
-  const std::string full =
-      make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), }", "");
+  const std::string full = make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), }", "");
   const std::string header = dir.file("short_header.npy");
   test::write_bytes(header, full.substr(0, 40));
   test::expect_invalid_input([&] { probe_data(header); }, {header, "truncated .npy header"});
@@ -235,12 +231,12 @@ TEST(DataNpy, RejectsTruncatedFiles) {
 TEST(DataNpy, RejectsBadShapesEmptyFilesAndNpz) {
   TempDir dir;
   const std::string cube = dir.file("cube.npy");
-  test::write_bytes(cube, make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 2), }",
-                                   std::string(32, '\0')));
+  test::write_bytes(
+      cube, make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 2), }", std::string(32, '\0')));
   test::expect_invalid_input([&] { read_data(cube); }, {cube, "3 dimensions", "(2, 2, 2)"});
   const std::string scalar = dir.file("scalar.npy");
-  test::write_bytes(scalar, make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (), }",
-                                     std::string(4, '\0')));
+  test::write_bytes(scalar,
+                    make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (), }", std::string(4, '\0')));
   test::expect_invalid_input([&] { read_data(scalar); }, {scalar, "0 dimensions"});
   const std::string zero = dir.file("zero.npy");
   test::write_bytes(zero, make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }", ""));
@@ -260,8 +256,7 @@ TEST(DataNpy, MissingFileAndDirectory) {
   TempDir dir;
   const std::string missing = dir.file("missing.npy");
   test::expect_invalid_input([&] { read_data(missing); }, {missing, "cannot open"});
-  test::expect_invalid_input([&] { read_data(dir.path().string()); },
-                             {dir.path().string(), "directory"});
+  test::expect_invalid_input([&] { read_data(dir.path().string()); }, {dir.path().string(), "directory"});
 }
 
 }  // namespace

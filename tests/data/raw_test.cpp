@@ -69,8 +69,7 @@ TEST(DataRaw, Rejections) {
   test::expect_invalid_input([&] { read_data(path); }, {path, "--shape N,C", "--cols"});
   ReadOptions o;
   o.raw_cols = 3;
-  test::expect_invalid_input([&] { read_data(path, o); },
-                             {path, "40 bytes", "not a multiple", "12"});
+  test::expect_invalid_input([&] { read_data(path, o); }, {path, "40 bytes", "not a multiple", "12"});
   o.raw_cols = 2;
   o.raw_rows = 4;
   test::expect_invalid_input([&] { probe_data(path, o); }, {path, "4 x 2", "32 bytes"});

@@ -101,13 +101,14 @@ TEST(DataAtomicWrite, LeftoversOfKilledWritersDoNotBlockLaterWrites) {
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
-      struct rlimit no_core {0, 0}, small {1024, 1024};
+      struct rlimit no_core {
+        0, 0
+      }, small{1024, 1024};
       ::setrlimit(RLIMIT_CORE, &no_core);
       ::setrlimit(RLIMIT_FSIZE, &small);  // the write past 1 KiB raises SIGXFSZ: killed
       try {
         write_file_atomic(path, std::string(1 << 16, 'x'));
-      } catch (...) {
-      }
+      } catch (...) {}
       ::_exit(0);
     }
     int status = 0;
@@ -154,12 +155,10 @@ TEST(DataWriteMatrix, ArgumentChecks) {
   TempDir dir;
   const std::vector<double> v = {1, 2, 3, 4};
   const std::string csv = dir.file("m.csv");
-  test::expect_invalid_input(
-      [&] { write_matrix(csv, v.data(), 2, 2, DataFormat::csv, {"only_one"}); },
-      {csv, "1 column names", "2 columns"});
+  test::expect_invalid_input([&] { write_matrix(csv, v.data(), 2, 2, DataFormat::csv, {"only_one"}); },
+                             {csv, "1 column names", "2 columns"});
   const std::string unknown = dir.file("m.xyz");
-  test::expect_invalid_input([&] { write_matrix(unknown, v.data(), 2, 2); },
-                             {unknown, "format"});
+  test::expect_invalid_input([&] { write_matrix(unknown, v.data(), 2, 2); }, {unknown, "format"});
   expect_only(dir, 0);
   // An explicit format wins over the extension.
   write_matrix(unknown, v.data(), 2, 2, DataFormat::npy);

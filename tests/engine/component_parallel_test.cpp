@@ -40,9 +40,11 @@ TEST_P(ComponentParallel, FitIsBitIdenticalToSerialAtEveryWorkerCount) {
   o.threads = 1;
   const std::string serial = model_to_json(fit(data, o).model);
   // Every worker count under the canonical name; the aliases once each (they resolve to it).
-  const std::vector<std::pair<const char*, int>> runs = {
-      {"component_parallel", 1}, {"component_parallel", 2}, {"component_parallel", 4},
-      {"model_parallel", 2}, {"MP_MODEL", 2}};
+  const std::vector<std::pair<const char*, int>> runs = {{"component_parallel", 1},
+                                                         {"component_parallel", 2},
+                                                         {"component_parallel", 4},
+                                                         {"model_parallel", 2},
+                                                         {"MP_MODEL", 2}};
   for (const auto& [backend, workers] : runs) {
     FitOptions p = o;
     p.backend = backend;

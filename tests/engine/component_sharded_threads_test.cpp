@@ -122,7 +122,8 @@ TEST(ComponentShardedThreads, EmptyComponentsOfEveryShardAreReportedAsUnsharded)
       if (w.find(what) != std::string::npos) return true;
     return false;
   };
-  ASSERT_TRUE(mentions(plain.warnings, "component 3 captured no rows")) << "the test needs shard 1 to hold an empty component";
+  ASSERT_TRUE(mentions(plain.warnings, "component 3 captured no rows"))
+      << "the test needs shard 1 to hold an empty component";
   for (const auto& w : plain.warnings)
     EXPECT_TRUE(std::find(sharded.warnings.begin(), sharded.warnings.end(), w) != sharded.warnings.end())
         << "missing from the sharded fit: " << w;

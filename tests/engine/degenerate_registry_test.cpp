@@ -320,35 +320,63 @@ TEST(EngineBadInput, CsvNonNumberNamesRowAndColumn) {
   test::TempDir dir("api-csv");
   const std::string path = dir.file("bad.csv");
   test::write_bytes(path, "1,2\n3,4\n5,abc\n7,8\n");
-  expect_invalid([&] { read_data(path); }, {"bad.csv:3", "column 2", "abc"});  // the documented form: file:line: column c
+  expect_invalid([&] { read_data(path); },
+                 {"bad.csv:3", "column 2", "abc"});  // the documented form: file:line: column c
 }
 
 TEST(EngineBadInput, DataValuesBreakingFamilyRules) {
   const double nan = std::nan("");
   // NaN in a Gaussian column (row 2, column 1).
-  expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{1, 2, 3, 4, 5, nan, 7, 8}, 4, 2), diag_options()); },
-                 {"row 2", "column 1", "nan"});
-  expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{1, 2, 3, 4, 5, nan, 7, 8}, 4, 2),
-                           diag_options(2, "gaussian_full")); },
-                 {"row 2", "column 1"});
+  expect_invalid(
+      [&] {
+        fit(Dataset::from_vector(std::vector<double>{1, 2, 3, 4, 5, nan, 7, 8}, 4, 2), diag_options());
+      },
+      {"row 2", "column 1", "nan"});
+  expect_invalid(
+      [&] {
+        fit(Dataset::from_vector(std::vector<double>{1, 2, 3, 4, 5, nan, 7, 8}, 4, 2),
+            diag_options(2, "gaussian_full"));
+      },
+      {"row 2", "column 1"});
   // Categorical code 2.5 and a code ≥ V.
-  expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{0, 1, 2.5, 1}, 4, 1), diag_options(2, "categorical:0-1:3")); },
-                 {"row 2", "2.5"});
-  expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{0, 1, 3, 1}, 4, 1), diag_options(2, "categorical:0-1:3")); },
-                 {"row 2", "3"});
-  expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{0, 1, -1, 1}, 4, 1), diag_options(2, "categorical")); },
-                 {"row 2", "-1"});
+  expect_invalid(
+      [&] {
+        fit(Dataset::from_vector(std::vector<double>{0, 1, 2.5, 1}, 4, 1), diag_options(2, "categorical:0-1:3"));
+      },
+      {"row 2", "2.5"});
+  expect_invalid(
+      [&] {
+        fit(Dataset::from_vector(std::vector<double>{0, 1, 3, 1}, 4, 1), diag_options(2, "categorical:0-1:3"));
+      },
+      {"row 2", "3"});
+  expect_invalid(
+      [&] {
+        fit(Dataset::from_vector(std::vector<double>{0, 1, -1, 1}, 4, 1), diag_options(2, "categorical"));
+      },
+      {"row 2", "-1"});
   // Negative Poisson count.
-  expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{0, 1, 2, -3}, 4, 1), diag_options(2, "poisson")); },
-                 {"row 3", "-3", "poisson"});
+  expect_invalid(
+      [&] {
+        fit(Dataset::from_vector(std::vector<double>{0, 1, 2, -3}, 4, 1), diag_options(2, "poisson"));
+      },
+      {"row 3", "-3", "poisson"});
   // Exponential needs x ≥ 0, bernoulli 0 or 1.
-  expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{0, 1, -0.5, 1}, 4, 1), diag_options(2, "exponential")); },
-                 {"row 2", "-0.5", "exponential"});
-  expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{0, 1, 1, 2}, 4, 1), diag_options(2, "bernoulli")); },
-                 {"row 3", "bernoulli"});
+  expect_invalid(
+      [&] {
+        fit(Dataset::from_vector(std::vector<double>{0, 1, -0.5, 1}, 4, 1), diag_options(2, "exponential"));
+      },
+      {"row 2", "-0.5", "exponential"});
+  expect_invalid(
+      [&] {
+        fit(Dataset::from_vector(std::vector<double>{0, 1, 1, 2}, 4, 1), diag_options(2, "bernoulli"));
+      },
+      {"row 3", "bernoulli"});
   // Infinity in a Gaussian column.
-  expect_invalid([&] { fit(Dataset::from_vector(std::vector<double>{0, 1, INFINITY, 1}, 4, 1), diag_options(2)); },
-                 {"row 2", "inf"});
+  expect_invalid(
+      [&] {
+        fit(Dataset::from_vector(std::vector<double>{0, 1, INFINITY, 1}, 4, 1), diag_options(2));
+      },
+      {"row 2", "inf"});
   // The same rules hold for scoring.
   Model m;
   m.weights = {1.0};
@@ -379,10 +407,13 @@ TEST(EngineBadInput, ModelJson) {
   expect_invalid([&] { model_from_json(test::full_model_json("[[1, 2], [2, 1]]")); }, {"cov[1]", "positive definite"});
   // A categorical part's V is an integer ≥ 1, checked where the file is read.
   for (const char* categories : {"0", "-2", "\"3\"", "1.5"})
-    expect_invalid([&] {
-      model_from_json(std::string(R"({"format":"mixle-model","version":1,"weights":[1],"parts":[
-        {"family":"categorical","columns":[0,1],"categories":)") + categories + R"(,"prob":[[1]]}]})");
-    }, {"\"categories\" must be an integer ≥ 1"});
+    expect_invalid(
+        [&] {
+          model_from_json(std::string(R"({"format":"mixle-model","version":1,"weights":[1],"parts":[
+        {"family":"categorical","columns":[0,1],"categories":)") +
+                          categories + R"(,"prob":[[1]]}]})");
+        },
+        {"\"categories\" must be an integer ≥ 1"});
   expect_invalid([&] { model_from_json(test::full_model_json("[[1, 0.5], [0, 1]]")); }, {"symmetric"});
   // Symmetric to a relative 1e-9 (what a JSON round trip of a computed covariance keeps): 5e-10
   // apart is accepted, 5e-9 apart is not.

@@ -41,7 +41,7 @@ TEST(EngineHand, Float32MStepOnExactInputsIsExact) {
   f.mean = {1.0, 0.0};
   f.cov = {1.0, 0.0, 0.0, 1.0};
   m.parts = {g, f};
-  const std::vector<double> x = {1, 2, 0, 0,  3, 2, 2, 0,  5, 10, 2, 2,  7, 10, 4, 2};
+  const std::vector<double> x = {1, 2, 0, 0, 3, 2, 2, 0, 5, 10, 2, 2, 7, 10, 4, 2};
   const Model r = m_step_fp(m, x, 4, 4, "fp32", kReg);
   EXPECT_NEAR(r.parts[0].mean[0], 4.0, kMStepTol);
   EXPECT_NEAR(r.parts[0].mean[1], 6.0, kMStepTol);

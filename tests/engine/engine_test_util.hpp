@@ -18,16 +18,14 @@ namespace mixle::test {
 /// 3 columns), "full" (gaussian_full, K=2, 2 columns), otherwise a mixed record (K=2; gaussian_diag
 /// 0-2, categorical 2-3 with 3 categories, poisson 3-4).
 inline Model truth_model(const std::string& kind) {
-  const std::string text =
-      kind == "diag"
-          ? R"({"format":"mixle-model","version":1,"weights":[0.25,0.25,0.25,0.25],"parts":[
+  const std::string text = kind == "diag"
+                               ? R"({"format":"mixle-model","version":1,"weights":[0.25,0.25,0.25,0.25],"parts":[
                {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[4,0,0],[0,4,0],[0,0,4]],
                 "var":[[1,1,1],[1,2,1],[0.5,1,1],[1,1,0.3]]}]})"
-      : kind == "full"
-          ? R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
+                           : kind == "full" ? R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
                {"family":"gaussian_full","columns":[0,2],"mean":[[0,0],[5,5]],
                 "cov":[[[2,1],[1,2]],[[1,-0.3],[-0.3,0.5]]]}]})"
-          : R"({"format":"mixle-model","version":1,"weights":[0.6,0.4],"parts":[
+                                            : R"({"format":"mixle-model","version":1,"weights":[0.6,0.4],"parts":[
                {"family":"gaussian_diag","columns":[0,2],"mean":[[0,0],[3,3]],"var":[[1,1],[1,1]]},
                {"family":"categorical","columns":[2,3],"categories":3,"prob":[[0.8,0.1,0.1],[0.1,0.1,0.8]]},
                {"family":"poisson","columns":[3,4],"rate":[[2],[9]]}]})";

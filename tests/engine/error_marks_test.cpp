@@ -93,8 +93,9 @@ E expect_type(const std::exception_ptr& e, int rank) {
   try {
     std::rethrow_exception(e);
   } catch (const E& got) {
-    if (rank != 1) EXPECT_NE(std::string(got.what()).find("the test step failed on rank 1 (rank 1: "), std::string::npos)
-        << got.what();
+    if (rank != 1)
+      EXPECT_NE(std::string(got.what()).find("the test step failed on rank 1 (rank 1: "), std::string::npos)
+          << got.what();
     return got;
   } catch (const std::exception& other) {
     ADD_FAILURE() << "rank " << rank << ": wrong type: " << other.what();

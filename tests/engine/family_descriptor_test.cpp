@@ -74,8 +74,7 @@ TEST(FamilyDescriptors, SizesMatchWhatTheEngineAllocates) {
   EXPECT_EQ(summary.statistic_bytes(), 8 * static_cast<std::uint64_t>(engine::stat_layout(model).size));
   // diag 2D, full D + D(D+1)/2, categorical D(V−1), poisson, exponential, bernoulli D each,
   // gamma and lognormal 2D each.
-  EXPECT_EQ(model.free_parameters(),
-            (K - 1) + K * (2 * D + (D + D * (D + 1) / 2) + D * (V - 1) + 3 * D + 2 * 2 * D));
+  EXPECT_EQ(model.free_parameters(), (K - 1) + K * (2 * D + (D + D * (D + 1) / 2) + D * (V - 1) + 3 * D + 2 * 2 * D));
 }
 
 // A layout summarises like the model it initialises; a categorical part whose V comes from the

@@ -60,7 +60,7 @@ TEST(EngineHand, GaussianFullLogDensity) {
 
 TEST(EngineHand, CategoricalLogDensity) {
   Part p = make_part(Family::categorical, 0, 2, 3);
-  p.prob = {0.25, 0.5, 0.25,   // column 0
+  p.prob = {0.25,  0.5,   0.25,   // column 0
             0.125, 0.125, 0.75};  // column 1
   EXPECT_NEAR(score_one(one_part(p), {1.0, 2.0}), std::log(0.5) + std::log(0.75), kLogDensityTol);
   EXPECT_NEAR(score_one(one_part(p), {0.0, 0.0}), std::log(0.25) + std::log(0.125), kLogDensityTol);
@@ -70,8 +70,7 @@ TEST(EngineHand, PoissonLogDensity) {
   Part p = make_part(Family::poisson, 0, 2);
   p.rate = {3.0, 0.5};
   // x log λ − λ − log x!, summed over the two columns.
-  const double expected = (2.0 * std::log(3.0) - 3.0 - std::log(2.0)) +
-                          (5.0 * std::log(0.5) - 0.5 - std::log(120.0));
+  const double expected = (2.0 * std::log(3.0) - 3.0 - std::log(2.0)) + (5.0 * std::log(0.5) - 0.5 - std::log(120.0));
   EXPECT_NEAR(score_one(one_part(p), {2.0, 5.0}), expected, kLogDensityTol);
   // x = 0: −λ only.
   EXPECT_NEAR(score_one(one_part(p), {0.0, 0.0}), -3.5, kLogDensityTol);
@@ -130,16 +129,16 @@ TEST(EngineHand, MixtureOfPartsIsLogOfWeightedSum) {
   m.parts = {g, c, po, e, b};
   const double x0 = 1.0, x1 = 1.0, x2 = 3.0, x3 = 2.0, x4 = 1.0;
   auto component = [&](double mean, double var, double pc, double rate, double er, double bp) {
-    return -0.5 * std::log(2.0 * std::numbers::pi * var) - (x0 - mean) * (x0 - mean) / (2.0 * var) +
-           std::log(pc) + (x2 * std::log(rate) - rate - std::log(6.0)) + (std::log(er) - er * x3) +
-           std::log(bp);
+    return -0.5 * std::log(2.0 * std::numbers::pi * var) - (x0 - mean) * (x0 - mean) / (2.0 * var) + std::log(pc) +
+           (x2 * std::log(rate) - rate - std::log(6.0)) + (std::log(er) - er * x3) + std::log(bp);
   };
   const double l0 = std::log(0.25) + component(0.0, 1.0, 0.5, 1.0, 1.0, 0.5);
   const double l1 = std::log(0.75) + component(2.0, 4.0, 0.75, 4.0, 0.5, 0.875);
   const double expected = std::log(std::exp(l0) + std::exp(l1));
   EXPECT_NEAR(score_one(m, {x0, x1, x2, x3, x4}), expected, kLogDensityTol);
   // Responsibilities are the normalised terms.
-  const auto resp = predict_proba(m, Dataset::from_vector(std::vector<double>{x0, x1, x2, x3, x4}, 1, 5), "cpu", 1, "fp64");
+  const auto resp =
+      predict_proba(m, Dataset::from_vector(std::vector<double>{x0, x1, x2, x3, x4}, 1, 5), "cpu", 1, "fp64");
   EXPECT_NEAR(resp[0], std::exp(l0 - expected), kLogDensityTol);
   EXPECT_NEAR(resp[1], std::exp(l1 - expected), kLogDensityTol);
 }

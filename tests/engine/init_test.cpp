@@ -30,7 +30,8 @@ TEST(EngineInit, UnusedColumnsDoNotAffectKmeansPlusPlus) {
   for (double filler : {std::nan(""), 1e12}) {
     SCOPED_TRACE(filler);
     std::vector<double> v(drawn.as<double>(), drawn.as<double>() + N * 3);
-    for (std::size_t r = 0; r < N; ++r) v[r * 3 + 1] = std::isnan(filler) ? filler : filler * static_cast<double>(r % 2);
+    for (std::size_t r = 0; r < N; ++r)
+      v[r * 3 + 1] = std::isnan(filler) ? filler : filler * static_cast<double>(r % 2);
     FitOptions o;
     o.components = 2;
     o.layout = "gaussian_diag:0-1,poisson:2-3";

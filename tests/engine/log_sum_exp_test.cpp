@@ -70,9 +70,9 @@ void check(double x, double mu0, double mu1, const std::string& precision, doubl
 // exponentials inherit that absolute error (1e-3 relative, the factor 1e3 above).
 TEST(EngineLogSumExp, RowsFarBelowEveryComponent) {
   for (const auto& [precision, tol] : {std::pair<std::string, double>{"fp64", 1e-12}, {"fp32", 1e-6}}) {
-    check(100.0, 0.0, 1.0, precision, tol);   // both ~ -5000 nats: one flushed to 0
-    check(60.0, 0.0, 0.5, precision, tol);    // ~ -1800 nats, 29.9 apart: both kept
-    check(-80.0, 0.0, 0.0, precision, tol);   // equal: 1/2 each
+    check(100.0, 0.0, 1.0, precision, tol);  // both ~ -5000 nats: one flushed to 0
+    check(60.0, 0.0, 0.5, precision, tol);   // ~ -1800 nats, 29.9 apart: both kept
+    check(-80.0, 0.0, 0.0, precision, tol);  // equal: 1/2 each
   }
 }
 

@@ -25,7 +25,7 @@ Model mixed_truth() {
   f.mean = {5, 5, 6, 4, 4, 6};
   f.cov = {2, 1, 1, 2, 1, -0.5, -0.5, 1, 3, 0, 0, 0.5};
   Part c = make_part(Family::categorical, 4, 6, 3);
-  c.prob = {0.6, 0.3, 0.1, 0.2, 0.2, 0.6,  0.1, 0.8, 0.1, 0.3, 0.4, 0.3,  0.3, 0.3, 0.4, 0.7, 0.2, 0.1};
+  c.prob = {0.6, 0.3, 0.1, 0.2, 0.2, 0.6, 0.1, 0.8, 0.1, 0.3, 0.4, 0.3, 0.3, 0.3, 0.4, 0.7, 0.2, 0.1};
   Part po = make_part(Family::poisson, 6, 7);
   po.rate = {1.0, 4.0, 9.0};
   Part e = make_part(Family::exponential, 7, 8);
@@ -86,18 +86,24 @@ void check_against_reference(const std::string& precision, int threads, double r
     }
     for (std::size_t a = 0; a < 2; ++a)
       for (std::size_t b = 0; b < 2; ++b) {
-        const double cv = weighted_mean(k, [&](std::size_t i) { return (data.at(i, 2 + a) - m[a]) * (data.at(i, 2 + b) - m[b]); });
+        const double cv =
+            weighted_mean(k, [&](std::size_t i) { return (data.at(i, 2 + a) - m[a]) * (data.at(i, 2 + b) - m[b]); });
         near(got.parts[1].cov[k * 4 + a * 2 + b], cv + (a == b ? kReg : 0.0), "full cov", k, a * 2 + b);
       }
     // categorical
     for (std::size_t d = 0; d < 2; ++d)
       for (std::size_t v = 0; v < 3; ++v) {
-        const double count = mass[k] * weighted_mean(k, [&](std::size_t i) { return data.at(i, 4 + d) == static_cast<double>(v) ? 1.0 : 0.0; });
-        near(got.parts[2].prob[(k * 2 + d) * 3 + v], (count + kPseudo) / (mass[k] + 3 * kPseudo), "categorical", k, d * 3 + v);
+        const double count = mass[k] * weighted_mean(k, [&](std::size_t i) {
+                               return data.at(i, 4 + d) == static_cast<double>(v) ? 1.0 : 0.0;
+                             });
+        near(got.parts[2].prob[(k * 2 + d) * 3 + v], (count + kPseudo) / (mass[k] + 3 * kPseudo), "categorical", k,
+             d * 3 + v);
       }
     // poisson, exponential, bernoulli
-    near(got.parts[3].rate[k], std::max(weighted_mean(k, [&](std::size_t i) { return data.at(i, 6); }), kFloor), "poisson", k, 0);
-    near(got.parts[4].rate[k], 1.0 / std::max(weighted_mean(k, [&](std::size_t i) { return data.at(i, 7); }), kFloor), "exponential", k, 0);
+    near(got.parts[3].rate[k], std::max(weighted_mean(k, [&](std::size_t i) { return data.at(i, 6); }), kFloor),
+         "poisson", k, 0);
+    near(got.parts[4].rate[k], 1.0 / std::max(weighted_mean(k, [&](std::size_t i) { return data.at(i, 7); }), kFloor),
+         "exponential", k, 0);
     for (std::size_t d = 0; d < 2; ++d) {
       const double ones = mass[k] * weighted_mean(k, [&](std::size_t i) { return data.at(i, 8 + d); });
       near(got.parts[5].prob[k * 2 + d], (ones + kPseudo) / (mass[k] + 2 * kPseudo), "bernoulli", k, d);
@@ -210,7 +216,8 @@ void check_wide_full(const std::string& precision, double rel_tol) {
     for (std::size_t i = 0; i < D; ++i) {
       for (std::size_t r = 0; r < N; ++r) m[i] += resp[r * K + k] * data.at(r, i);
       m[i] /= mass;
-      EXPECT_NEAR(got.parts[0].mean[k * D + i], m[i], rel_tol * std::max(1.0, std::abs(m[i]))) << "k=" << k << " i=" << i;
+      EXPECT_NEAR(got.parts[0].mean[k * D + i], m[i], rel_tol * std::max(1.0, std::abs(m[i])))
+          << "k=" << k << " i=" << i;
     }
     for (std::size_t i = 0; i < D; ++i)
       for (std::size_t j = 0; j < D; ++j) {

@@ -23,16 +23,13 @@ namespace {
 using engine::Precision;
 
 Model mixture(const std::string& kind) {
-  const std::string text =
-      kind == "diag"
-          ? R"({"format":"mixle-model","version":1,"weights":[0.2,0.3,0.1,0.4],"parts":[
+  const std::string text = kind == "diag" ? R"({"format":"mixle-model","version":1,"weights":[0.2,0.3,0.1,0.4],"parts":[
                {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[4,0,0],[0,4,0],[0,0,4]],
                 "var":[[1,1,1],[1,2,1],[0.5,1,1],[1,1,0.3]]}]})"
-      : kind == "full"
-          ? R"({"format":"mixle-model","version":1,"weights":[0.3,0.3,0.4],"parts":[
+                           : kind == "full" ? R"({"format":"mixle-model","version":1,"weights":[0.3,0.3,0.4],"parts":[
                {"family":"gaussian_full","columns":[0,2],"mean":[[0,0],[5,5],[-3,2]],
                 "cov":[[[2,1],[1,2]],[[1,-0.3],[-0.3,0.5]],[[1,0],[0,1]]]}]})"
-          : R"({"format":"mixle-model","version":1,"weights":[0.5,0.3,0.2],"parts":[
+                                            : R"({"format":"mixle-model","version":1,"weights":[0.5,0.3,0.2],"parts":[
                {"family":"gaussian_diag","columns":[0,2],"mean":[[0,0],[3,3],[-2,1]],"var":[[1,1],[1,1],[2,1]]},
                {"family":"categorical","columns":[2,3],"categories":3,"prob":[[0.8,0.1,0.1],[0.1,0.1,0.8],[0.3,0.4,0.3]]},
                {"family":"poisson","columns":[3,4],"rate":[[2],[9],[4]]}]})";
@@ -98,7 +95,8 @@ INSTANTIATE_TEST_SUITE_P(Families, NormalisedFold,
                                            Case{"mixed", Precision::fp64, 1e-12}, Case{"diag", Precision::fp32, 2e-5},
                                            Case{"full", Precision::fp32, 2e-5}, Case{"mixed", Precision::fp32, 2e-5}),
                          [](const auto& info) {
-                           return std::string(info.param.kind) + (info.param.precision == Precision::fp64 ? "_fp64" : "_fp32");
+                           return std::string(info.param.kind) +
+                                  (info.param.precision == Precision::fp64 ? "_fp64" : "_fp32");
                          });
 
 TEST_P(NormalisedFold, KeptLogDensitiesFoldBitIdenticallyToRecomputedOnes) {
@@ -121,8 +119,9 @@ TEST_P(NormalisedFold, KeptLogDensitiesFoldBitIdenticallyToRecomputedOnes) {
   compute->accumulate_normalised_kept(slice, rows, c.precision, loglik.data(), kept, from_kept);
   EXPECT_EQ(std::memcmp(recomputed.data(), from_kept.data(), size * sizeof(double)), 0);
   // Log-densities kept for other rows are refused, not folded.
-  EXPECT_THROW(compute->accumulate_normalised_kept(slice, rows.slice(0, 500), c.precision, loglik.data(), kept, from_kept),
-               InvalidInput);
+  EXPECT_THROW(
+      compute->accumulate_normalised_kept(slice, rows.slice(0, 500), c.precision, loglik.data(), kept, from_kept),
+      InvalidInput);
 }
 
 TEST(NormalisedFold, RowsWithoutAFiniteNormaliserFoldNothing) {
@@ -138,8 +137,9 @@ TEST(NormalisedFold, RowsWithoutAFiniteNormaliserFoldNothing) {
   compute->accumulate_normalised(slice, rows.slice(0, 200), Precision::fp64, loglik.data(), expected);
   // Rows 200..299 marked −inf, NaN and +inf in turn: they must add nothing.
   for (std::size_t i = 200; i < 300; ++i)
-    loglik[i] = i % 3 == 0 ? -std::numeric_limits<double>::infinity()
-                           : i % 3 == 1 ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+    loglik[i] = i % 3 == 0   ? -std::numeric_limits<double>::infinity()
+                : i % 3 == 1 ? std::numeric_limits<double>::quiet_NaN()
+                             : std::numeric_limits<double>::infinity();
   std::vector<double> stats(size, 0.0);
   compute->accumulate_normalised(slice, rows, Precision::fp64, loglik.data(), stats);
   for (std::size_t i = kernels::kStatHeader; i < size; ++i) {

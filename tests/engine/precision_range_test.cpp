@@ -63,7 +63,8 @@ TEST(EnginePrecisionRange, HugeMeanInFp32) {
   g.mean = {1e300};
   g.cov = {1.0};
   m.parts = {g};
-  expect_fp32_honest(m, Dataset::from_vector(std::vector<double>{1e300}, 1, 1), -0.5 * std::log(2.0 * std::numbers::pi));
+  expect_fp32_honest(m, Dataset::from_vector(std::vector<double>{1e300}, 1, 1),
+                     -0.5 * std::log(2.0 * std::numbers::pi));
 }
 
 // The row maximum `l > mx ? l : mx` skips NaN; a row NaN in every component must still be

@@ -109,9 +109,9 @@ TEST(EngineRecovery, GaussianFullK3) {
   truth.weights = {0.3, 0.3, 0.4};
   Part p = make_part(Family::gaussian_full, 0, D);
   p.mean = {0, 0, 15, 0, 0, 15};
-  p.cov = {2.0, 1.0, 1.0, 2.0,     // correlated
+  p.cov = {2.0, 1.0,  1.0,  2.0,   // correlated
            1.0, -0.5, -0.5, 1.0,   // anti-correlated
-           3.0, 0.0, 0.0, 0.5};    // axis-aligned
+           3.0, 0.0,  0.0,  0.5};  // axis-aligned
   truth.parts = {p};
   const FitResult r = fit_back(truth, 15000, 5, "gaussian_full");
   const auto perm = match(truth, r.model, [](const Model& m, std::size_t k) { return slice(m.parts[0].mean, k, 2); });
@@ -139,13 +139,15 @@ TEST(EngineRecovery, CategoricalK4) {
   truth.parts = {p};
   const FitResult r = fit_back(truth, 20000, 3, "categorical");
   ASSERT_EQ(r.model.parts[0].categories, V);
-  const auto perm = match(truth, r.model, [&](const Model& m, std::size_t k) { return slice(m.parts[0].prob, k, D * V); });
+  const auto perm =
+      match(truth, r.model, [&](const Model& m, std::size_t k) { return slice(m.parts[0].prob, k, D * V); });
   expect_weights(truth, r.model, perm, kWeightTol);
   // ≥ 4000 rows per component: standard error of a frequency ≤ √(0.09·0.91/4000) ≈ 0.0045.
   constexpr double kProbTol = 0.025;
   for (std::size_t k = 0; k < K; ++k)
     for (std::size_t i = 0; i < D * V; ++i)
-      EXPECT_NEAR(r.model.parts[0].prob[perm[k] * D * V + i], p.prob[k * D * V + i], kProbTol) << "k=" << k << " i=" << i;
+      EXPECT_NEAR(r.model.parts[0].prob[perm[k] * D * V + i], p.prob[k * D * V + i], kProbTol)
+          << "k=" << k << " i=" << i;
 }
 
 TEST(EngineRecovery, PoissonK3) {
@@ -236,8 +238,7 @@ TEST(EngineRecovery, MixedRecordK6) {
       EXPECT_NEAR(r.model.parts[0].var[j * 2 + d] / g.var[k * 2 + d], 1.0, kVarRelTol);
       EXPECT_NEAR(r.model.parts[2].rate[j * 2 + d] / po.rate[k * 2 + d], 1.0, kRateRelTol);
     }
-    for (std::size_t v = 0; v < 3; ++v)
-      EXPECT_NEAR(r.model.parts[1].prob[j * 3 + v], c.prob[k * 3 + v], kProbTol);
+    for (std::size_t v = 0; v < 3; ++v) EXPECT_NEAR(r.model.parts[1].prob[j * 3 + v], c.prob[k * 3 + v], kProbTol);
   }
 }
 

@@ -39,12 +39,15 @@ fs::path make_data(const TempDir& dir, int rows) {
   return generate_data(dir, R"({"format":"mixle-model","version":1,"weights":[0.5,0.3,0.2],"parts":[
     {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[3,3,0],[0,4,-3]],"var":[[1,1,1],[0.5,2,1],[1,0.3,2]]},
     {"family":"categorical","columns":[3,4],"categories":3,"prob":[[0.8,0.1,0.1],[0.1,0.8,0.1],[0.1,0.1,0.8]]},
-    {"family":"poisson","columns":[4,5],"rate":[[1],[6],[15]]}]})", rows);
+    {"family":"poisson","columns":[4,5],"rate":[[1],[6],[15]]}]})",
+                       rows);
 }
 
 std::vector<std::string> fit_args(const fs::path& data, const fs::path& out, int max_iter, const std::string& tol) {
-  return {kCli, "fit", "--data", data.string(), "--layout", kLayout, "--components", "3", "--seed", "11",
-          "--max-iter", std::to_string(max_iter), "--tol", tol, "--threads", "1", "--quiet", "--out", out.string()};
+  return {kCli,           "fit", "--data",    data.string(), "--layout",   kLayout,
+          "--components", "3",   "--seed",    "11",          "--max-iter", std::to_string(max_iter),
+          "--tol",        tol,   "--threads", "1",           "--quiet",    "--out",
+          out.string()};
 }
 
 TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
@@ -110,8 +113,17 @@ TEST(DistributedFit, MpirunMatchesOneProcess) {
   const fs::path data = make_data(dir, 20000);
   Process one = run_process(fit_args(data, dir.path / "w1.json", 50, "1e-6"), {}, dir.path / "w1.log", 120s);
   ASSERT_EQ(one.exit_code(), 0) << one.output();
-  std::vector<std::string> argv{MIXLE_MPIEXEC, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader",
-                                "--mca", "oob_tcp_if_include", "lo", "-np", "4"};
+  std::vector<std::string> argv{MIXLE_MPIEXEC,
+                                "--allow-run-as-root",
+                                "--oversubscribe",
+                                "--mca",
+                                "btl",
+                                "self,vader",
+                                "--mca",
+                                "oob_tcp_if_include",
+                                "lo",
+                                "-np",
+                                "4"};
   for (const auto& a : fit_args(data, dir.path / "m4.json", 50, "1e-6")) argv.push_back(a);
   Process p = run_process(argv, {}, dir.path / "m4.log", 180s);
   ASSERT_EQ(p.exit_code(), 0) << p.output();
@@ -133,12 +145,18 @@ TEST(DistributedFit, KilledRankFailsTheOthersAndResumeAtAnotherWorldSizeFinishes
   const int port = comms::find_free_port();
   std::vector<Process> ranks;
   for (int r = 0; r < 3; ++r) {
-    Env env{{"RANK", std::to_string(r)}, {"LOCAL_RANK", std::to_string(r)}, {"WORLD_SIZE", "3"},
-            {"LOCAL_WORLD_SIZE", "3"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)},
-            {"TORCHELASTIC_RUN_ID", "fit-fault-test"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+    Env env{{"RANK", std::to_string(r)},
+            {"LOCAL_RANK", std::to_string(r)},
+            {"WORLD_SIZE", "3"},
+            {"LOCAL_WORLD_SIZE", "3"},
+            {"MASTER_ADDR", "127.0.0.1"},
+            {"MASTER_PORT", std::to_string(port)},
+            {"TORCHELASTIC_RUN_ID", "fit-fault-test"},
+            {"TORCHELASTIC_USE_AGENT_STORE", "False"},
             {"TORCHELASTIC_ERROR_FILE", (dir.path / ("error" + std::to_string(r) + ".json")).string()}};
     auto argv = fit_args(data, dir.path / "killed.json", kIterations, "0");
-    for (const char* a : {"--checkpoint-dir", "--timeout"}) argv.push_back(a), argv.push_back(a[2] == 'c' ? ckpt.string() : "10");
+    for (const char* a : {"--checkpoint-dir", "--timeout"})
+      argv.push_back(a), argv.push_back(a[2] == 'c' ? ckpt.string() : "10");
     ranks.push_back(Process::start(argv, env, dir.path / ("rank" + std::to_string(r) + ".log")));
   }
   const auto deadline = Clock::now() + 120s;
@@ -153,7 +171,7 @@ TEST(DistributedFit, KilledRankFailsTheOthersAndResumeAtAnotherWorldSizeFinishes
     EXPECT_NE(ranks[r].exit_code(), 0) << ranks[r].output();
     EXPECT_LT(std::chrono::duration<double>(ranks[r].ended - killed_at).count(), kFailureBudgetSeconds);
     EXPECT_NE(ranks[r].output().find("rank 1"), std::string::npos) << "rank " << r << " does not name rank 1:\n"
-                                                                     << ranks[r].output();
+                                                                   << ranks[r].output();
   }
   EXPECT_FALSE(fs::exists(dir.path / "killed.json")) << "no model may be written by a failed run";
   // The checkpoint is whole (atomic writes) and names an iteration short of the end.

@@ -21,9 +21,11 @@ inline std::vector<double> flatten(const nlohmann::json& j) {
   std::vector<double> out;
   if (j.is_number()) out.push_back(j.get<double>());
   if (j.is_array())
-    for (const auto& e : j) for (double v : flatten(e)) out.push_back(v);
+    for (const auto& e : j)
+      for (double v : flatten(e)) out.push_back(v);
   if (j.is_object())
-    for (const auto& [k, v] : j.items()) for (double x : flatten(v)) out.push_back(x);
+    for (const auto& [k, v] : j.items())
+      for (double x : flatten(v)) out.push_back(x);
   return out;
 }
 

@@ -27,7 +27,9 @@ TEST(LaunchCli, SetsTorchrunVariablesForEveryRank) {
   std::set<std::string> run_ids;
   for (int r = 0; r < 3; ++r) {
     std::string env = read_file(dir.path / ("env." + std::to_string(r)));
-    auto has = [&](const std::string& kv) { EXPECT_TRUE(contains(env, "\n" + kv + "\n") || env.rfind(kv + "\n", 0) == 0) << kv; };
+    auto has = [&](const std::string& kv) {
+      EXPECT_TRUE(contains(env, "\n" + kv + "\n") || env.rfind(kv + "\n", 0) == 0) << kv;
+    };
     has("RANK=" + std::to_string(r));
     has("LOCAL_RANK=" + std::to_string(r));
     has("WORLD_SIZE=3");
@@ -92,8 +94,8 @@ TEST(LaunchCli, ForwardsSigtermToTheRanks) {
   std::string d = dir.path.string();
   std::string script = "trap 'echo term > " + d + "/term.$RANK; exit 0' TERM; touch " + d +
                        "/ready.$RANK; while true; do sleep 0.05; done";
-  Process p = Process::start({MIXLE_CLI_PATH, "launch", "--nproc", "2", "--", "sh", "-c", script}, {},
-                             dir.path / "launch.log");
+  Process p =
+      Process::start({MIXLE_CLI_PATH, "launch", "--nproc", "2", "--", "sh", "-c", script}, {}, dir.path / "launch.log");
   auto deadline = std::chrono::steady_clock::now() + 10s;
   while (!(std::filesystem::exists(dir.path / "ready.0") && std::filesystem::exists(dir.path / "ready.1")) &&
          std::chrono::steady_clock::now() < deadline)

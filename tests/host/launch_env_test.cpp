@@ -29,10 +29,16 @@ EnvLookup fake(std::map<std::string, std::string> vars) {
 
 // What torchrun 1.13 sets for worker 1 of 2 with the static rendezvous (recorded from a real run).
 std::map<std::string, std::string> torchrun_vars() {
-  return {{"RANK", "1"},          {"LOCAL_RANK", "1"},      {"WORLD_SIZE", "2"},
-          {"LOCAL_WORLD_SIZE", "2"}, {"GROUP_RANK", "0"},   {"MASTER_ADDR", "127.0.0.1"},
-          {"MASTER_PORT", "29500"}, {"TORCHELASTIC_RESTART_COUNT", "0"},
-          {"TORCHELASTIC_RUN_ID", "none"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+  return {{"RANK", "1"},
+          {"LOCAL_RANK", "1"},
+          {"WORLD_SIZE", "2"},
+          {"LOCAL_WORLD_SIZE", "2"},
+          {"GROUP_RANK", "0"},
+          {"MASTER_ADDR", "127.0.0.1"},
+          {"MASTER_PORT", "29500"},
+          {"TORCHELASTIC_RESTART_COUNT", "0"},
+          {"TORCHELASTIC_RUN_ID", "none"},
+          {"TORCHELASTIC_USE_AGENT_STORE", "True"},
           {"TORCHELASTIC_ERROR_FILE", "/tmp/x/error.json"}};
 }
 
@@ -203,19 +209,23 @@ TEST(LaunchEnv, AnyAddressIn127IsLoopbackForNccl) {
   // The nccl backend's own preparation sets the interface (only a build with NCCL has it).
   MIXLE_SKIP_UNLESS_BUILT_WITH(comms::find_comm_backend("nccl")->built, "NCCL");
   const int port = comms::find_free_port();
-  const LaunchEnv e = detect_launch_env(fake({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "0"},
-                                              {"MASTER_ADDR", "127.0.0.2"}, {"MASTER_PORT", std::to_string(port)}}));
+  const LaunchEnv e = detect_launch_env(fake({{"RANK", "0"},
+                                              {"WORLD_SIZE", "1"},
+                                              {"LOCAL_RANK", "0"},
+                                              {"MASTER_ADDR", "127.0.0.2"},
+                                              {"MASTER_PORT", std::to_string(port)}}));
   std::optional<std::string> before;
   if (const char* v = std::getenv("NCCL_SOCKET_IFNAME")) before = v;
   ::unsetenv("NCCL_SOCKET_IFNAME");
   try {
     communicator_from_env(e, "nccl", std::chrono::seconds(5));  // may run, or lack NCCL or a GPU
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   const char* set = std::getenv("NCCL_SOCKET_IFNAME");
   const std::string seen = set ? set : "(unset)";
-  if (before) ::setenv("NCCL_SOCKET_IFNAME", before->c_str(), 1);
-  else ::unsetenv("NCCL_SOCKET_IFNAME");
+  if (before)
+    ::setenv("NCCL_SOCKET_IFNAME", before->c_str(), 1);
+  else
+    ::unsetenv("NCCL_SOCKET_IFNAME");
   EXPECT_EQ(seen, "lo");
 }
 

@@ -19,9 +19,10 @@ const std::string kCli = MIXLE_CLI_PATH;
 constexpr double kRtol = 1e-9;
 
 std::vector<std::string> fit_args(const fs::path& data, const fs::path& out) {
-  return {kCli,  "fit",          "--data", data.string(), "--layout", "gamma:0-2,lognormal:2-3", "--components",
-          "2",   "--seed",       "5",      "--max-iter",  "40",       "--tol",                   "1e-9",
-          "--precision", "fp64", "--threads", "1",         "--quiet",  "--out",                   out.string()};
+  return {kCli,           "fit",   "--data",      data.string(), "--layout",   "gamma:0-2,lognormal:2-3",
+          "--components", "2",     "--seed",      "5",           "--max-iter", "40",
+          "--tol",        "1e-9",  "--precision", "fp64",        "--threads",  "1",
+          "--quiet",      "--out", out.string()};
 }
 
 TEST(PositiveFamiliesFit, OneProcessDataParallelAndShardedAgree) {
@@ -29,7 +30,8 @@ TEST(PositiveFamiliesFit, OneProcessDataParallelAndShardedAgree) {
   TempDir dir;
   const fs::path data = generate_data(dir, R"({"format":"mixle-model","version":1,"weights":[0.4,0.6],"parts":[
     {"family":"gamma","columns":[0,2],"shape":[[2,3],[20,30]],"rate":[[1,1],[1,2]]},
-    {"family":"lognormal","columns":[2,3],"log_mean":[[0],[2]],"log_var":[[0.1],[0.2]]}]})", 6000);
+    {"family":"lognormal","columns":[2,3],"log_mean":[[0],[2]],"log_var":[[0.1],[0.2]]}]})",
+                                      6000);
   Process one = run_process(fit_args(data, dir.path / "one.json"), {}, dir.path / "one.log", 120s);
   ASSERT_EQ(one.exit_code(), 0) << one.output();
   for (const std::string shards : {"1", "2"}) {
@@ -45,11 +47,11 @@ TEST(PositiveFamiliesFit, OneProcessDataParallelAndShardedAgree) {
                                "--out", (dir.path / "scores.npy").string()},
                               {}, dir.path / "score.log", 60s);
   EXPECT_EQ(score.exit_code(), 0) << score.output();
-  Process resources = run_process({kCli, "resources", "--out", (dir.path / "res.json").string()}, {},
-                                  dir.path / "res.log", 60s);
+  Process resources =
+      run_process({kCli, "resources", "--out", (dir.path / "res.json").string()}, {}, dir.path / "res.log", 60s);
   ASSERT_EQ(resources.exit_code(), 0) << resources.output();
-  Process plan = run_process({kCli, "plan", "--rows", "6000", "--json", "--safety-factor", "1", "--model", (dir.path / "one.json").string(),
-                              "--resources", (dir.path / "res.json").string()},
+  Process plan = run_process({kCli, "plan", "--rows", "6000", "--json", "--safety-factor", "1", "--model",
+                              (dir.path / "one.json").string(), "--resources", (dir.path / "res.json").string()},
                              {}, dir.path / "plan.log", 60s);
   ASSERT_EQ(plan.exit_code(), 0) << plan.output();
   // 2 components × (1 weight + gamma 2·2 + lognormal 2·1) float64 values.

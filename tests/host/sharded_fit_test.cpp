@@ -37,14 +37,16 @@ fs::path make_data(const TempDir& dir, int rows) {
   return generate_data(dir, R"({"format":"mixle-model","version":1,"weights":[0.4,0.3,0.2,0.1],"parts":[
     {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[3,3,0],[0,4,-3],[-4,1,2]],"var":[[1,1,1],[0.5,2,1],[1,0.3,2],[1,1,0.5]]},
     {"family":"categorical","columns":[3,4],"categories":3,"prob":[[0.8,0.1,0.1],[0.1,0.8,0.1],[0.1,0.1,0.8],[0.4,0.3,0.3]]},
-    {"family":"poisson","columns":[4,5],"rate":[[1],[6],[15],[3]]}]})", rows);
+    {"family":"poisson","columns":[4,5],"rate":[[1],[6],[15],[3]]}]})",
+                       rows);
 }
 
 std::vector<std::string> fit_args(const fs::path& data, const fs::path& out, int max_iter = 30,
                                   const std::string& tol = "1e-7") {
-  return {kCli, "fit", "--data", data.string(), "--layout", kLayout, "--components", "4", "--seed", "11",
-          "--max-iter", std::to_string(max_iter), "--tol", tol, "--precision", "fp64", "--threads", "1", "--quiet",
-          "--out", out.string()};
+  return {kCli,           "fit",   "--data",      data.string(), "--layout",   kLayout,
+          "--components", "4",     "--seed",      "11",          "--max-iter", std::to_string(max_iter),
+          "--tol",        tol,     "--precision", "fp64",        "--threads",  "1",
+          "--quiet",      "--out", out.string()};
 }
 
 Process launch(int nproc, std::vector<std::string> extra, const fs::path& data, const fs::path& out,
@@ -85,20 +87,24 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
     EXPECT_NE(out.find(G > 1 ? "parallel: component sharded: " + std::to_string(4 / G) + " data group(s) × " +
                                    std::to_string(G) + " component shards"
                              : "parallel: data parallel"),
-              std::string::npos) << out;
+              std::string::npos)
+        << out;
     EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / (name + ".json")), kShardRtol) << "G = " << G;
     // Every rank holds K/G components' parameters (K = 4 divides evenly): exactly 1/G of the model.
     EXPECT_EQ(numbers_after(out, "model parameter bytes:").at(0), model_bytes);
     const auto resident = numbers_after(out, "resident parameter bytes per rank:");
     ASSERT_EQ(resident.size(), 4u) << out;
-    for (std::uint64_t b : resident) EXPECT_EQ(b * static_cast<std::uint64_t>(G), model_bytes) << "G = " << G << "\n" << out;
+    for (std::uint64_t b : resident)
+      EXPECT_EQ(b * static_cast<std::uint64_t>(G), model_bytes) << "G = " << G << "\n" << out;
     // The summary counts the payload rank 0 handed to collectives: never nothing on 4 ranks.
     const auto at = out.find(" collective bytes");
     ASSERT_NE(at, std::string::npos) << out;
     const auto begin = out.rfind(' ', at - 1) + 1;
     EXPECT_GT(std::stoull(out.substr(begin, at - begin)), 0u) << "G = " << G << "\n" << out;
     if (G > 1)  // G = 1 runs the data-parallel path, which times them
-      EXPECT_EQ(out.find(" collective bytes in "), std::string::npos) << "the sharded path does not time its collectives\n" << out;
+      EXPECT_EQ(out.find(" collective bytes in "), std::string::npos)
+          << "the sharded path does not time its collectives\n"
+          << out;
   }
 }
 
@@ -110,8 +116,17 @@ TEST(ShardedFit, MpirunShardedMatchesOneProcessFp64) {
   ASSERT_EQ(one.exit_code(), 0) << one.output();
   // 2 data groups × 2 component shards over OpenMPI (its all-reduce is reduce + broadcast, so
   // every rank holds the same bytes — the sharded M-step relies on that as the gloo one does).
-  std::vector<std::string> argv{MIXLE_MPIEXEC, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader",
-                                "--mca", "oob_tcp_if_include", "lo", "-np", "4"};
+  std::vector<std::string> argv{MIXLE_MPIEXEC,
+                                "--allow-run-as-root",
+                                "--oversubscribe",
+                                "--mca",
+                                "btl",
+                                "self,vader",
+                                "--mca",
+                                "oob_tcp_if_include",
+                                "lo",
+                                "-np",
+                                "4"};
   for (const auto& a : fit_args(data, dir.path / "mpi.json")) argv.push_back(a);
   argv.push_back("--shard-components");
   argv.push_back("2");
@@ -130,10 +145,20 @@ TEST(ShardedFit, ManyComponentsPerShardMatchOneProcessFp64) {
   TempDir dir;
   const fs::path data = make_data(dir, 20000);
   auto args = [&](const fs::path& out) {
-    return std::vector<std::string>{kCli, "fit", "--data", data.string(), "--family", "gaussian_diag", "--layout",
-                                    "gaussian_diag:0-3", "--components", "320", "--init", "select", "--init-p", "1",
-                                    "--seed", "3", "--max-iter", "6", "--tol", "0", "--precision", "fp64",
-                                    "--threads", "1", "--quiet", "--out", out.string()};
+    return std::vector<std::string>{kCli,           "fit",
+                                    "--data",       data.string(),
+                                    "--family",     "gaussian_diag",
+                                    "--layout",     "gaussian_diag:0-3",
+                                    "--components", "320",
+                                    "--init",       "select",
+                                    "--init-p",     "1",
+                                    "--seed",       "3",
+                                    "--max-iter",   "6",
+                                    "--tol",        "0",
+                                    "--precision",  "fp64",
+                                    "--threads",    "1",
+                                    "--quiet",      "--out",
+                                    out.string()};
   };
   Process one = run_process(args(dir.path / "one.json"), {}, dir.path / "one.log", 120s);
   ASSERT_EQ(one.exit_code(), 0) << one.output();
@@ -143,7 +168,8 @@ TEST(ShardedFit, ManyComponentsPerShardMatchOneProcessFp64) {
   argv.push_back("2");
   Process p = run_process(argv, {}, dir.path / "g2.log", 180s);
   ASSERT_EQ(p.exit_code(), 0) << p.output();
-  EXPECT_NE(p.output().find("component sharded: 2 data group(s) × 2 component shards"), std::string::npos) << p.output();
+  EXPECT_NE(p.output().find("component sharded: 2 data group(s) × 2 component shards"), std::string::npos)
+      << p.output();
   EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "g2.json"), kShardRtol);
 }
 
@@ -217,9 +243,28 @@ TEST(ShardedFit, AnImpossibleRowInOneDataGroupStopsEveryRankNamingIt) {
       {"family":"gaussian_diag","columns":[0,1],"mean":[[0],[3]],"var":[[1],[1]]},
       {"family":"categorical","columns":[1,2],"categories":3,"prob":[[0.5,0.5,0],[0.2,0.8,0]]}]})";
   const auto start = std::chrono::steady_clock::now();
-  Process p = run_process({kCli, "launch", "--nproc", "4", "--", kCli, "fit", "--data", data.string(), "--init",
-                           init.string(), "--pseudo-count", "0", "--threads", "1", "--quiet", "--timeout", "60",
-                           "--shard-components", "2", "--out", (dir.path / "out.json").string()},
+  Process p = run_process({kCli,
+                           "launch",
+                           "--nproc",
+                           "4",
+                           "--",
+                           kCli,
+                           "fit",
+                           "--data",
+                           data.string(),
+                           "--init",
+                           init.string(),
+                           "--pseudo-count",
+                           "0",
+                           "--threads",
+                           "1",
+                           "--quiet",
+                           "--timeout",
+                           "60",
+                           "--shard-components",
+                           "2",
+                           "--out",
+                           (dir.path / "out.json").string()},
                           {}, dir.path / "impossible.log", 120s);
   EXPECT_NE(p.exit_code(), 0) << p.output();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 45s) << "the ranks waited for the 60 s timeout";
@@ -250,11 +295,17 @@ TEST(ShardedFit, KilledRankFailsTheOthersAndTheGlobalCheckpointResumesAtAnotherG
   const int port = comms::find_free_port();
   std::vector<Process> ranks;
   for (int r = 0; r < 4; ++r) {
-    Env env{{"RANK", std::to_string(r)}, {"LOCAL_RANK", std::to_string(r)}, {"WORLD_SIZE", "4"},
-            {"LOCAL_WORLD_SIZE", "4"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)},
-            {"TORCHELASTIC_RUN_ID", "shard-fault-test"}, {"TORCHELASTIC_USE_AGENT_STORE", "False"}};
+    Env env{{"RANK", std::to_string(r)},
+            {"LOCAL_RANK", std::to_string(r)},
+            {"WORLD_SIZE", "4"},
+            {"LOCAL_WORLD_SIZE", "4"},
+            {"MASTER_ADDR", "127.0.0.1"},
+            {"MASTER_PORT", std::to_string(port)},
+            {"TORCHELASTIC_RUN_ID", "shard-fault-test"},
+            {"TORCHELASTIC_USE_AGENT_STORE", "False"}};
     auto argv = fit_args(data, dir.path / "killed.json", kIterations, "0");
-    for (const char* a : {"--shard-components", "2", "--checkpoint-dir", ckpt.c_str(), "--timeout", "10"}) argv.push_back(a);
+    for (const char* a : {"--shard-components", "2", "--checkpoint-dir", ckpt.c_str(), "--timeout", "10"})
+      argv.push_back(a);
     ranks.push_back(Process::start(argv, env, dir.path / ("rank" + std::to_string(r) + ".log")));
   }
   const auto deadline = Clock::now() + 120s;

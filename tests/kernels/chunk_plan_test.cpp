@@ -104,7 +104,7 @@ TEST(ChunkPlan, SlotRowsAreTheSmallestThatKeepThePartialsInBudget) {
   // By hand: 2^20 rows / 128 = 8192 slots of s doubles fit 256 MiB up to s = 4096.
   EXPECT_EQ(slot_rows(4096), 128);
   EXPECT_EQ(slot_rows(4097), 256);
-  EXPECT_EQ(slot_rows(std::int64_t{1} << 22), 131072);  // 2^38 partial bytes at 128 rows: 1024 sub-blocks
+  EXPECT_EQ(slot_rows(std::int64_t{1} << 22), 131072);         // 2^38 partial bytes at 128 rows: 1024 sub-blocks
   EXPECT_EQ(slot_rows(std::int64_t{1} << 26), kMaxChunkRows);  // over budget even at one slot per chunk
 }
 

@@ -40,8 +40,8 @@ void check_kept() {
   direct[0] = from_kept[0] = 7.0;
   direct[1] = from_kept[1] = -11.0;
   kernels::cpu::accumulate_normalised(packed.view, x.data(), n, 2, log_norm.data(), direct.data(), o);
-  kernels::cpu::accumulate_normalised_kept(packed.view, x.data(), n, 2, kept.data(), log_norm.data(),
-                                           from_kept.data(), o);
+  kernels::cpu::accumulate_normalised_kept(packed.view, x.data(), n, 2, kept.data(), log_norm.data(), from_kept.data(),
+                                           o);
   EXPECT_EQ(from_kept[0], 7.0);
   EXPECT_EQ(from_kept[1], -11.0);
   EXPECT_EQ(direct[0], 7.0);

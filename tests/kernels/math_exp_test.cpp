@@ -45,13 +45,11 @@ TEST(MathExpNonpositive, FlushBelowThresholdIsExactlyZero) {
 
 TEST(MathExpNonpositive, NeverSubnormalAboveThreshold) {
   // exp(−40) ≈ 4.2e-18 is far above FLT_MIN: the flushed range never produces subnormals.
-  for (float x = kFlushLogRatio; x <= 0.0f; x += 0.01f)
-    EXPECT_EQ(std::fpclassify(exp_nonpositive(x)), FP_NORMAL) << x;
+  for (float x = kFlushLogRatio; x <= 0.0f; x += 0.01f) EXPECT_EQ(std::fpclassify(exp_nonpositive(x)), FP_NORMAL) << x;
 }
 
 TEST(MathExpNonpositive, DoubleMatchesLibmAboveThreshold) {
-  for (double x = kFlushLogRatio; x <= 0.0; x += 0.001)
-    ASSERT_EQ(exp_nonpositive(x), std::exp(x)) << x;
+  for (double x = kFlushLogRatio; x <= 0.0; x += 0.001) ASSERT_EQ(exp_nonpositive(x), std::exp(x)) << x;
 }
 
 TEST(MathExpNonpositive, NanPropagates) {

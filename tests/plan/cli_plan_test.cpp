@@ -31,9 +31,8 @@ struct CliRun {
 class PlanCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("mixle_plan_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() / ("mixle_plan_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -45,9 +44,10 @@ class PlanCli : public ::testing::Test {
   /// Runs `env mixle args`, capturing stdout and stderr.
   CliRun run(const std::string& args, const std::string& env = "") const {
     const std::string err_file = path("stderr.txt");
-    const std::string cmd = "env -u WORLD_SIZE -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE -u PMIX_SIZE "
-                            "-u MPI_LOCALNRANKS " + env + " " + MIXLE_CLI_PATH + " " + args +
-                            " 2>" + err_file;
+    const std::string cmd =
+        "env -u WORLD_SIZE -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE -u PMIX_SIZE "
+        "-u MPI_LOCALNRANKS " +
+        env + " " + MIXLE_CLI_PATH + " " + args + " 2>" + err_file;
     CliRun r;
     FILE* pipe = ::popen(cmd.c_str(), "r");
     if (!pipe) return r;
@@ -106,8 +106,8 @@ TEST_F(PlanCli, ResourcesUsageAndTopologyErrors) {
 TEST_F(PlanCli, PlanJsonMatchesTheLibrary) {
   Resources res({DeviceSpec{.name = "slow", .throughput = 1}, DeviceSpec{.name = "fast", .throughput = 3}});
   res.save(path("res.json"));
-  CliRun r = run("plan --rows 100 --family gaussian_diag --components 5 --dims 2 --resources " +
-              path("res.json") + " --shard-components --json");
+  CliRun r = run("plan --rows 100 --family gaussian_diag --components 5 --dims 2 --resources " + path("res.json") +
+                 " --shard-components --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const nlohmann::json doc = nlohmann::json::parse(r.out);
   Placement p = Placement::from_json(doc.at("placement").dump());
@@ -128,7 +128,7 @@ TEST_F(PlanCli, PlanReadsTheModelFile) {
                 {"family": "categorical", "columns": [2, 3], "categories": 3,
                  "prob": [[0.5, 0.5, 0], [0.2, 0.3, 0.5], [1, 0, 0]]}]})");
   CliRun r = run("plan --rows 10 --model " + path("model.json") + " --resources " + path("res.json") +
-              " --json --safety-factor 1");
+                 " --json --safety-factor 1");
   ASSERT_EQ(r.code, 0) << r.err;
   Placement p = Placement::from_json(nlohmann::json::parse(r.out).at("placement").dump());
   ModelSummary expected{3, {{"gaussian_diag", 2, 0}, {"categorical", 1, 3}}};
@@ -179,8 +179,9 @@ TEST_F(PlanCli, PlanReadsModelsAsTheFitDoes) {
   CliRun nov = run("plan --rows 5 --layout categorical:0-1 --components 2" + tail);
   EXPECT_EQ(nov.code, 1);
   EXPECT_NE(nov.err.find("categories=0"), std::string::npos) << nov.err;
-  for (const std::string both : {std::string(" --layout poisson:0-1 --family poisson"), " --layout poisson:0-1 --model " + path("onecat.json"),
-                                 " --family poisson --model " + path("onecat.json")}) {
+  for (const std::string both :
+       {std::string(" --layout poisson:0-1 --family poisson"), " --layout poisson:0-1 --model " + path("onecat.json"),
+        " --family poisson --model " + path("onecat.json")}) {
     CliRun r = run("plan --rows 5 --components 2" + both + tail);
     EXPECT_EQ(r.code, 2) << both;
     EXPECT_NE(r.err.find("not several"), std::string::npos) << both << ": " << r.err;
@@ -245,7 +246,9 @@ TEST_F(PlanCli, PlanErrorsExitWithTheRightCodes) {
   write("m.json", R"({"format": "mixle-model", "version": 1, "weights": [1],
       "parts": [{"family": "poisson", "columns": [0, 1], "rate": [[1]]}]})");
   EXPECT_EQ(run("plan --rows 5 --model " + path("m.json") + " --family poisson --components 2 --resources " +
-                path("res.json")).code, 2);
+                path("res.json"))
+                .code,
+            2);
   // Bad values and impossible plans → 1 with a message.
   CliRun mem = run("plan --rows 5 --family poisson --components 2 --resources " + path("tiny.json"));
   EXPECT_EQ(mem.code, 1);

@@ -24,12 +24,16 @@ static_assert(!std::is_convertible_v<double, PlanSize>);
 static_assert(!std::is_convertible_v<bool, PlanSize>);
 static_assert(std::is_convertible_v<long, PlanSize>);
 template <class T>
-concept AcceptsWorldSize = requires(const ParallelPlan& p, T v) { p.validate_world_size(v); };
+concept AcceptsWorldSize = requires(const ParallelPlan& p, T v) {
+  p.validate_world_size(v);
+};
 static_assert(!AcceptsWorldSize<double>);
 static_assert(!AcceptsWorldSize<bool>);
 static_assert(AcceptsWorldSize<int>);
 template <class T>
-concept AcceptsRank = requires(const ParallelPlan& p, T v) { attest_worker_coordinate(p, 4, v); };
+concept AcceptsRank = requires(const ParallelPlan& p, T v) {
+  attest_worker_coordinate(p, 4, v);
+};
 static_assert(!AcceptsRank<double>);
 static_assert(!AcceptsRank<bool>);
 
@@ -48,8 +52,7 @@ TEST(ParallelPlan, WorldSizeAndMeshOfTheReferenceExample) {
 }
 
 TEST(ParallelPlan, RejectsNonPositiveSizesAndBadExpertParallelism) {
-  expect_mentions(message_of<InvalidInput>([] { ParallelPlan({.tp = 0}); }),
-                  {"tp=0", "exact positive integer"});
+  expect_mentions(message_of<InvalidInput>([] { ParallelPlan({.tp = 0}); }), {"tp=0", "exact positive integer"});
   expect_mentions(message_of<InvalidInput>([] { ParallelPlan({.microbatches = -1}); }),
                   {"microbatches=-1", "exact positive integer"});
   expect_mentions(message_of<InvalidInput>([] { ParallelPlan({.dp_replicate = 2, .ep = 4}); }),
@@ -118,8 +121,7 @@ TEST(ParallelPlanAttest, RejectsWorldMismatchAndRankOutOfRange) {
                   {"requires world_size=4", "world_size=3"});
   expect_mentions(message_of<InvalidInput>([&] { attest_worker_coordinate(plan, 4, 4); }),
                   {"rank=4", "0 ≤ rank < world_size=4"});
-  expect_mentions(message_of<InvalidInput>([&] { attest_worker_coordinate(plan, 4, -1); }),
-                  {"rank=-1"});
+  expect_mentions(message_of<InvalidInput>([&] { attest_worker_coordinate(plan, 4, -1); }), {"rank=-1"});
 }
 
 TEST(ContractParameterLayout, Validation) {
@@ -132,14 +134,13 @@ TEST(ContractParameterLayout, Validation) {
   ParameterLayout neg = ok;
   neg.global_shape = {-1};
   expect_mentions(message_of<InvalidInput>([&] { neg.validate(); }), {"global_shape[0]=-1", "≥ 0"});
-  expect_mentions(message_of<InvalidInput>(
-                      [] { ParameterLayout::from_json(R"({"logical_id": "w", "global_shape": [2.5]})"); }),
-                  {"global_shape[0]=2.5", "exact integer"});
-  expect_mentions(message_of<InvalidInput>(
-                      [] { ParameterLayout::from_json(R"({"logical_id": "w", "global_shape": [true]})"); }),
-                  {"global_shape[0]=true"});
-  expect_mentions(message_of<InvalidInput>([] { ParameterLayout{" ", {}}.validate(); }),
-                  {"logical_id", "blank"});
+  expect_mentions(
+      message_of<InvalidInput>([] { ParameterLayout::from_json(R"({"logical_id": "w", "global_shape": [2.5]})"); }),
+      {"global_shape[0]=2.5", "exact integer"});
+  expect_mentions(
+      message_of<InvalidInput>([] { ParameterLayout::from_json(R"({"logical_id": "w", "global_shape": [true]})"); }),
+      {"global_shape[0]=true"});
+  expect_mentions(message_of<InvalidInput>([] { ParameterLayout{" ", {}}.validate(); }), {"logical_id", "blank"});
 }
 
 TEST(ContractDistributedUpdate, ExactnessAndEvidenceRules) {
@@ -191,8 +192,8 @@ TEST(ContractDistributedUpdate, EmStatisticsUpdateOverDataAxes) {
 }
 
 TEST(Receipt, ValidationNamesFieldAndValue) {
-  StepReceipt r{.step = 3, .loss = 0.5, .local_examples = 100, .local_tokens = 0,
-                .optimizer = "em", .precision = "float32"};
+  StepReceipt r{
+      .step = 3, .loss = 0.5, .local_examples = 100, .local_tokens = 0, .optimizer = "em", .precision = "float32"};
   EXPECT_NO_THROW(r.validate());
   auto bad = [&](auto mutate, std::vector<std::string> words) {
     StepReceipt x = r;
@@ -214,8 +215,13 @@ TEST(Receipt, ValidationNamesFieldAndValue) {
 }
 
 TEST(Receipt, OneJsonLineRoundTripsExactly) {
-  StepReceipt r{.step = 7, .loss = 1.0 / 3.0, .local_examples = 250, .local_tokens = 0,
-                .data_parallel_size = 4, .optimizer = "em", .precision = "float64",
+  StepReceipt r{.step = 7,
+                .loss = 1.0 / 3.0,
+                .local_examples = 250,
+                .local_tokens = 0,
+                .data_parallel_size = 4,
+                .optimizer = "em",
+                .precision = "float64",
                 .collective_bytes = 4096};
   r.extra["reason"] = std::string("converging");
   r.extra["delta"] = 1e-7;
@@ -235,8 +241,7 @@ TEST(Receipt, OneJsonLineRoundTripsExactly) {
 // Each built-in describes itself under the name it is registered by; the JSON form lists axes
 // and each incompatible set sorted (the reference's as_dict), whatever order they were given in.
 TEST(ContractBackends, CapabilitiesCarryTheirNameAndSortedLists) {
-  for (const std::string& n : available_training_backends())
-    EXPECT_EQ(get_training_backend(n)->capabilities().name, n);
+  for (const std::string& n : available_training_backends()) EXPECT_EQ(get_training_backend(n)->capabilities().name, n);
   BackendCapabilities c;
   c.name = "probe";
   // tp before cp in the axes' fixed order, after it alphabetically.
@@ -272,18 +277,16 @@ TEST(ContractBackends, BuiltinsDescribeWhatTheyExecute) {
   const BackendCapabilities& fabric = get_training_backend("Lightning-Fabric")->capabilities();
   EXPECT_NO_THROW(fabric.validate(ParallelPlan({.dp_shard = 4}), "bf16"));
   expect_mentions(message_of<UnrealizedModelPlacement>([&] { fabric.validate(tp2); }), {"tp"});
-  expect_mentions(message_of<UnrealizedModelPlacement>(
-                      [&] { fabric.validate(ParallelPlan({.dp_replicate = 2, .dp_shard = 2})); }),
-                  {"cannot combine"});
-  expect_mentions(message_of<InvalidInput>([&] { fabric.validate(dp4, "fp8"); }),
-                  {"precision='fp8'", "bf16"});
+  expect_mentions(
+      message_of<UnrealizedModelPlacement>([&] { fabric.validate(ParallelPlan({.dp_replicate = 2, .dp_shard = 2})); }),
+      {"cannot combine"});
+  expect_mentions(message_of<InvalidInput>([&] { fabric.validate(dp4, "fp8"); }), {"precision='fp8'", "bf16"});
   EXPECT_NE(get_training_backend("ray_train")->capabilities().execution.find("one worker per plan rank"),
             std::string::npos);
   const std::string gloo = get_training_backend("gloo")->capabilities().to_json();
   EXPECT_NE(gloo.find(R"("axes":["dp_replicate"])"), std::string::npos) << gloo;
   EXPECT_NE(gloo.find(R"("precisions":["fp32","fp64"])"), std::string::npos) << gloo;
-  EXPECT_NE(fabric.to_json().find(R"("incompatible_axis_sets":[["dp_replicate","dp_shard"]])"),
-            std::string::npos);
+  EXPECT_NE(fabric.to_json().find(R"("incompatible_axis_sets":[["dp_replicate","dp_shard"]])"), std::string::npos);
 }
 
 namespace {
@@ -322,14 +325,12 @@ TEST(ContractBackends, RegistryCollisionsLazyFactoriesAndKeys) {
   auto instance = std::make_shared<FakeBackend>("inst");
   register_training_backend("test_inst", instance);
   register_training_backend("test_inst", instance);  // same object: fine
-  expect_mentions(message_of<InvalidInput>(
-                      [] { register_training_backend("test_inst", std::make_shared<FakeBackend>("x")); }),
-                  {"already registered"});
-  expect_mentions(message_of<InvalidInput>([] { register_training_backend("  ", &fake_factory); }),
-                  {"blank"});
+  expect_mentions(
+      message_of<InvalidInput>([] { register_training_backend("test_inst", std::make_shared<FakeBackend>("x")); }),
+      {"already registered"});
+  expect_mentions(message_of<InvalidInput>([] { register_training_backend("  ", &fake_factory); }), {"blank"});
   register_training_backend("test_null", &null_factory);
-  expect_mentions(message_of<InvalidInput>([] { get_training_backend("test_null"); }),
-                  {"returned no backend"});
+  expect_mentions(message_of<InvalidInput>([] { get_training_backend("test_null"); }), {"returned no backend"});
   expect_mentions(message_of<InvalidInput>([] { get_training_backend("horovod"); }),
                   {"'horovod'", "not registered", "gloo"});
   expect_mentions(message_of<InvalidInput>([] { register_training_backend("gloo", &fake_factory); }),
@@ -342,32 +343,32 @@ TEST(ContractLaunchers, LightningFabricOwnsDataParallelismOnly) {
   EXPECT_EQ(ddp.devices, 4);
   FabricLaunch fsdp = lightning_fabric_launch(ParallelPlan({.dp_shard = 8}), 4, 2);
   EXPECT_EQ(fsdp.strategy, "fsdp");
-  expect_mentions(message_of<UnrealizedModelPlacement>(
-                      [] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 2, .tp = 2})); }),
-                  {"only owns data parallelism", "tp"});
+  expect_mentions(
+      message_of<UnrealizedModelPlacement>([] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 2, .tp = 2})); }),
+      {"only owns data parallelism", "tp"});
   expect_mentions(message_of<UnrealizedModelPlacement>(
                       [] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 2, .dp_shard = 2})); }),
                   {"explicit strategy"});
-  EXPECT_EQ(lightning_fabric_launch(ParallelPlan({.dp_replicate = 2, .dp_shard = 2}), {}, 1, "hsdp").strategy,
-            "hsdp");
-  expect_mentions(message_of<InvalidInput>(
-                      [] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), 3, 1); }),
+  EXPECT_EQ(lightning_fabric_launch(ParallelPlan({.dp_replicate = 2, .dp_shard = 2}), {}, 1, "hsdp").strategy, "hsdp");
+  expect_mentions(message_of<InvalidInput>([] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), 3, 1); }),
                   {"devices=3", "world_size=4"});
-  expect_mentions(message_of<InvalidInput>(
-                      [] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), {}, 2); }),
+  expect_mentions(message_of<InvalidInput>([] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), {}, 2); }),
                   {"\"auto\"", "num_nodes=2"});
 }
 
 TEST(ContractLaunchers, RayTrainOneWorkerPerRankAndGpuConflicts) {
   RayScaling s = ray_train_scaling(ParallelPlan({.dp_replicate = 2, .tp = 2}), true, {{"GPU", 1}});
   EXPECT_EQ(s.num_workers, 4);
-  expect_mentions(message_of<InvalidInput>(
-                      [] { ray_train_scaling(ParallelPlan(), true, {{"GPU", 0}}); }),
+  expect_mentions(message_of<InvalidInput>([] {
+                    ray_train_scaling(ParallelPlan(), true, {{"GPU", 0}});
+                  }),
                   {"use_gpu=true", "GPU]=0"});
-  expect_mentions(message_of<InvalidInput>(
-                      [] { ray_train_scaling(ParallelPlan(), false, {{"GPU", 1}}); }),
+  expect_mentions(message_of<InvalidInput>([] {
+                    ray_train_scaling(ParallelPlan(), false, {{"GPU", 1}});
+                  }),
                   {"use_gpu=false", "GPU]=1"});
-  expect_mentions(message_of<InvalidInput>(
-                      [] { ray_train_scaling(ParallelPlan(), false, {{"CPU", -1}}); }),
+  expect_mentions(message_of<InvalidInput>([] {
+                    ray_train_scaling(ParallelPlan(), false, {{"CPU", -1}});
+                  }),
                   {"CPU]=-1", "≥ 0"});
 }

@@ -21,9 +21,7 @@ DeviceSpec device(std::string name, double throughput, std::optional<std::uint64
   return d;
 }
 
-ModelSummary gmm(std::size_t k, std::size_t d) {
-  return ModelSummary{k, {PartSummary{"gaussian_diag", d, 0}}};
-}
+ModelSummary gmm(std::size_t k, std::size_t d) { return ModelSummary{k, {PartSummary{"gaussian_diag", d, 0}}}; }
 
 void expect_tiles(const Placement& p) {
   std::uint64_t cursor = 0;
@@ -46,27 +44,36 @@ TEST(PlacementMemoryModel, FamilyFormulas) {
   EXPECT_EQ(full.parameter_bytes(), 2u * 7 * 8);
   EXPECT_EQ(full.statistic_bytes(), (2u * 7 + 2) * 8);
   // A record: categorical D=2 V=5 (10), poisson D=3 (3), bernoulli D=1 (1), exponential D=2 (2).
-  ModelSummary mixed{3, {{"categorical", 2, 5}, {"poisson", 3, 0}, {"bernoulli", 1, 0},
-                         {"exponential", 2, 0}}};
+  ModelSummary mixed{3, {{"categorical", 2, 5}, {"poisson", 3, 0}, {"bernoulli", 1, 0}, {"exponential", 2, 0}}};
   EXPECT_EQ(mixed.columns(), 8u);
   EXPECT_EQ(mixed.statistic_values_per_component(), 1u + 10 + 3 + 1 + 2);
   EXPECT_EQ(mixed.parameter_bytes(), 3u * 17 * 8);
 }
 
 TEST(PlacementMemoryModel, RejectsBadModelsNamingThePart) {
-  expect_mentions(message_of<InvalidInput>([] { ModelSummary{2, {{"weibull", 1, 0}}}.validate(); }),
+  expect_mentions(message_of<InvalidInput>([] {
+                    ModelSummary{2, {{"weibull", 1, 0}}}.validate();
+                  }),
                   {"part 0", "family='weibull'", "gaussian_diag", "bernoulli"});
   // The categorical rule is the model file's: V ≥ 1 (a column that only ever holds code 0 is a
   // valid fit), and only families with categories state V.
-  expect_mentions(message_of<InvalidInput>([] { ModelSummary{2, {{"categorical", 1, 0}}}.validate(); }),
+  expect_mentions(message_of<InvalidInput>([] {
+                    ModelSummary{2, {{"categorical", 1, 0}}}.validate();
+                  }),
                   {"part 0", "categories=0", "categories ≥ 1"});
   EXPECT_NO_THROW((ModelSummary{2, {{"categorical", 1, 1}}}.validate()));
-  expect_mentions(message_of<InvalidInput>([] { ModelSummary{2, {{"gaussian_diag", 2, 0}, {"poisson", 1, 3}}}.validate(); }),
+  expect_mentions(message_of<InvalidInput>([] {
+                    ModelSummary{2, {{"gaussian_diag", 2, 0}, {"poisson", 1, 3}}}.validate();
+                  }),
                   {"part 1", "categories=3", "poisson", "categories 0"});
   // Sizes of an unknown family are refused too (without validate()).
-  expect_mentions(message_of<InvalidInput>([] { ModelSummary{2, {{"weibull", 1, 0}}}.statistic_values_per_component(); }),
+  expect_mentions(message_of<InvalidInput>([] {
+                    ModelSummary{2, {{"weibull", 1, 0}}}.statistic_values_per_component();
+                  }),
                   {"family='weibull'"});
-  expect_mentions(message_of<InvalidInput>([] { ModelSummary{0, {{"poisson", 1, 0}}}.validate(); }),
+  expect_mentions(message_of<InvalidInput>([] {
+                    ModelSummary{0, {{"poisson", 1, 0}}}.validate();
+                  }),
                   {"components=0", "K ≥ 1"});
 }
 
@@ -74,8 +81,8 @@ TEST(Placement, EstimatesRowsAndBytesFromModel) {
   PlanOptions o{.rows = 1000, .model = gmm(4, 3)};
   Placement p = plan(Resources::single_cpu(), o);
   expect_tiles(p);
-  EXPECT_EQ(p.encoded_row_bytes, 3 * 4);     // 3 float32 columns
-  EXPECT_EQ(p.transient_row_bytes, 4 * 4);   // K float32 log-densities/responsibilities
+  EXPECT_EQ(p.encoded_row_bytes, 3 * 4);    // 3 float32 columns
+  EXPECT_EQ(p.transient_row_bytes, 4 * 4);  // K float32 log-densities/responsibilities
   EXPECT_GT(p.model_bytes, 0u);
   EXPECT_EQ(p.dtype_bytes, 4u);
   ASSERT_EQ(p.shards.size(), 1u);
@@ -188,27 +195,23 @@ TEST(Placement, ValidateRequiresExactCoverageAndKnownDevices) {
   expect_mentions(message_of<InvalidInput>([&] { short_end.validate(); }), {"gap", "total_rows=10"});
   Placement foreign = p;
   foreign.shards[0].device = device("stranger", 1);
-  expect_mentions(message_of<InvalidInput>([&] { foreign.validate(); }),
-                  {"stranger", "declared resources"});
+  expect_mentions(message_of<InvalidInput>([&] { foreign.validate(); }), {"stranger", "declared resources"});
   Placement empty = p;
   empty.shards.push_back({p.shards[1].device, 10, 10});
   expect_mentions(message_of<InvalidInput>([&] { empty.validate(); }), {"empty"});
-  expect_mentions(message_of<InvalidInput>([&] { p.validate(11); }),
-                  {"total_rows=10", "data length=11"});
+  expect_mentions(message_of<InvalidInput>([&] { p.validate(11); }), {"total_rows=10", "data length=11"});
   Resources other({device("a", 1), device("c", 1)});
   expect_mentions(message_of<InvalidInput>([&] { p.validate(10, &other); }), {"different resources"});
   Placement small = p;
   small.shards[0].device.memory_bytes = 10;
   small.resources.reset();
-  expect_mentions(message_of<MemoryError>([&] { small.validate(); }),
-                  {"a[0:5]", "memory_bytes=10", "needs"});
+  expect_mentions(message_of<MemoryError>([&] { small.validate(); }), {"a[0:5]", "memory_bytes=10", "needs"});
   EXPECT_NO_THROW(p.validate(10, &r));
 }
 
 TEST(Placement, JsonRoundTripsExactly) {
   Resources r({device("slow", 1.0 / 3.0, 1'000'000), device("fast", 2.0 / 3.0)});
-  Placement p = plan(r, {.rows = 12345, .model = gmm(3, 5), .num_chunks = 5, .sub_chunks = 2,
-                         .safety_factor = 1.1});
+  Placement p = plan(r, {.rows = 12345, .model = gmm(3, 5), .num_chunks = 5, .sub_chunks = 2, .safety_factor = 1.1});
   const std::string text = p.to_json();
   Placement back = Placement::from_json(text);
   EXPECT_EQ(back, p);
@@ -240,8 +243,7 @@ TEST(ShardPlan, ThroughputWeightedComponentRanges) {
 
 TEST(ShardPlan, MinComponentsPerShardHonoured) {
   Resources four = Resources::local(4);
-  std::vector<ModelShard> shards =
-      model_sharding_plan(gmm(5, 1), four, {.min_components_per_shard = 2});
+  std::vector<ModelShard> shards = model_sharding_plan(gmm(5, 1), four, {.min_components_per_shard = 2});
   ASSERT_EQ(shards.size(), 2u);
   EXPECT_EQ(shards[0].num_components(), 3u);
   EXPECT_EQ(shards[1].num_components(), 2u);
@@ -250,11 +252,10 @@ TEST(ShardPlan, MinComponentsPerShardHonoured) {
 
 TEST(ShardPlan, RejectsImpossibleRequests) {
   Resources four = Resources::local(4);
-  expect_mentions(message_of<InvalidInput>(
-                      [&] { model_sharding_plan(gmm(5, 1), four, {.min_components_per_shard = 6}); }),
-                  {"min_components_per_shard=6", "cannot exceed", "K=5", "accepted"});
-  expect_mentions(message_of<InvalidInput>(
-                      [&] { model_sharding_plan(gmm(5, 1), four, {.axis = "features"}); }),
+  expect_mentions(
+      message_of<InvalidInput>([&] { model_sharding_plan(gmm(5, 1), four, {.min_components_per_shard = 6}); }),
+      {"min_components_per_shard=6", "cannot exceed", "K=5", "accepted"});
+  expect_mentions(message_of<InvalidInput>([&] { model_sharding_plan(gmm(5, 1), four, {.axis = "features"}); }),
                   {"axis='features'", "components"});
   Resources tiny({device("cpu:0", 1, 1)});
   expect_mentions(message_of<MemoryError>([&] { model_sharding_plan(gmm(5, 1), tiny); }),
@@ -269,8 +270,9 @@ TEST(ShardPlan, JsonRoundTrip) {
 }
 
 TEST(ShardPlan, RejectsAModelWithoutComponents) {
-  expect_mentions(message_of<InvalidInput>(
-                      [] { model_sharding_plan(ModelSummary{0, {{"poisson", 1, 0}}}, Resources::local(2)); }),
+  expect_mentions(message_of<InvalidInput>([] {
+                    model_sharding_plan(ModelSummary{0, {{"poisson", 1, 0}}}, Resources::local(2));
+                  }),
                   {"components=0", "K ≥ 1"});
 }
 

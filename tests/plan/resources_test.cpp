@@ -35,8 +35,7 @@ DeviceSpec cpu(std::string name, double throughput = 1.0) {
 
 // Every spelling the reference accepts maps to its canonical name, case-insensitively.
 TEST(Resources, PrecisionNamesAndTheirAliases) {
-  for (const auto& [canonical, aliases] :
-       std::vector<std::pair<std::string, std::vector<std::string>>>{
+  for (const auto& [canonical, aliases] : std::vector<std::pair<std::string, std::vector<std::string>>>{
            {"float16", {"float16", "fp16", "f16", "half", "FP16"}},
            {"bfloat16", {"bfloat16", "bf16", "BF16"}},
            {"float32", {"float32", "fp32", "f32", "float", "Float32"}},
@@ -72,13 +71,11 @@ TEST(Resources, RejectsDuplicateNamesAndPhysicalIdentities) {
 }
 
 TEST(Resources, RejectsEmptyAndBlankAndZeroMemory) {
-  expect_mentions(message_of<InvalidInput>([] { Resources(std::vector<DeviceSpec>{}); }),
-                  {"at least one device"});
+  expect_mentions(message_of<InvalidInput>([] { Resources(std::vector<DeviceSpec>{}); }), {"at least one device"});
   expect_mentions(message_of<InvalidInput>([] { Resources({cpu("  ")}); }), {"blank", "accepted"});
   DeviceSpec d = cpu("cpu:0");
   d.memory_bytes = 0;
-  expect_mentions(message_of<InvalidInput>([&] { Resources({d}); }),
-                  {"memory_bytes=0", "accepted"});
+  expect_mentions(message_of<InvalidInput>([&] { Resources({d}); }), {"memory_bytes=0", "accepted"});
   d.memory_bytes.reset();
   d.local_rank = -1;
   expect_mentions(message_of<InvalidInput>([&] { Resources({d}); }), {"local_rank=-1", "accepted"});
@@ -102,8 +99,7 @@ TEST(Resources, SingleCpuAndLocalSplitMemory) {
   EXPECT_EQ(four.devices()[3].name, "cpu:3");
   EXPECT_EQ(four.devices()[3].memory_bytes, 250u);
   expect_mentions(message_of<InvalidInput>([] { Resources::local(0); }), {"num_cpus=0"});
-  expect_mentions(message_of<InvalidInput>([] { Resources::single_cpu({.precision = "fp12"}); }),
-                  {"fp12", "float32"});
+  expect_mentions(message_of<InvalidInput>([] { Resources::single_cpu({.precision = "fp12"}); }), {"fp12", "float32"});
 }
 
 TEST(Resources, FromMpiThreeRanksSplitMemory) {
@@ -116,7 +112,9 @@ TEST(Resources, FromMpiThreeRanksSplitMemory) {
   // Variables are consulted in the reference order; none set → one slot.
   EXPECT_EQ(Resources::from_mpi(Environment{{"PMIX_SIZE", "5"}, {"MPI_LOCALNRANKS", "2"}}).size(), 5u);
   EXPECT_EQ(Resources::from_mpi(Environment{}).size(), 1u);
-  expect_mentions(message_of<InvalidInput>([] { Resources::from_mpi(Environment{{"PMI_SIZE", "x"}}); }),
+  expect_mentions(message_of<InvalidInput>([] {
+                    Resources::from_mpi(Environment{{"PMI_SIZE", "x"}});
+                  }),
                   {"PMI_SIZE", "'x'", "accepted"});
 }
 
@@ -145,30 +143,34 @@ TEST(Resources, FromSparkSplitsMemoryOverSlots) {
   Resources g = Resources::from_spark(R"({"defaultParallelism": 2, "executorMemory": "4g"})");
   EXPECT_EQ(g.devices()[1].memory_bytes, 2ull << 30);
   // Every unit, binary as Spark reads them, with or without a trailing b, in either case.
-  for (const auto& [text, bytes] : std::vector<std::pair<std::string, std::uint64_t>>{
-           {"3072", 3072}, {"6k", 6ull << 10}, {"6KB", 6ull << 10}, {"6m", 6ull << 20}, {"6Mb", 6ull << 20},
-           {"6G", 6ull << 30}, {"6t", 6ull << 40}, {"6tb", 6ull << 40}}) {
+  for (const auto& [text, bytes] : std::vector<std::pair<std::string, std::uint64_t>>{{"3072", 3072},
+                                                                                      {"6k", 6ull << 10},
+                                                                                      {"6KB", 6ull << 10},
+                                                                                      {"6m", 6ull << 20},
+                                                                                      {"6Mb", 6ull << 20},
+                                                                                      {"6G", 6ull << 30},
+                                                                                      {"6t", 6ull << 40},
+                                                                                      {"6tb", 6ull << 40}}) {
     const Resources one = Resources::from_spark(R"({"defaultParallelism": 3, "executorMemory": ")" + text + R"("})");
     EXPECT_EQ(one.devices()[0].memory_bytes, bytes / 3) << text;
   }
   EXPECT_EQ(Resources::from_spark(R"({"defaultParallelism": 0})").size(), 1u);
-  expect_mentions(message_of<InvalidInput>(
-                      [] { Resources::from_spark(R"({"defaultParallelism": 2.5})"); }),
+  expect_mentions(message_of<InvalidInput>([] { Resources::from_spark(R"({"defaultParallelism": 2.5})"); }),
                   {"defaultParallelism=2.5", "exact integer"});
-  expect_mentions(message_of<InvalidInput>(
-                      [] { Resources::from_spark(R"({"executorMemory": "4q"})"); }),
+  expect_mentions(message_of<InvalidInput>([] { Resources::from_spark(R"({"executorMemory": "4q"})"); }),
                   {"executorMemory='4q'", "accepted"});
 }
 
 TEST(Resources, TorchrunRequiresLocalWorldSize) {
-  auto msg = message_of<InvalidInput>(
-      [] { Resources::from_torchrun(Environment{{"WORLD_SIZE", "2"}, {"RANK", "0"}}); });
+  auto msg = message_of<InvalidInput>([] {
+    Resources::from_torchrun(Environment{{"WORLD_SIZE", "2"}, {"RANK", "0"}});
+  });
   expect_mentions(msg, {"WORLD_SIZE=2", "LOCAL_WORLD_SIZE", "accepted"});
 }
 
 TEST(Resources, TorchrunPreservesGlobalTopology) {
-  Environment env{{"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"}, {"RANK", "2"},
-                  {"LOCAL_RANK", "0"}, {"GROUP_RANK", "1"}};
+  Environment env{
+      {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"}, {"RANK", "2"}, {"LOCAL_RANK", "0"}, {"GROUP_RANK", "1"}};
   Resources r = Resources::from_torchrun(env);
   ASSERT_EQ(r.size(), 4u);
   std::set<std::string> names;
@@ -187,18 +189,19 @@ TEST(Resources, TorchrunPreservesGlobalTopology) {
 }
 
 TEST(Resources, TorchrunTopologyChecks) {
-  Environment base{{"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"}, {"RANK", "2"},
-                   {"LOCAL_RANK", "0"}, {"GROUP_RANK", "1"}};
+  Environment base{
+      {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"}, {"RANK", "2"}, {"LOCAL_RANK", "0"}, {"GROUP_RANK", "1"}};
   auto with = [&](std::string key, std::string value) {
     Environment e = base;
-    if (value.empty()) e.erase(key);
-    else e[key] = value;
+    if (value.empty())
+      e.erase(key);
+    else
+      e[key] = value;
     return e;
   };
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_torchrun(with("LOCAL_WORLD_SIZE", "3")); }),
                   {"LOCAL_WORLD_SIZE=3", "does not divide", "WORLD_SIZE=4"});
-  expect_mentions(message_of<InvalidInput>([&] { Resources::from_torchrun(with("RANK", "")); }),
-                  {"RANK is not set"});
+  expect_mentions(message_of<InvalidInput>([&] { Resources::from_torchrun(with("RANK", "")); }), {"RANK is not set"});
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_torchrun(with("RANK", "4")); }),
                   {"RANK=4", "outside", "WORLD_SIZE=4"});
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_torchrun(with("LOCAL_RANK", "1")); }),
@@ -221,8 +224,11 @@ TEST(Resources, TorchrunTopologyChecks) {
 }
 
 TEST(Resources, SlurmBlockDistribution) {
-  Environment env{{"SLURM_NTASKS", "5"}, {"SLURM_PROCID", "3"}, {"SLURM_LOCALID", "1"},
-                  {"SLURM_NODEID", "1"}, {"SLURM_TASKS_PER_NODE", "2(x2),1"}};
+  Environment env{{"SLURM_NTASKS", "5"},
+                  {"SLURM_PROCID", "3"},
+                  {"SLURM_LOCALID", "1"},
+                  {"SLURM_NODEID", "1"},
+                  {"SLURM_TASKS_PER_NODE", "2(x2),1"}};
   Resources r = Resources::from_slurm(env, {.memory_bytes = 500});
   ASSERT_EQ(r.size(), 5u);
   EXPECT_EQ(r.devices()[4].name, "slurm-node:2:cpu:0");
@@ -234,12 +240,14 @@ TEST(Resources, SlurmBlockDistribution) {
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(env); }),
                   {"inconsistent", "SLURM_LOCALID=0", "block"});
   env["SLURM_TASKS_PER_NODE"] = "2(x2)";
-  expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(env); }),
-                  {"adds up to 4", "SLURM_NTASKS=5"});
+  expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(env); }), {"adds up to 4", "SLURM_NTASKS=5"});
   expect_mentions(message_of<InvalidInput>([] { Resources::from_slurm(Environment{}); }),
                   {"SLURM_NTASKS is not set", "srun"});
-  Environment uniform{{"SLURM_NTASKS", "4"}, {"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"},
-                      {"SLURM_NODEID", "0"}, {"SLURM_NTASKS_PER_NODE", "2"}};
+  Environment uniform{{"SLURM_NTASKS", "4"},
+                      {"SLURM_PROCID", "0"},
+                      {"SLURM_LOCALID", "0"},
+                      {"SLURM_NODEID", "0"},
+                      {"SLURM_NTASKS_PER_NODE", "2"}};
   EXPECT_EQ(Resources::from_slurm(uniform).devices()[2].node_id, 1);
 }
 
@@ -251,8 +259,11 @@ TEST(Resources, SlurmUnevenLayoutIsCheckedAgainstItsBusiestNode) {
   for (const char* layout : {"1,3", "3,1", "1,3,1"}) {
     SCOPED_TRACE(layout);
     const std::string tasks = std::string(layout) == "1,3,1" ? "5" : "4";
-    Environment env{{"SLURM_NTASKS", tasks}, {"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"},
-                    {"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", layout}};
+    Environment env{{"SLURM_NTASKS", tasks},
+                    {"SLURM_PROCID", "0"},
+                    {"SLURM_LOCALID", "0"},
+                    {"SLURM_NODEID", "0"},
+                    {"SLURM_TASKS_PER_NODE", layout}};
     expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(env, two_gpus); }),
                     {"SLURM tasks per node=3 exceeds the 2 visible GPUs"});
     EXPECT_EQ(Resources::from_slurm(env, three_gpus).size(), static_cast<std::size_t>(std::stoi(tasks)));
@@ -284,16 +295,14 @@ TEST(Resources, JsonRoundTripsExactlyWithCalibratedThroughput) {
 }
 
 TEST(Resources, FromJsonNamesTheFieldAndValue) {
-  expect_mentions(message_of<InvalidInput>([] { Resources::from_json(R"({"device": []})"); }),
-                  {"devices", "required"});
-  expect_mentions(message_of<InvalidInput>(
-                      [] { Resources::from_json(R"({"devices": [{"name": "a", "memory_bytes": -5}]})"); }),
-                  {"devices[0].memory_bytes=-5", "non-negative"});
-  expect_mentions(message_of<InvalidInput>(
-                      [] { Resources::from_json(R"({"devices": [{"name": "a", "local_rank": true}]})"); }),
-                  {"devices[0].local_rank=true", "exact integer"});
-  expect_mentions(message_of<InvalidInput>(
-                      [] { Resources::from_json(R"({"devices": [{"kind": "cpu"}]})"); }),
+  expect_mentions(message_of<InvalidInput>([] { Resources::from_json(R"({"device": []})"); }), {"devices", "required"});
+  expect_mentions(
+      message_of<InvalidInput>([] { Resources::from_json(R"({"devices": [{"name": "a", "memory_bytes": -5}]})"); }),
+      {"devices[0].memory_bytes=-5", "non-negative"});
+  expect_mentions(
+      message_of<InvalidInput>([] { Resources::from_json(R"({"devices": [{"name": "a", "local_rank": true}]})"); }),
+      {"devices[0].local_rank=true", "exact integer"});
+  expect_mentions(message_of<InvalidInput>([] { Resources::from_json(R"({"devices": [{"kind": "cpu"}]})"); }),
                   {"devices[0].name", "required"});
   // Python documents with only some keys get the defaults.
   Resources minimal = Resources::from_json(R"({"devices": [{"name": "cpu:0"}]})");
@@ -315,9 +324,7 @@ TEST(Resources, SaveIsAtomicAndLoadsBack) {
   std::size_t files = 0;
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++files;
   EXPECT_EQ(files, 1u);
-  {
-    std::ofstream(path) << "{\"devices\": 3}";
-  }
+  { std::ofstream(path) << "{\"devices\": 3}"; }
   expect_mentions(message_of<InvalidInput>([&] { Resources::load(path); }), {path, "devices=3"});
   fs::remove_all(dir);
   expect_mentions(message_of<InvalidInput>([&] { Resources::load(path); }), {path});

@@ -25,8 +25,7 @@ struct WorkerTopologyAttestation {
 };
 
 namespace detail {
-WorkerTopologyAttestation attest(const ParallelPlan& plan, std::int64_t actual_world_size,
-                                 std::int64_t rank);
+WorkerTopologyAttestation attest(const ParallelPlan& plan, std::int64_t actual_world_size, std::int64_t rank);
 }  // namespace detail
 
 /// Validates the runtime world against the plan (plan.validate_world_size) and the rank
@@ -34,14 +33,15 @@ WorkerTopologyAttestation attest(const ParallelPlan& plan, std::int64_t actual_w
 /// (dp_replicate, dp_shard, tp, pp, cp), cp fastest:
 /// rank = (((dpr·DS + dps)·TP + tp)·PP + pp)·CP + cp. Exact integers only (no bool, no floats).
 template <std::integral W, std::integral R>
-  requires(!std::same_as<W, bool> && !std::same_as<R, bool>)
-WorkerTopologyAttestation attest_worker_coordinate(const ParallelPlan& plan, W actual_world_size,
-                                                   R rank) {
+requires(!std::same_as<W, bool> && !std::same_as<R, bool>) WorkerTopologyAttestation
+    attest_worker_coordinate(const ParallelPlan& plan, W actual_world_size, R rank) {
   plan.validate_world_size(actual_world_size);
   if constexpr (std::unsigned_integral<R>) {
     if (rank > static_cast<std::uint64_t>(plan.world_size())) {
-      throw InvalidInput("rank=" + std::to_string(rank) + " is outside the world; accepted: 0 ≤ "
-                         "rank < world_size=" + std::to_string(plan.world_size()));
+      throw InvalidInput("rank=" + std::to_string(rank) +
+                         " is outside the world; accepted: 0 ≤ "
+                         "rank < world_size=" +
+                         std::to_string(plan.world_size()));
     }
   }
   return detail::attest(plan, plan.world_size(), static_cast<std::int64_t>(rank));

@@ -22,7 +22,7 @@ struct BackendCapabilities {
   bool distributed_optimizer = false;
   bool reshardable_checkpoint = false;
   bool elastic_restart = false;
-  std::vector<std::string> requirements;                ///< what must be built/installed
+  std::vector<std::string> requirements;  ///< what must be built/installed
   std::vector<std::set<ParallelAxis>> incompatible_axis_sets;
   /// mixle addition: the largest world it can run (single: 1); none = unbounded.
   std::optional<std::int64_t> max_world_size;
@@ -58,8 +58,7 @@ std::string training_backend_key(std::string_view name);
 void register_training_backend(std::string_view name, std::shared_ptr<const TrainingBackend> backend,
                                bool override_existing = false);
 /// Registers a lazy factory (same collision rules; the identical factory is a no-op).
-void register_training_backend(std::string_view name, TrainingBackendFactory factory,
-                               bool override_existing = false);
+void register_training_backend(std::string_view name, TrainingBackendFactory factory, bool override_existing = false);
 /// The backend under `name`, calling its factory once and caching the result (under the
 /// registry's lock: a factory must not call the registry itself). Unknown names →
 /// InvalidInput listing the registered ones; a factory returning null → InvalidInput.

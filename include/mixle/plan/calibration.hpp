@@ -37,7 +37,7 @@ Resources apply_calibration(const Resources& resources, const std::vector<Device
 /// One calibration run.
 struct CalibrationRecord {
   std::string model_type;
-  std::string workload;  ///< "score", "estep" or "em" (lowercased; "accumulate" → "estep")
+  std::string workload;                           ///< "score", "estep" or "em" (lowercased; "accumulate" → "estep")
   Resources resources = Resources::single_cpu();  ///< with calibrated throughput
   std::uint64_t sample_size = 0;
   std::uint64_t repeats = 0;

@@ -33,8 +33,8 @@ StateLayout state_layout_from_name(std::string_view name);
 /// Stable logical identity and global layout of one parameter.
 struct ParameterLayout {
   std::string logical_id;
-  std::vector<std::int64_t> global_shape;                        ///< each ≥ 0
-  std::vector<std::pair<std::string, std::string>> placements;   ///< (axis, placement), axes unique
+  std::vector<std::int64_t> global_shape;                       ///< each ≥ 0
+  std::vector<std::pair<std::string, std::string>> placements;  ///< (axis, placement), axes unique
   std::optional<std::string> shared_group;
   StateLayout optimizer_state = StateLayout::replicated;
 

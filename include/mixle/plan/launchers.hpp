@@ -14,8 +14,8 @@ namespace mixle::plan {
 
 /// What Lightning Fabric is created with.
 struct FabricLaunch {
-  std::string strategy;       ///< "ddp", "fsdp", or the caller's explicit strategy
-  std::int64_t devices = 1;   ///< devices per node
+  std::string strategy;      ///< "ddp", "fsdp", or the caller's explicit strategy
+  std::int64_t devices = 1;  ///< devices per node
   std::int64_t num_nodes = 1;
 };
 
@@ -25,8 +25,7 @@ struct FabricLaunch {
 /// world_size). devices · num_nodes must equal world_size (InvalidInput). Default strategy:
 /// "fsdp" when dp_shard > 1, else "ddp".
 FabricLaunch lightning_fabric_launch(const ParallelPlan& plan, std::optional<std::int64_t> devices = {},
-                                     std::int64_t num_nodes = 1,
-                                     std::optional<std::string> strategy = {});
+                                     std::int64_t num_nodes = 1, std::optional<std::string> strategy = {});
 
 /// What Ray Train's ScalingConfig is built with: one worker per plan rank.
 struct RayScaling {

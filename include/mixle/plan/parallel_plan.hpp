@@ -17,13 +17,12 @@ namespace mixle::plan {
 enum class ParallelAxis { dp_replicate, dp_shard, tp, pp, cp, ep, etp };
 
 /// All axes in their fixed order.
-inline constexpr ParallelAxis kParallelAxes[] = {
-    ParallelAxis::dp_replicate, ParallelAxis::dp_shard, ParallelAxis::tp, ParallelAxis::pp,
-    ParallelAxis::cp,           ParallelAxis::ep,       ParallelAxis::etp};
+inline constexpr ParallelAxis kParallelAxes[] = {ParallelAxis::dp_replicate, ParallelAxis::dp_shard, ParallelAxis::tp,
+                                                 ParallelAxis::pp,           ParallelAxis::cp,       ParallelAxis::ep,
+                                                 ParallelAxis::etp};
 /// The physical axes, slowest-varying first (rank = mixed radix over these, cp fastest).
-inline constexpr ParallelAxis kPhysicalAxes[] = {ParallelAxis::dp_replicate, ParallelAxis::dp_shard,
-                                                 ParallelAxis::tp, ParallelAxis::pp,
-                                                 ParallelAxis::cp};
+inline constexpr ParallelAxis kPhysicalAxes[] = {ParallelAxis::dp_replicate, ParallelAxis::dp_shard, ParallelAxis::tp,
+                                                 ParallelAxis::pp, ParallelAxis::cp};
 
 /// "dp_replicate", …
 const char* axis_name(ParallelAxis axis) noexcept;
@@ -36,12 +35,12 @@ ParallelAxis axis_from_name(std::string_view name);
 class PlanSize {
  public:
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  constexpr PlanSize(T value) noexcept  // NOLINT(google-explicit-constructor): designated init
+  requires(!std::same_as<T, bool>) constexpr PlanSize(
+      T value) noexcept  // NOLINT(google-explicit-constructor): designated init
       : value_(clamp(value)) {}
   template <class T>
-    requires(std::same_as<T, bool> || std::floating_point<T>)
-  PlanSize(T) = delete;
+  requires(std::same_as<T, bool> || std::floating_point<T>) PlanSize(T)
+  = delete;
 
   constexpr std::int64_t value() const noexcept { return value_; }
 
@@ -50,8 +49,7 @@ class PlanSize {
   static constexpr std::int64_t clamp(T value) noexcept {
     // Unsigned values beyond int64 saturate; the world-size product then reports the overflow.
     if constexpr (std::unsigned_integral<T>) {
-      if (value > static_cast<std::make_unsigned_t<std::int64_t>>(
-                      std::numeric_limits<std::int64_t>::max())) {
+      if (value > static_cast<std::make_unsigned_t<std::int64_t>>(std::numeric_limits<std::int64_t>::max())) {
         return std::numeric_limits<std::int64_t>::max();
       }
     }
@@ -99,8 +97,7 @@ class ParallelPlan {
   /// world_size=…, but the process group has world_size=…") or is < 1. Only exact integers are
   /// accepted: validate_world_size(1.9) and validate_world_size(true) do not compile.
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  void validate_world_size(T actual) const {
+  requires(!std::same_as<T, bool>) void validate_world_size(T actual) const {
     if constexpr (std::unsigned_integral<T>) {
       if (actual > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
         check_world_size(std::numeric_limits<std::int64_t>::max());

@@ -62,7 +62,7 @@ struct Placement {
   double transient_row_bytes = 0;  ///< working-set bytes of one row in a chunk (K × dtype)
   std::uint64_t model_bytes = 0;
   std::uint64_t statistic_bytes = 0;
-  std::uint64_t dtype_bytes = 4;   ///< compute precision bytes
+  std::uint64_t dtype_bytes = 4;  ///< compute precision bytes
   std::optional<Resources> resources;
   // mixle additions (optional on read):
   std::uint64_t rows_per_chunk = 0;  ///< working-set chunk rows; 0 = a whole shard at once
@@ -73,8 +73,7 @@ struct Placement {
   /// device is in the effective resources ("not in declared resources") and fits its memory
   /// (MemoryError with the numbers); shards tile [0, total_rows) exactly ("overlap", "gap",
   /// no empty shard except the single [0:0] of a zero-row placement). Throws InvalidInput.
-  void validate(std::optional<std::uint64_t> total_rows = {},
-                const Resources* resources = nullptr) const;
+  void validate(std::optional<std::uint64_t> total_rows = {}, const Resources* resources = nullptr) const;
   /// Shards on the device named `name`.
   std::vector<PlacementShard> for_device(std::string_view name) const;
   /// "Placement(rows=…, …)" plus one line per shard "name[start:stop] rows= sub_chunks=
@@ -88,14 +87,14 @@ struct Placement {
 
 /// Inputs of plan().
 struct PlanOptions {
-  std::uint64_t rows = 0;                 ///< N
-  std::optional<ModelSummary> model;      ///< K and fixed bytes; none: K = 1, no fixed bytes
-  std::optional<std::size_t> columns;     ///< data columns; default model->columns()
-  std::size_t data_dtype_bytes = 4;       ///< 4 (float32 data) or 8 (float64)
-  std::string precision = "float32";      ///< compute precision of the working set
+  std::uint64_t rows = 0;                   ///< N
+  std::optional<ModelSummary> model;        ///< K and fixed bytes; none: K = 1, no fixed bytes
+  std::optional<std::size_t> columns;       ///< data columns; default model->columns()
+  std::size_t data_dtype_bytes = 4;         ///< 4 (float32 data) or 8 (float64)
+  std::string precision = "float32";        ///< compute precision of the working set
   std::optional<std::uint64_t> num_chunks;  ///< exact number of row ranges (block assignment)
   std::uint64_t sub_chunks = 1;
-  std::uint64_t rows_per_chunk = 65536;   ///< rows of one N×K working-set block; 0 = whole shard
+  std::uint64_t rows_per_chunk = 65536;  ///< rows of one N×K working-set block; 0 = whole shard
   double safety_factor = 1.25;
 };
 

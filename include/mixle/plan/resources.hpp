@@ -102,8 +102,7 @@ class Resources {
   static Resources from_mpi(const Environment& env, const SlotOptions& options = {});
   /// From a Dask `client.scheduler_info()` JSON document: one "dask:<address>" per worker,
   /// sorted by address, memory = memory_limit, throughput = max(1, nthreads).
-  static Resources from_dask(std::string_view scheduler_info_json,
-                             std::optional<std::string> precision = {});
+  static Resources from_dask(std::string_view scheduler_info_json, std::optional<std::string> precision = {});
   /// From `{"defaultParallelism": P, "executorMemory": "4g" | bytes}` (or "memory_bytes"):
   /// P slots "spark:i" (P ≤ 0 or absent → 1), the memory split evenly.
   static Resources from_spark(std::string_view spark_json, std::optional<std::string> precision = {});

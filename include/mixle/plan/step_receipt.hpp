@@ -15,16 +15,16 @@ namespace mixle::plan {
 using ReceiptValue = std::variant<std::nullptr_t, bool, std::int64_t, double, std::string>;
 
 struct StepReceipt {
-  std::int64_t step = 0;            ///< ≥ 0: updates committed before this one
-  double loss = 0;                  ///< finite ≥ 0 (EM: negative mean log-likelihood shifted ≥ 0 by the caller)
-  std::int64_t local_examples = 0;  ///< ≥ 0, this rank's rows/examples
-  std::int64_t local_tokens = 0;    ///< ≥ 0
-  std::int64_t microbatches = 1;    ///< ≥ 1
+  std::int64_t step = 0;                ///< ≥ 0: updates committed before this one
+  double loss = 0;                      ///< finite ≥ 0 (EM: negative mean log-likelihood shifted ≥ 0 by the caller)
+  std::int64_t local_examples = 0;      ///< ≥ 0, this rank's rows/examples
+  std::int64_t local_tokens = 0;        ///< ≥ 0
+  std::int64_t microbatches = 1;        ///< ≥ 1
   std::int64_t accumulation_steps = 1;  ///< ≥ 1
   std::int64_t data_parallel_size = 1;  ///< ≥ 1
-  std::string optimizer;            ///< non-blank ("em" for EM iterations)
-  std::string precision;            ///< non-blank
-  std::int64_t collective_bytes = 0;  ///< ≥ 0, bytes this rank sent in collectives
+  std::string optimizer;                ///< non-blank ("em" for EM iterations)
+  std::string precision;                ///< non-blank
+  std::int64_t collective_bytes = 0;    ///< ≥ 0, bytes this rank sent in collectives
   bool skipped = false;
   std::map<std::string, ReceiptValue> extra;
   std::optional<std::int64_t> global_examples_observed;  ///< ≥ 0 when set

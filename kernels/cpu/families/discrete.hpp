@@ -13,8 +13,7 @@ void categorical_log_density(const PartView<T>& part, int k0, int k1, Block<T>& 
   for (int k = k0; k < k1; ++k) {
     T* l = block.logp(k);
     for (int d = 0; d < D; ++d) {
-      const T* logp = part.coef + static_cast<std::size_t>(k) * part.coef_stride +
-                      static_cast<std::size_t>(d) * V;
+      const T* logp = part.coef + static_cast<std::size_t>(k) * part.coef_stride + static_cast<std::size_t>(d) * V;
       const T* x = block.column(part.col_begin + d);
       for (int b = 0; b < kBlockRows; ++b) l[b] += logp[static_cast<int>(x[b])];
     }
@@ -22,8 +21,8 @@ void categorical_log_density(const PartView<T>& part, int k0, int k1, Block<T>& 
 }
 
 template <class T>
-void categorical_accumulate(const PartView<T>& part, const int* active, int num_active,
-                            const Block<T>& block, T* const* acc, T*) {
+void categorical_accumulate(const PartView<T>& part, const int* active, int num_active, const Block<T>& block,
+                            T* const* acc, T*) {
   const int D = part.dims, V = part.categories;
   for (int b = 0; b < block.rows; ++b) {
     const T* x = block.row(b) + part.col_begin;
@@ -58,8 +57,8 @@ void linear_log_density(const PartView<T>& part, int k0, int k1, Block<T>& block
 }
 
 template <class T>
-void linear_accumulate(const PartView<T>& part, const int* active, int num_active,
-                       const Block<T>& block, T* const* acc, T*) {
+void linear_accumulate(const PartView<T>& part, const int* active, int num_active, const Block<T>& block, T* const* acc,
+                       T*) {
   const int D = part.dims;
   for (int a = 0; a < num_active; ++a) {
     const T* r = block.resp(active[a]);

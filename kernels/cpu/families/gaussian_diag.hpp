@@ -64,8 +64,8 @@ void diag_moments_of_column(const T* x, const T* r, T shift, T& s1, T& s2) {
 /// sums held in registers, rows with zero responsibility skipped); the remaining D mod lanes
 /// dimensions run down the rows (transposed block, fixed trip count).
 template <class T>
-void gaussian_diag_accumulate(const PartView<T>& part, const int* active, int num_active,
-                              const Block<T>& block, T* const* acc, T*) {
+void gaussian_diag_accumulate(const PartView<T>& part, const int* active, int num_active, const Block<T>& block,
+                              T* const* acc, T*) {
   using S = Simd<T>;
   using V = typename S::type;
   constexpr int kChunks = 4;  // dimension chunks per pass over the rows (8 accumulators)

@@ -43,8 +43,7 @@ void gaussian_full_log_density(const PartView<T>& part, int k0, int k1, Block<T>
 
 /// m[ii][jj] = lane-wise Σ over the block of rt[i0+ii] · t[j0+jj] (NI×NJ register tile).
 template <class T, int NI, int NJ>
-inline void tile_products(const T* rt, const T* t, int i0, int j0,
-                          typename Simd<T>::type (&m)[NI][NJ]) {
+inline void tile_products(const T* rt, const T* t, int i0, int j0, typename Simd<T>::type (&m)[NI][NJ]) {
   using S = Simd<T>;
   using V = typename S::type;
   for (int g = 0; g < kBlockRows / S::lanes; ++g) {
@@ -75,8 +74,8 @@ inline void tile_products_partial(const T* rt, const T* t, int i0, int j0, int n
 /// product rtᵀ·t over the block's rows, computed in 4×4 register tiles of (i, j) for j ≤ i.
 /// Responsibilities of lanes past block.rows are 0, so those lanes add nothing.
 template <class T>
-void gaussian_full_accumulate(const PartView<T>& part, const int* active, int num_active,
-                              const Block<T>& block, T* const* acc, T* scratch) {
+void gaussian_full_accumulate(const PartView<T>& part, const int* active, int num_active, const Block<T>& block,
+                              T* const* acc, T* scratch) {
   using S = Simd<T>;
   using V = typename S::type;
   constexpr int kVecs = kBlockRows / S::lanes;

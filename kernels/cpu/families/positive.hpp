@@ -27,8 +27,8 @@ void gamma_log_density(const PartView<T>& part, int k0, int k1, Block<T>& block,
 
 /// gamma: adds Σ r x [D] and Σ r log x [D].
 template <class T>
-void gamma_accumulate(const PartView<T>& part, const int* active, int num_active, const Block<T>& block,
-                      T* const* acc, T*) {
+void gamma_accumulate(const PartView<T>& part, const int* active, int num_active, const Block<T>& block, T* const* acc,
+                      T*) {
   const int D = part.dims;
   for (int a = 0; a < num_active; ++a) {
     const T* r = block.resp(active[a]);
@@ -62,8 +62,7 @@ void lognormal_accumulate(const PartView<T>& part, const int* active, int num_ac
     const int k = active[a];
     const T* shift = part.shift + static_cast<std::size_t>(k) * D;
     for (int d = 0; d < D; ++d)
-      diag_moments_of_column(block.log_column(part.col_begin + d), block.resp(k), shift[d], acc[a][d],
-                             acc[a][D + d]);
+      diag_moments_of_column(block.log_column(part.col_begin + d), block.resp(k), shift[d], acc[a][d], acc[a][D + d]);
   }
 }
 

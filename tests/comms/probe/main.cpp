@@ -56,8 +56,8 @@ void check_identical_everywhere(Communicator& comm, const std::vector<T>& data, 
   std::vector<std::uint64_t> all(static_cast<std::size_t>(comm.size()));
   comm.all_gather(std::span<const std::uint64_t>(&mine, 1), std::span<std::uint64_t>(all));
   for (int r = 0; r < comm.size(); ++r)
-    check(all[static_cast<std::size_t>(r)] == mine, what + ": rank " + std::to_string(r) +
-                                                        " holds different bytes than rank " + std::to_string(comm.rank()));
+    check(all[static_cast<std::size_t>(r)] == mine,
+          what + ": rank " + std::to_string(r) + " holds different bytes than rank " + std::to_string(comm.rank()));
 }
 
 void run_collectives(Communicator& comm) {
@@ -110,7 +110,8 @@ void run_collectives(Communicator& comm) {
   // broadcast from every root, bytes and typed.
   for (int root = 0; root < n; ++root) {
     std::vector<unsigned char> b(1001, 0);
-    if (r == root) for (std::size_t i = 0; i < b.size(); ++i) b[i] = (unsigned char)((root * 31 + i) % 251);
+    if (r == root)
+      for (std::size_t i = 0; i < b.size(); ++i) b[i] = (unsigned char)((root * 31 + i) % 251);
     comm.broadcast_bytes(b.data(), b.size(), root);
     std::size_t wrong = 0;
     for (std::size_t i = 0; i < b.size(); ++i) wrong += b[i] != (unsigned char)((root * 31 + i) % 251);
@@ -153,10 +154,10 @@ std::unique_ptr<Communicator> split_and_check(Communicator& parent, int world_ra
   auto child = parent.split(colors[w], keys[w]);
   const std::vector<int> members = expected_members(colors, keys, colors[w]);
   const int expected_rank = int(std::find(members.begin(), members.end(), world_rank) - members.begin());
-  check(child->size() == int(members.size()), name + ": size " + std::to_string(child->size()) + ", expected " +
-                                                   std::to_string(members.size()));
-  check(child->rank() == expected_rank, name + ": rank " + std::to_string(child->rank()) + ", expected " +
-                                            std::to_string(expected_rank));
+  check(child->size() == int(members.size()),
+        name + ": size " + std::to_string(child->size()) + ", expected " + std::to_string(members.size()));
+  check(child->rank() == expected_rank,
+        name + ": rank " + std::to_string(child->rank()) + ", expected " + std::to_string(expected_rank));
   check(child->backend() == parent.backend(), name + ": backend");
   check(child->timeout() == parent.timeout(), name + ": timeout");
   if (child->size() != int(members.size())) return child;
@@ -251,11 +252,18 @@ int main(int argc, char** argv) {
   int victim = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--comm") comm_name = argv[i + 1];
-    else if (a == "--timeout-ms") timeout_ms = std::stol(argv[i + 1]);
-    else if (a == "--scenario") scenario = argv[i + 1];
-    else if (a == "--victim") victim = std::stoi(argv[i + 1]);
-    else { std::fprintf(stderr, "probe: unknown argument %s\n", a.c_str()); return 2; }
+    if (a == "--comm")
+      comm_name = argv[i + 1];
+    else if (a == "--timeout-ms")
+      timeout_ms = std::stol(argv[i + 1]);
+    else if (a == "--scenario")
+      scenario = argv[i + 1];
+    else if (a == "--victim")
+      victim = std::stoi(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "probe: unknown argument %s\n", a.c_str());
+      return 2;
+    }
   }
   mixle::host::LaunchEnv env;
   try {
@@ -293,7 +301,8 @@ int main(int argc, char** argv) {
     comm->barrier();  // everyone is in the group before the victim misbehaves
     if (comm->rank() == victim) {
       if (scenario == "die") ::raise(SIGKILL);
-      if (scenario == "hang") for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      if (scenario == "hang")
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
       if (scenario == "raise") throw mixle::InvalidInput("probe victim raises on purpose");
     }
     for (int round = 0; round < 1'000'000; ++round) {  // until the lost peer is noticed

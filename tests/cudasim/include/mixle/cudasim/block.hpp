@@ -44,7 +44,19 @@ namespace mixle::cudasim {
 
 enum class ThreadState { ready, barrier, warp, exited };
 
-enum class WarpOp { shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all, syncwarp, reduce_add, reduce_min, reduce_max };
+enum class WarpOp {
+  shfl,
+  shfl_up,
+  shfl_down,
+  shfl_xor,
+  ballot,
+  any,
+  all,
+  syncwarp,
+  reduce_add,
+  reduce_min,
+  reduce_max
+};
 
 inline const char* warp_op_name(WarpOp op) {
   switch (op) {
@@ -207,7 +219,8 @@ class BlockScheduler {
       : b_(b),
         schedule_(schedule),
         rng_(schedule.seed * 0x9E3779B97F4A7C15ull ^ (b.grid->launch_id << 20) ^
-             (static_cast<std::uint64_t>(b.block.x) << 40) ^ (static_cast<std::uint64_t>(b.block.y) << 8) ^ b.block.z) {}
+             (static_cast<std::uint64_t>(b.block.x) << 40) ^ (static_cast<std::uint64_t>(b.block.y) << 8) ^ b.block.z) {
+  }
 
   void run() {
     const int n = static_cast<int>(b_.threads.size());
@@ -272,23 +285,23 @@ class BlockScheduler {
       sc.sp = t.stack.bottom + t.stack.size;
       BlockRun* block = &b_;
       SimThread* self = &t;
-      t.fiber = boost::context::fiber(
-          std::allocator_arg, boost::context::preallocated(sc.sp, sc.size, sc), PoolStackAllocator{sc},
-          [block, self](boost::context::fiber&& caller) {
-            asan_finish_switch(nullptr, &block->main_bottom, &block->main_size);
-            self->caller = std::move(caller);
-            try {
-              if (!block->killed) block->grid->body();
-            } catch (const KernelAbort&) {
-            } catch (const std::exception& e) {
-              block_fault(*block, self, std::string("exception thrown in device code: ") + e.what());
-            } catch (...) {
-              block_fault(*block, self, "exception thrown in device code");
-            }
-            self->state = ThreadState::exited;
-            asan_start_switch(nullptr, block->main_bottom, block->main_size);
-            return std::move(self->caller);
-          });
+      t.fiber = boost::context::fiber(std::allocator_arg, boost::context::preallocated(sc.sp, sc.size, sc),
+                                      PoolStackAllocator{sc}, [block, self](boost::context::fiber&& caller) {
+                                        asan_finish_switch(nullptr, &block->main_bottom, &block->main_size);
+                                        self->caller = std::move(caller);
+                                        try {
+                                          if (!block->killed) block->grid->body();
+                                        } catch (const KernelAbort&) {
+                                        } catch (const std::exception& e) {
+                                          block_fault(*block, self,
+                                                      std::string("exception thrown in device code: ") + e.what());
+                                        } catch (...) {
+                                          block_fault(*block, self, "exception thrown in device code");
+                                        }
+                                        self->state = ThreadState::exited;
+                                        asan_start_switch(nullptr, block->main_bottom, block->main_size);
+                                        return std::move(self->caller);
+                                      });
     }
     void* fake = nullptr;
     asan_start_switch(&fake, t.stack.bottom, t.stack.size);
@@ -354,18 +367,22 @@ class BlockScheduler {
     for (int m = 0; m < 32; ++m) {
       if (!(t.mask >> m & 1u)) continue;
       if (m >= lanes)
-        return block_fault(b_, &t, call() + " names lane " + std::to_string(m) + ", which does not exist (the block has " +
-                                       std::to_string(n) + " threads)");
+        return block_fault(b_, &t,
+                           call() + " names lane " + std::to_string(m) + ", which does not exist (the block has " +
+                               std::to_string(n) + " threads)");
       const SimThread& o = *lane_of[m];
       switch (o.state) {
         case ThreadState::ready: complete = false; break;
-        case ThreadState::exited: return block_fault(b_, &t, call() + " waits for " + lane_name(w, m) + ", which has exited");
+        case ThreadState::exited:
+          return block_fault(b_, &t, call() + " waits for " + lane_name(w, m) + ", which has exited");
         case ThreadState::barrier:
-          return block_fault(b_, &t, call() + " waits for " + lane_name(w, m) + ", which waits at __syncthreads (deadlock)");
+          return block_fault(b_, &t,
+                             call() + " waits for " + lane_name(w, m) + ", which waits at __syncthreads (deadlock)");
         case ThreadState::warp:
           if (o.op != t.op || o.mask != t.mask || o.width != t.width)
-            return block_fault(b_, &t, call() + " meets " + std::string(warp_op_name(o.op)) + "(mask " + hex(o.mask) +
-                                           ") in " + lane_name(w, m) + ": the lanes of a mask must reach the same collective");
+            return block_fault(b_, &t,
+                               call() + " meets " + std::string(warp_op_name(o.op)) + "(mask " + hex(o.mask) + ") in " +
+                                   lane_name(w, m) + ": the lanes of a mask must reach the same collective");
           break;
       }
     }
@@ -426,8 +443,9 @@ class BlockScheduler {
       if (t.op == WarpOp::shfl || t.op == WarpOp::shfl_up || t.op == WarpOp::shfl_down || t.op == WarpOp::shfl_xor) {
         if (src >= 32 || src < -1) src = -1;
         if (src >= 0 && !(mask >> src & 1u)) {
-          block_fault(b_, &t, std::string(warp_op_name(t.op)) + "(mask " + hex(mask) + ") reads " +
-                                  lane_name(warp, src) + ", which is not in the mask (the value would be undefined)");
+          block_fault(b_, &t,
+                      std::string(warp_op_name(t.op)) + "(mask " + hex(mask) + ") reads " + lane_name(warp, src) +
+                          ", which is not in the mask (the value would be undefined)");
           return false;
         }
         t.result = src >= 0 ? lane_of[src]->value : t.value;
@@ -466,11 +484,13 @@ inline std::string run_grid(const Grid& grid, const Schedule& schedule) {
   if (permuted) {
     order.resize(static_cast<std::size_t>(blocks));
     std::iota(order.begin(), order.end(), 0u);
-    if (schedule.order == Order::reverse) std::reverse(order.begin(), order.end());
-    else std::shuffle(order.begin(), order.end(), std::mt19937_64(schedule.seed ^ (grid.launch_id * 0x9E3779B97F4A7C15ull)));
+    if (schedule.order == Order::reverse)
+      std::reverse(order.begin(), order.end());
+    else
+      std::shuffle(order.begin(), order.end(),
+                   std::mt19937_64(schedule.seed ^ (grid.launch_id * 0x9E3779B97F4A7C15ull)));
   }
-  const std::size_t shared_bytes =
-      static_cast<std::size_t>(__stop_mixle_sim_shared - __start_mixle_sim_shared);
+  const std::size_t shared_bytes = static_cast<std::size_t>(__stop_mixle_sim_shared - __start_mixle_sim_shared);
   BlockRun b;
   b.grid = &grid;
   b.threads.resize(threads);

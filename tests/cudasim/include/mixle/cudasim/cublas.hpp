@@ -98,8 +98,10 @@ void gemm_on_host(const GemmArgs<T>& g) {
     for (int i = 0; i < g.m; ++i) {
       T acc = T(0);
       for (int p = 0; p < g.k; ++p) {
-        T x = g.ta == CUBLAS_OP_N ? g.a[i + static_cast<std::int64_t>(p) * g.lda] : g.a[p + static_cast<std::int64_t>(i) * g.lda];
-        T y = g.tb == CUBLAS_OP_N ? g.b[p + static_cast<std::int64_t>(j) * g.ldb] : g.b[j + static_cast<std::int64_t>(p) * g.ldb];
+        T x = g.ta == CUBLAS_OP_N ? g.a[i + static_cast<std::int64_t>(p) * g.lda]
+                                  : g.a[p + static_cast<std::int64_t>(i) * g.lda];
+        T y = g.tb == CUBLAS_OP_N ? g.b[p + static_cast<std::int64_t>(j) * g.ldb]
+                                  : g.b[j + static_cast<std::int64_t>(p) * g.ldb];
         if constexpr (std::is_same_v<T, float>)
           if (g.tf32) x = round_to_tf32(x), y = round_to_tf32(y);
         acc = std::fma(x, y, acc);
@@ -128,9 +130,10 @@ cublasStatus_t queue_gemm(const char* call, cublasHandle_t handle, const GemmArg
   if (!st) return CUBLAS_STATUS_INVALID_VALUE;
   if (s.devices[static_cast<std::size_t>(st->device)].sticky != cudaSuccess) return CUBLAS_STATUS_EXECUTION_FAILED;
   auto extent = [](int rows, int cols, int ld) {
-    return rows == 0 || cols == 0 ? std::size_t{0}
-                                  : (static_cast<std::size_t>(cols - 1) * static_cast<std::size_t>(ld) +
-                                     static_cast<std::size_t>(rows)) * sizeof(T);
+    return rows == 0 || cols == 0
+               ? std::size_t{0}
+               : (static_cast<std::size_t>(cols - 1) * static_cast<std::size_t>(ld) + static_cast<std::size_t>(rows)) *
+                     sizeof(T);
   };
   const struct {
     const char* name;
@@ -144,8 +147,8 @@ cublasStatus_t queue_gemm(const char* call, cublasHandle_t handle, const GemmArg
     const Allocation* a = s.find(o.p, o.bytes);
     if (!a || a->device != st->device) {
       s.fault(st->device, cudaErrorIllegalAddress,
-              std::string(call) + ": operand " + o.name + " (" + std::to_string(o.bytes) + " bytes) is " + s.describe(o.p) +
-                  (s.find(o.p) ? " and the matrix runs past its end" : ""));
+              std::string(call) + ": operand " + o.name + " (" + std::to_string(o.bytes) + " bytes) is " +
+                  s.describe(o.p) + (s.find(o.p) ? " and the matrix runs past its end" : ""));
       return CUBLAS_STATUS_EXECUTION_FAILED;
     }
   }
@@ -251,33 +254,34 @@ inline cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t tran
       }
   }
   if (Atype == CUDA_R_32F && Btype == CUDA_R_32F && Ctype == CUDA_R_32F &&
-      (compute == CUBLAS_COMPUTE_32F || compute == CUBLAS_COMPUTE_32F_PEDANTIC || compute == CUBLAS_COMPUTE_32F_FAST_TF32)) {
+      (compute == CUBLAS_COMPUTE_32F || compute == CUBLAS_COMPUTE_32F_PEDANTIC ||
+       compute == CUBLAS_COMPUTE_32F_FAST_TF32)) {
     const bool tf32 = compute == CUBLAS_COMPUTE_32F_FAST_TF32 ||
                       (compute == CUBLAS_COMPUTE_32F && handle && handle->math == CUBLAS_TF32_TENSOR_OP_MATH);
-    return queue_gemm<float>("cublasGemmEx", handle,
-                             {transa, transb, m, n, k, *static_cast<const float*>(alpha), *static_cast<const float*>(beta),
-                              static_cast<const float*>(A), lda, static_cast<const float*>(B), ldb,
-                              static_cast<float*>(C), ldc, tf32});
+    return queue_gemm<float>(
+        "cublasGemmEx", handle,
+        {transa, transb, m, n, k, *static_cast<const float*>(alpha), *static_cast<const float*>(beta),
+         static_cast<const float*>(A), lda, static_cast<const float*>(B), ldb, static_cast<float*>(C), ldc, tf32});
   }
   if (Atype == CUDA_R_64F && Btype == CUDA_R_64F && Ctype == CUDA_R_64F &&
       (compute == CUBLAS_COMPUTE_64F || compute == CUBLAS_COMPUTE_64F_PEDANTIC))
-    return queue_gemm<double>("cublasGemmEx", handle,
-                              {transa, transb, m, n, k, *static_cast<const double*>(alpha),
-                               *static_cast<const double*>(beta), static_cast<const double*>(A), lda,
-                               static_cast<const double*>(B), ldb, static_cast<double*>(C), ldc, false});
+    return queue_gemm<double>(
+        "cublasGemmEx", handle,
+        {transa, transb, m, n, k, *static_cast<const double*>(alpha), *static_cast<const double*>(beta),
+         static_cast<const double*>(A), lda, static_cast<const double*>(B), ldb, static_cast<double*>(C), ldc, false});
   return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
-inline cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
-                                  int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
+inline cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                                  int n, int k, const float* alpha, const float* A, int lda, const float* B, int ldb,
                                   const float* beta, float* C, int ldc) {
-  return cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, beta, C, CUDA_R_32F,
-                      ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  return cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, beta, C,
+                      CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 
-inline cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
-                                  int k, const double* alpha, const double* A, int lda, const double* B, int ldb,
+inline cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
+                                  int n, int k, const double* alpha, const double* A, int lda, const double* B, int ldb,
                                   const double* beta, double* C, int ldc) {
-  return cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, CUDA_R_64F, lda, B, CUDA_R_64F, ldb, beta, C, CUDA_R_64F,
-                      ldc, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT);
+  return cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, CUDA_R_64F, lda, B, CUDA_R_64F, ldb, beta, C,
+                      CUDA_R_64F, ldc, CUBLAS_COMPUTE_64F, CUBLAS_GEMM_DEFAULT);
 }

@@ -48,7 +48,8 @@ inline int barrier(BarrierOp op, int predicate) {
 
 template <class T>
 std::uint64_t bits_of(T v) {
-  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8, "warp collectives exchange scalars of at most 8 bytes");
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8,
+                "warp collectives exchange scalars of at most 8 bytes");
   std::uint64_t b = 0;
   std::memcpy(&b, &v, sizeof v);
   return b;
@@ -61,7 +62,8 @@ T from_bits(std::uint64_t b) {
   return v;
 }
 
-inline std::uint64_t collective(WarpOp op, unsigned mask, std::uint64_t value, int param, int width, bool is_signed = false) {
+inline std::uint64_t collective(WarpOp op, unsigned mask, std::uint64_t value, int param, int width,
+                                bool is_signed = false) {
   SimThread& t = self();
   if (width < 1 || width > 32 || (width & (width - 1)) != 0)
     thread_fault(std::string(warp_op_name(op)) + ": width " + std::to_string(width) +
@@ -95,12 +97,14 @@ T __shfl_sync(unsigned mask, T v, int src_lane, int width = warpSize) {
 template <class T>
 T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
   namespace d = mixle::cudasim::device;
-  return d::from_bits<T>(d::collective(mixle::cudasim::WarpOp::shfl_up, mask, d::bits_of(v), static_cast<int>(delta), width));
+  return d::from_bits<T>(
+      d::collective(mixle::cudasim::WarpOp::shfl_up, mask, d::bits_of(v), static_cast<int>(delta), width));
 }
 template <class T>
 T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = warpSize) {
   namespace d = mixle::cudasim::device;
-  return d::from_bits<T>(d::collective(mixle::cudasim::WarpOp::shfl_down, mask, d::bits_of(v), static_cast<int>(delta), width));
+  return d::from_bits<T>(
+      d::collective(mixle::cudasim::WarpOp::shfl_down, mask, d::bits_of(v), static_cast<int>(delta), width));
 }
 template <class T>
 T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = warpSize) {
@@ -165,11 +169,11 @@ T __ldg(const T* p) {
 
 // ---- atomics (one simulated thread runs at a time: a read-modify-write is atomic) -----------
 // Integer arithmetic wraps as on the GPU (through unsigned arithmetic, never signed overflow).
-#define MIXLE_SIM_ATOMIC_RMW(name, type, expr)        \
-  inline type name(type* address, type val) {         \
-    const type old = *address;                        \
-    *address = (expr);                                \
-    return old;                                       \
+#define MIXLE_SIM_ATOMIC_RMW(name, type, expr) \
+  inline type name(type* address, type val) {  \
+    const type old = *address;                 \
+    *address = (expr);                         \
+    return old;                                \
   }
 MIXLE_SIM_ATOMIC_RMW(atomicAdd, int, static_cast<int>(static_cast<unsigned>(old) + static_cast<unsigned>(val)))
 MIXLE_SIM_ATOMIC_RMW(atomicAdd, unsigned, old + val)
@@ -192,9 +196,9 @@ MIXLE_SIM_ATOMIC_RMW(atomicMax, long long, val > old ? val : old)
 MIXLE_SIM_ATOMIC_RMW(atomicMax, unsigned long long, val > old ? val : old)
 MIXLE_SIM_ATOMIC_RMW(atomicInc, unsigned, old >= val ? 0u : old + 1u)
 MIXLE_SIM_ATOMIC_RMW(atomicDec, unsigned, (old == 0u || old > val) ? val : old - 1u)
-MIXLE_SIM_ATOMIC_RMW(atomicAnd, int, old & val)
-MIXLE_SIM_ATOMIC_RMW(atomicAnd, unsigned, old & val)
-MIXLE_SIM_ATOMIC_RMW(atomicAnd, unsigned long long, old & val)
+MIXLE_SIM_ATOMIC_RMW(atomicAnd, int, old& val)
+MIXLE_SIM_ATOMIC_RMW(atomicAnd, unsigned, old& val)
+MIXLE_SIM_ATOMIC_RMW(atomicAnd, unsigned long long, old& val)
 MIXLE_SIM_ATOMIC_RMW(atomicOr, int, old | val)
 MIXLE_SIM_ATOMIC_RMW(atomicOr, unsigned, old | val)
 MIXLE_SIM_ATOMIC_RMW(atomicOr, unsigned long long, old | val)
@@ -225,7 +229,9 @@ inline unsigned __brev(unsigned x) {
   return r;
 }
 inline float __int_as_float(int x) { return mixle::cudasim::device::from_bits<float>(static_cast<std::uint32_t>(x)); }
-inline int __float_as_int(float x) { return static_cast<int>(static_cast<std::uint32_t>(mixle::cudasim::device::bits_of(x))); }
+inline int __float_as_int(float x) {
+  return static_cast<int>(static_cast<std::uint32_t>(mixle::cudasim::device::bits_of(x)));
+}
 inline float __uint_as_float(unsigned x) { return mixle::cudasim::device::from_bits<float>(x); }
 inline unsigned __float_as_uint(float x) { return static_cast<unsigned>(mixle::cudasim::device::bits_of(x)); }
 inline double __longlong_as_double(long long x) {
@@ -234,8 +240,8 @@ inline double __longlong_as_double(long long x) {
 inline long long __double_as_longlong(double x) { return static_cast<long long>(mixle::cudasim::device::bits_of(x)); }
 
 // min and max for device code, as CUDA declares them (global namespace, same-type overloads).
-#define MIXLE_SIM_MINMAX(type)                                    \
-  inline type min(type a, type b) { return b < a ? b : a; }       \
+#define MIXLE_SIM_MINMAX(type)                              \
+  inline type min(type a, type b) { return b < a ? b : a; } \
   inline type max(type a, type b) { return a < b ? b : a; }
 MIXLE_SIM_MINMAX(int)
 MIXLE_SIM_MINMAX(unsigned int)

@@ -46,8 +46,8 @@ class StackPool {
  private:
   static FiberStack map_one() {
     const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    void* p = mmap(nullptr, kFiberStackBytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void* p = mmap(nullptr, kFiberStackBytes + page, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
       std::fprintf(stderr, "mixle CUDA simulator: cannot map a %zu-byte thread stack\n", kFiberStackBytes);
       std::abort();

@@ -68,9 +68,12 @@ constexpr bool brace_initialisable(std::index_sequence<I...>) {
 
 template <class T, std::size_t N = 12>
 constexpr std::size_t field_count() {
-  if constexpr (N == 0) return 0;
-  else if constexpr (brace_initialisable<T>(std::make_index_sequence<N>{})) return N;
-  else return field_count<T, N - 1>();
+  if constexpr (N == 0)
+    return 0;
+  else if constexpr (brace_initialisable<T>(std::make_index_sequence<N>{}))
+    return N;
+  else
+    return field_count<T, N - 1>();
 }
 
 class PointerCheck {
@@ -96,12 +99,12 @@ class PointerCheck {
     problem_ = name + " is " + s_.describe(p) + ", not memory of device " + std::to_string(device_);
   }
 
-#define MIXLE_SIM_FIELDS(N, ...)                                          \
-  if constexpr (n == N) {                                                 \
-    const auto& [__VA_ARGS__] = v;                                        \
-    std::size_t i = 0;                                                    \
+#define MIXLE_SIM_FIELDS(N, ...)                                                         \
+  if constexpr (n == N) {                                                                \
+    const auto& [__VA_ARGS__] = v;                                                       \
+    std::size_t i = 0;                                                                   \
     auto each = [&](const auto& f) { visit(f, name + ".field" + std::to_string(i++)); }; \
-    apply_each(each, __VA_ARGS__);                                        \
+    apply_each(each, __VA_ARGS__);                                                       \
   }
   template <class F, class... A>
   static void apply_each(F& f, const A&... a) {
@@ -223,9 +226,7 @@ void launch(dim3 grid, dim3 block, std::size_t dynamic_shared, cudaStream_t stre
   g->block = block;
   g->dynamic_shared = dynamic_shared;
   g->launch_id = next_launch_id();
-  g->body = [params] {
-    std::apply([](auto... p) { Kernel(p...); }, *params);
-  };
+  g->body = [params] { std::apply([](auto... p) { Kernel(p...); }, *params); };
   const int device = st->device;
   const Schedule order = schedule();  // the schedule in force at the launch
   Op op;

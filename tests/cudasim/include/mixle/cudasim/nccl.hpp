@@ -36,7 +36,7 @@
 #define NCCL_MAJOR 2
 #define NCCL_MINOR 28
 #define NCCL_PATCH 9
-#define NCCL_VERSION(X, Y, Z) (((X) <= 2 && (Y) <= 8) ? (X) * 1000 + (Y) * 100 + (Z) : (X) * 10000 + (Y) * 100 + (Z))
+#define NCCL_VERSION(X, Y, Z) (((X) <= 2 && (Y) <= 8) ? (X)*1000 + (Y)*100 + (Z) : (X)*10000 + (Y)*100 + (Z))
 #define NCCL_VERSION_CODE NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH)
 #define NCCL_UNIQUE_ID_BYTES 128
 #define NCCL_SPLIT_NOCOLOR -1
@@ -62,15 +62,20 @@ typedef enum {
 typedef enum { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3, ncclAvg = 4 } ncclRedOp_t;
 
 typedef enum {
-  ncclInt8 = 0, ncclChar = 0,
+  ncclInt8 = 0,
+  ncclChar = 0,
   ncclUint8 = 1,
-  ncclInt32 = 2, ncclInt = 2,
+  ncclInt32 = 2,
+  ncclInt = 2,
   ncclUint32 = 3,
   ncclInt64 = 4,
   ncclUint64 = 5,
-  ncclFloat16 = 6, ncclHalf = 6,
-  ncclFloat32 = 7, ncclFloat = 7,
-  ncclFloat64 = 8, ncclDouble = 8,
+  ncclFloat16 = 6,
+  ncclHalf = 6,
+  ncclFloat32 = 7,
+  ncclFloat = 7,
+  ncclFloat64 = 8,
+  ncclDouble = 8,
   ncclBfloat16 = 9,
 } ncclDataType_t;
 
@@ -86,11 +91,11 @@ typedef struct {
   int splitShare;
 } ncclConfig_t;
 
-#define NCCL_CONFIG_INITIALIZER                                                                              \
-  {                                                                                                          \
+#define NCCL_CONFIG_INITIALIZER                                                                                \
+  {                                                                                                            \
     sizeof(ncclConfig_t), 0xcafebeef, NCCL_VERSION(NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH), NCCL_CONFIG_UNDEF_INT, \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR,           \
-        NCCL_CONFIG_UNDEF_INT                                                                                \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_PTR,            \
+        NCCL_CONFIG_UNDEF_INT                                                                                  \
   }
 
 /// One rank's view of a simulated communicator.
@@ -99,10 +104,10 @@ struct ncclComm {
   int rank = -1, nranks = 0;
   int device = 0;
   bool blocking = true;
-  bool ready = false;         // init (or split) complete
+  bool ready = false;  // init (or split) complete
   bool aborted = false;
-  std::uint64_t rounds = 0;   // collectives queued so far
-  int splits = 0;             // splits of this communicator so far
+  std::uint64_t rounds = 0;  // collectives queued so far
+  int splits = 0;            // splits of this communicator so far
   // A communicator made by ncclCommSplit learns its rank and size when every parent rank has
   // announced its colour: until then these say where to look.
   std::filesystem::path split_dir;  // the parent's folder
@@ -168,10 +173,16 @@ inline std::vector<char> slurp(const std::filesystem::path& p) {
 
 inline std::size_t type_bytes(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: case ncclUint8: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    case ncclInt8:
+    case ncclUint8: return 1;
+    case ncclFloat16:
+    case ncclBfloat16: return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64: return 8;
   }
   return 0;
 }
@@ -180,7 +191,8 @@ template <class T>
 void reduce_into(T* acc, const T* x, std::size_t n, ncclRedOp_t op) {
   for (std::size_t i = 0; i < n; ++i) {
     switch (op) {
-      case ncclSum: case ncclAvg: acc[i] = static_cast<T>(acc[i] + x[i]); break;
+      case ncclSum:
+      case ncclAvg: acc[i] = static_cast<T>(acc[i] + x[i]); break;
       case ncclProd: acc[i] = static_cast<T>(acc[i] * x[i]); break;
       case ncclMax: acc[i] = x[i] > acc[i] ? x[i] : acc[i]; break;
       case ncclMin: acc[i] = x[i] < acc[i] ? x[i] : acc[i]; break;
@@ -197,11 +209,21 @@ inline bool reduce(const std::vector<std::vector<char>>& parts, void* out, std::
     const void* x = parts[r].data();
     switch (t) {
       case ncclInt8: reduce_into(static_cast<std::int8_t*>(out), static_cast<const std::int8_t*>(x), count, op); break;
-      case ncclUint8: reduce_into(static_cast<std::uint8_t*>(out), static_cast<const std::uint8_t*>(x), count, op); break;
-      case ncclInt32: reduce_into(static_cast<std::int32_t*>(out), static_cast<const std::int32_t*>(x), count, op); break;
-      case ncclUint32: reduce_into(static_cast<std::uint32_t*>(out), static_cast<const std::uint32_t*>(x), count, op); break;
-      case ncclInt64: reduce_into(static_cast<std::int64_t*>(out), static_cast<const std::int64_t*>(x), count, op); break;
-      case ncclUint64: reduce_into(static_cast<std::uint64_t*>(out), static_cast<const std::uint64_t*>(x), count, op); break;
+      case ncclUint8:
+        reduce_into(static_cast<std::uint8_t*>(out), static_cast<const std::uint8_t*>(x), count, op);
+        break;
+      case ncclInt32:
+        reduce_into(static_cast<std::int32_t*>(out), static_cast<const std::int32_t*>(x), count, op);
+        break;
+      case ncclUint32:
+        reduce_into(static_cast<std::uint32_t*>(out), static_cast<const std::uint32_t*>(x), count, op);
+        break;
+      case ncclInt64:
+        reduce_into(static_cast<std::int64_t*>(out), static_cast<const std::int64_t*>(x), count, op);
+        break;
+      case ncclUint64:
+        reduce_into(static_cast<std::uint64_t*>(out), static_cast<const std::uint64_t*>(x), count, op);
+        break;
       case ncclFloat32: reduce_into(static_cast<float*>(out), static_cast<const float*>(x), count, op); break;
       case ncclFloat64: reduce_into(static_cast<double*>(out), static_cast<const double*>(x), count, op); break;
       default: return false;
@@ -209,9 +231,12 @@ inline bool reduce(const std::vector<std::vector<char>>& parts, void* out, std::
   }
   if (op == ncclAvg) {
     const double n = static_cast<double>(parts.size());
-    if (t == ncclFloat32) for (std::size_t i = 0; i < count; ++i) static_cast<float*>(out)[i] /= static_cast<float>(n);
-    else if (t == ncclFloat64) for (std::size_t i = 0; i < count; ++i) static_cast<double*>(out)[i] /= n;
-    else return false;
+    if (t == ncclFloat32)
+      for (std::size_t i = 0; i < count; ++i) static_cast<float*>(out)[i] /= static_cast<float>(n);
+    else if (t == ncclFloat64)
+      for (std::size_t i = 0; i < count; ++i) static_cast<double*>(out)[i] /= n;
+    else
+      return false;
   }
   return true;
 }
@@ -275,18 +300,20 @@ ncclResult_t queue_collective(const char* call, ncclComm_t comm, const void* sen
   Simulator& s = sim();
   if (!comm) return fail(nullptr, ncclInvalidArgument, std::string(call) + ": null communicator");
   if (comm->aborted) return fail(comm, ncclInvalidUsage, std::string(call) + ": the communicator was aborted");
-  if (!comm->ready) return fail(comm, ncclInvalidUsage, std::string(call) + ": the communicator is not initialised yet");
+  if (!comm->ready)
+    return fail(comm, ncclInvalidUsage, std::string(call) + ": the communicator is not initialised yet");
   auto st = s.stream(stream, comm->device);
   if (!st || st->device != comm->device)
-    return fail(comm, ncclInvalidArgument, std::string(call) + ": the stream is not a stream of the communicator's device");
-  for (const auto& [name, p, bytes] : {std::tuple<const char*, const void*, std::size_t>{"send", send, send_bytes},
-                                       {"receive", recv, recv_bytes}}) {
+    return fail(comm, ncclInvalidArgument,
+                std::string(call) + ": the stream is not a stream of the communicator's device");
+  for (const auto& [name, p, bytes] :
+       {std::tuple<const char*, const void*, std::size_t>{"send", send, send_bytes}, {"receive", recv, recv_bytes}}) {
     if (bytes == 0) continue;
     const Allocation* a = s.find(p, bytes);
     if (!a || a->device != comm->device)
       return fail(comm, ncclInvalidArgument,
-                  std::string(call) + ": the " + name + " buffer (" + std::to_string(bytes) + " bytes) is " + s.describe(p) +
-                      ", not memory of device " + std::to_string(comm->device));
+                  std::string(call) + ": the " + name + " buffer (" + std::to_string(bytes) + " bytes) is " +
+                      s.describe(p) + ", not memory of device " + std::to_string(comm->device));
   }
   auto round = std::make_shared<Round>(Round{comm, ++comm->rounds});
   Op op;
@@ -348,7 +375,8 @@ inline ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   return ncclSuccess;
 }
 
-inline ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t* config) {
+inline ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank,
+                                           ncclConfig_t* config) {
   using namespace mixle::cudasim;
   *comm = nullptr;
   if (nranks < 1 || rank < 0 || rank >= nranks)
@@ -396,12 +424,14 @@ inline ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state) 
 inline ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   using namespace mixle::cudasim;
   *newcomm = nullptr;
-  if (!comm || !comm->ready || comm->aborted) return nccl::fail(comm, ncclInvalidUsage, "ncclCommSplit: parent not usable");
+  if (!comm || !comm->ready || comm->aborted)
+    return nccl::fail(comm, ncclInvalidUsage, "ncclCommSplit: parent not usable");
   const int index = comm->splits++;
   std::ostringstream announce;
   announce << color << ' ' << key;
   const std::string text = announce.str();
-  if (!nccl::publish(comm->dir / ("split" + std::to_string(index) + "-" + std::to_string(comm->rank)), text.data(), text.size()))
+  if (!nccl::publish(comm->dir / ("split" + std::to_string(index) + "-" + std::to_string(comm->rank)), text.data(),
+                     text.size()))
     return nccl::fail(comm, ncclSystemError, "ncclCommSplit: cannot write to " + comm->dir.string());
   if (color == NCCL_SPLIT_NOCOLOR) return ncclSuccess;
   auto c = std::make_unique<ncclComm>();
@@ -499,8 +529,8 @@ inline ncclResult_t ncclBroadcast(const void* send, void* recv, std::size_t coun
     return nccl::fail(comm, ncclInvalidArgument, "ncclBroadcast: root " + std::to_string(root));
   // Only the root's bytes matter; the others publish an empty contribution to mark the round.
   const bool is_root = comm->rank == root;
-  return nccl::queue_collective("ncclBroadcast", comm, is_root ? send : nullptr, is_root ? bytes : 0, recv, bytes, stream,
-                                [recv, bytes, root](const std::vector<std::vector<char>>& parts) {
+  return nccl::queue_collective("ncclBroadcast", comm, is_root ? send : nullptr, is_root ? bytes : 0, recv, bytes,
+                                stream, [recv, bytes, root](const std::vector<std::vector<char>>& parts) {
                                   std::memcpy(recv, parts[static_cast<std::size_t>(root)].data(), bytes);
                                 });
 }

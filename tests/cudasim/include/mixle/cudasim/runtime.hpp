@@ -87,9 +87,7 @@ inline bool plan_copy(const char* call, void* dst, const void* src, std::size_t 
     case cudaMemcpyDeviceToHost: want_dst_device = false, want_src_device = true; break;
     case cudaMemcpyDeviceToDevice: want_dst_device = want_src_device = true; break;
     case cudaMemcpyDefault: break;
-    default:
-      report(std::string(call) + ": " + kind_name(kind));
-      return false;
+    default: report(std::string(call) + ": " + kind_name(kind)); return false;
   }
   auto side = [&](const char* which, const void* p, bool is_device, bool want_device) -> bool {
     if (is_device == want_device) return true;
@@ -97,12 +95,13 @@ inline bool plan_copy(const char* call, void* dst, const void* src, std::size_t 
            (want_device ? ", not device memory" : ", where host memory was expected"));
     return false;
   };
-  if (!side("destination", dst, plan.dst_device, want_dst_device) || !side("source", src, plan.src_device, want_src_device))
+  if (!side("destination", dst, plan.dst_device, want_dst_device) ||
+      !side("source", src, plan.src_device, want_src_device))
     return false;
   auto fits = [&](const char* which, const void* p, bool is_device) -> bool {
     if (!is_device || s.find(p, bytes)) return true;
-    report(std::string(call) + ": " + std::to_string(bytes) + " bytes from the " + which + " pointer run past the end of " +
-           s.describe(p));
+    report(std::string(call) + ": " + std::to_string(bytes) + " bytes from the " + which +
+           " pointer run past the end of " + s.describe(p));
     return false;
   };
   if (!fits("destination", dst, plan.dst_device) || !fits("source", src, plan.src_device)) return false;
@@ -112,9 +111,12 @@ inline bool plan_copy(const char* call, void* dst, const void* src, std::size_t 
 
 inline void count_copy(const CopyPlan& p, std::size_t bytes) {
   Counters& c = sim().counters;
-  if (p.dst_device && p.src_device) c.d2d_bytes += bytes;
-  else if (p.dst_device) c.h2d_bytes += bytes;
-  else if (p.src_device) c.d2h_bytes += bytes;
+  if (p.dst_device && p.src_device)
+    c.d2d_bytes += bytes;
+  else if (p.dst_device)
+    c.h2d_bytes += bytes;
+  else if (p.src_device)
+    c.d2h_bytes += bytes;
 }
 
 /// Queues a copy on `st`. Host memory that is not pinned behaves as CUDA documents for pageable
@@ -130,7 +132,8 @@ inline cudaError_t copy_async(Lock& lock, const char* call, void* dst, const voi
   const bool pageable_source = !plan.src_device && !plan.src_pinned;
   const bool pageable_destination = !plan.dst_device && !plan.dst_pinned;
   if (pageable_source) {
-    auto snapshot = std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + bytes);
+    auto snapshot =
+        std::make_shared<std::vector<char>>(static_cast<const char*>(src), static_cast<const char*>(src) + bytes);
     op.run = [dst, snapshot, bytes, plan] {
       std::memcpy(dst, snapshot->data(), bytes);
       count_copy(plan, bytes);
@@ -266,7 +269,8 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (s.device_count() == 0) return note(cudaErrorNoDevice);
   if (device < 0 || device >= s.device_count()) return note(cudaErrorInvalidDevice);
   *prop = cudaDeviceProp{};
-  std::snprintf(prop->name, sizeof prop->name, "mixle CUDA simulator (device %d)", s.visible[static_cast<std::size_t>(device)]);
+  std::snprintf(prop->name, sizeof prop->name, "mixle CUDA simulator (device %d)",
+                s.visible[static_cast<std::size_t>(device)]);
   prop->totalGlobalMem = device_memory_bytes();
   prop->sharedMemPerBlock = 48 * 1024;
   prop->regsPerBlock = 65536;
@@ -461,7 +465,8 @@ inline cudaError_t cudaHostRegister(void* p, std::size_t bytes, unsigned int /*f
   using namespace mixle::cudasim;
   auto lock = lock_sim();
   Simulator& s = sim();
-  if (s.find(p) || (bytes && s.find(static_cast<char*>(p) + bytes - 1))) return note(cudaErrorHostMemoryAlreadyRegistered);
+  if (s.find(p) || (bytes && s.find(static_cast<char*>(p) + bytes - 1)))
+    return note(cudaErrorHostMemoryAlreadyRegistered);
   s.allocations[static_cast<char*>(p)] = Allocation{static_cast<char*>(p), bytes, -1, true, true};
   return cudaSuccess;
 }
@@ -482,7 +487,8 @@ inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, std::size_t bytes
   auto lock = lock_sim();
   auto st = stream_or_null(stream);
   if (!st) return note(cudaErrorInvalidResourceHandle);
-  if (const cudaError_t e = sim().devices[static_cast<std::size_t>(st->device)].sticky; e != cudaSuccess) return note(e);
+  if (const cudaError_t e = sim().devices[static_cast<std::size_t>(st->device)].sticky; e != cudaSuccess)
+    return note(e);
   return copy_async(lock, "cudaMemcpyAsync", dst, src, bytes, kind, st);
 }
 
@@ -547,7 +553,9 @@ inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned int 
   return cudaSuccess;
 }
 
-inline cudaError_t cudaStreamCreate(cudaStream_t* stream) { return cudaStreamCreateWithFlags(stream, cudaStreamDefault); }
+inline cudaError_t cudaStreamCreate(cudaStream_t* stream) {
+  return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
+}
 
 inline cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   using namespace mixle::cudasim;

@@ -72,16 +72,16 @@ struct StreamState {
 struct EventState {
   int device = 0;
   unsigned flags = 0;
-  Dependency last;        // the most recent record: done when last.stream has completed last.seq
+  Dependency last;  // the most recent record: done when last.stream has completed last.seq
   bool recorded = false;
-  double time_ms = 0.0;   // host clock when the record ran (timing is not simulated)
+  double time_ms = 0.0;  // host clock when the record ran (timing is not simulated)
 };
 
 struct Allocation {
   char* base = nullptr;
   std::size_t bytes = 0;
-  int device = -1;       // -1: host memory
-  bool pinned = false;   // cudaMallocHost / cudaHostAlloc
+  int device = -1;          // -1: host memory
+  bool pinned = false;      // cudaMallocHost / cudaHostAlloc
   bool registered = false;  // cudaHostRegister: the caller's memory, not freed by us
 };
 
@@ -362,7 +362,7 @@ class Simulator {
 
 inline Simulator& sim() {
   static Simulator* instance = new Simulator();  // never destroyed: destructors of static
-  return *instance;                             // RAII objects may still call the runtime
+  return *instance;                              // RAII objects may still call the runtime
 }
 
 /// The calling host thread's current device and last error (both per thread, as in CUDA).

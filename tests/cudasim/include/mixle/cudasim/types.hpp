@@ -41,13 +41,27 @@ struct dim3 {
   constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
   constexpr operator uint3() const { return uint3{x, y, z}; }
 };
-struct __align__(8) int2 { int x, y; };
-struct __align__(16) int4 { int x, y, z, w; };
-struct __align__(8) uint2 { unsigned int x, y; };
-struct __align__(16) uint4 { unsigned int x, y, z, w; };
-struct __align__(8) float2 { float x, y; };
-struct __align__(16) float4 { float x, y, z, w; };
-struct __align__(16) double2 { double x, y; };
+struct __align__(8) int2 {
+  int x, y;
+};
+struct __align__(16) int4 {
+  int x, y, z, w;
+};
+struct __align__(8) uint2 {
+  unsigned int x, y;
+};
+struct __align__(16) uint4 {
+  unsigned int x, y, z, w;
+};
+struct __align__(8) float2 {
+  float x, y;
+};
+struct __align__(16) float4 {
+  float x, y, z, w;
+};
+struct __align__(16) double2 {
+  double x, y;
+};
 inline int2 make_int2(int x, int y) { return {x, y}; }
 inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
