@@ -195,7 +195,8 @@ ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::ve
   every_rank_keeps_ = cannot[0] == 0.0;
 }
 
-ShardedEstimator::Chunking ShardedEstimator::chunking(Precision precision) const {
+ShardChunking shard_chunking(std::size_t max_shard_components, Precision precision, bool every_rank_keeps,
+                             const std::vector<RowRange>& group_rows) {
   // A collective chunk (a multiple of the kernels' 128-row block) is what one exchange of per-row
   // shard log-likelihoods covers. Where every rank's backend keeps a chunk's log-densities
   // between scoring and folding, chunks are sized so that they take kKeptBudget (chunk × K_c
@@ -205,24 +206,28 @@ ShardedEstimator::Chunking ShardedEstimator::chunking(Precision precision) const
   // The rule reads only the largest shard, the precision and the world-wide keep decision, so
   // every rank walks the same chunks.
   constexpr std::size_t kMaxRows = 65536, kKeptBudget = std::size_t{16} << 20;
-  Chunking c;
-  c.keep = every_rank_keeps_;
+  ShardChunking c;
+  c.keep = every_rank_keeps;
   c.rows = kMaxRows;
   if (c.keep) {
     const std::size_t bytes_per_row =
-        max_shard_components_ * (precision == Precision::fp64 ? sizeof(double) : sizeof(float));
+        max_shard_components * (precision == Precision::fp64 ? sizeof(double) : sizeof(float));
     c.rows = std::clamp<std::size_t>(kKeptBudget / bytes_per_row / 128 * 128, 128, kMaxRows);
   }
   std::size_t largest = 0;
-  for (const RowRange& g : group_rows_) largest = std::max(largest, g.end - g.begin);
+  for (const RowRange& g : group_rows) largest = std::max(largest, g.end - g.begin);
   // No bigger than the largest group needs (keeps the exchange buffers small for small data).
   c.rows = std::max<std::size_t>(128, std::min(c.rows, (largest + 127) / 128 * 128));
-  for (const RowRange& g : group_rows_) c.count = std::max(c.count, (g.end - g.begin + c.rows - 1) / c.rows);
+  for (const RowRange& g : group_rows) c.count = std::max(c.count, (g.end - g.begin + c.rows - 1) / c.rows);
   return c;
 }
 
+ShardChunking ShardedEstimator::chunking(Precision precision) const {
+  return shard_chunking(max_shard_components_, precision, every_rank_keeps_, group_rows_);
+}
+
 ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& options) {
-  const Chunking chunks = chunking(options.precision);
+  const ShardChunking chunks = chunking(options.precision);
   const std::size_t K = shard.components(), R = chunks.rows;
   const bool keep = chunks.keep;
   const std::size_t D = static_cast<std::size_t>(mesh_.data_groups), d = static_cast<std::size_t>(mesh_.data_group());

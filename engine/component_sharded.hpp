@@ -53,6 +53,18 @@ Model gather_global_model(const Model& shard, const std::vector<RowRange>& range
 /// order without repeats, on every rank (collective: two all-gathers).
 std::vector<std::string> gather_warnings(const std::vector<std::string>& warnings, comms::Communicator& comm);
 
+/// The collective chunks of a sharded E-step: `rows` per exchange of per-row log-likelihoods (a
+/// multiple of 128, from 128 to 65536, no more than the largest data group needs), `count` of
+/// them (enough for the largest group: every rank walks the same chunks), and whether a chunk's
+/// log-densities are kept between scoring and folding (when every rank's backend keeps them:
+/// then chunk × K_c values take 16 MiB). `max_shard_components` (the largest K_c) is ≥ 1.
+struct ShardChunking {
+  std::size_t rows = 0, count = 0;
+  bool keep = false;
+};
+ShardChunking shard_chunking(std::size_t max_shard_components, Precision precision, bool every_rank_keeps,
+                             const std::vector<RowRange>& group_rows);
+
 /// Result of one sharded E-step (identical on every rank of a component group where noted).
 struct ShardEStep {
   std::vector<double> stats;   // this shard's statistics (stat_layout(shard)), summed over data groups
@@ -89,11 +101,7 @@ class ShardedEstimator {
  private:
   /// Rows per collective chunk and chunks per E-step (the largest group's), the same on every
   /// rank; whether the chunk's log-densities fit the budget for keeping them.
-  struct Chunking {
-    std::size_t rows = 0, count = 0;
-    bool keep = false;
-  };
-  Chunking chunking(Precision precision) const;
+  ShardChunking chunking(Precision precision) const;
 
   Dataset data_;
   std::size_t first_row_;

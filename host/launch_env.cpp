@@ -95,7 +95,9 @@ LaunchEnv detect_launch_env(const EnvLookup& env) {
   } else if (env("PMIX_RANK") && (env("SLURM_NTASKS") || env("OMPI_UNIVERSE_SIZE"))) {
     e.launcher = Launcher::mpi;  // srun --mpi=pmix, or another PMIx launcher
     e.rank = required_int(env, "PMIX_RANK");
-    e.world_size = get_int(env, "SLURM_NTASKS").value_or(int_or(env, "OMPI_UNIVERSE_SIZE", 1));
+    // The world's size from whichever of the two chose this branch (SLURM's first); set and empty
+    // is an error, as for every launcher's rank and size.
+    e.world_size = env("SLURM_NTASKS") ? required_int(env, "SLURM_NTASKS") : required_int(env, "OMPI_UNIVERSE_SIZE");
     e.local_rank = int_or(env, "SLURM_LOCALID", 0);
     e.local_world_size = int_or(env, "SLURM_TASKS_PER_NODE", 1);
     e.node_rank = int_or(env, "SLURM_NODEID", 0);

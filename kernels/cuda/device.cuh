@@ -62,6 +62,54 @@ inline dim3 accumulate_grid(int stat_stride, int K, const SlotPlan& plan) {
               static_cast<unsigned>(plan.slots));
 }
 
+/// What a normal term reads: the value x (gaussian_diag) or log x (lognormal).
+struct ValueFeature {
+  template <class T>
+  __device__ T operator()(T x) const {
+    return x;
+  }
+};
+struct LogFeature {
+  template <class T>
+  __device__ T operator()(T x) const {
+    return log_of(x);
+  }
+};
+
+/// Adds Σ_d −(f(x_d) − mean_kd)² / (2 var_kd) to L (coefficients mean [D], −1/(2 var) [D]),
+/// f = Feature: gaussian_diag and lognormal. The CPU's order: h·(t·t), dimension by dimension.
+template <class T, class Feature>
+struct NormalTerm {
+  __device__ T operator()(const PartView<T>& part, int k, const T* x, T l) const {
+    const int D = part.dims;
+    const T* mean = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
+    const T* neg_half_prec = mean + D;
+    for (int d = 0; d < D; ++d) {
+      const T t = Feature{}(x[d]) - mean[d];
+      l += neg_half_prec[d] * (t * t);
+    }
+    return l;
+  }
+};
+
+/// The shifted moments of a normal term: entry j < D is Σ r (f(x_j) − s_j), entry D + d is
+/// Σ r (f(x_d) − s_d)², for accumulate_kernel.
+template <class T, class Feature>
+struct ShiftedMoment {
+  int d;
+  bool second;
+  T shift;
+  __device__ ShiftedMoment(const PartView<T>& part, int k, int j)
+      : d(j < part.dims ? j : j - part.dims),
+        second(j >= part.dims),
+        shift(part.shift[static_cast<std::int64_t>(k) * part.dims + (j < part.dims ? j : j - part.dims)]) {}
+  __device__ T operator()(const T* x, T r) const {
+    const T t = Feature{}(x[d]) - shift;
+    const T rt = r * t;
+    return second ? rt * t : rt;
+  }
+};
+
 /// One thread per (slot, component k, statistic entry j): Σ over the slot's rows, in row order,
 /// of r[n,k]·term(x_n). Sums run in T within kSubBlockRows rows and in float64 across them
 /// (the CPU backend's rounding). Rows with r = 0 are skipped, as on the CPU. Every entry of the

@@ -8,37 +8,6 @@
 namespace mixle::kernels::cuda {
 namespace {
 
-template <class T>
-struct DiagTerm {
-  __device__ T operator()(const PartView<T>& part, int k, const T* x, T l) const {
-    const int D = part.dims;
-    const T* mean = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
-    const T* neg_half_prec = mean + D;
-    for (int d = 0; d < D; ++d) {
-      const T t = x[d] - mean[d];
-      l += neg_half_prec[d] * t * t;
-    }
-    return l;
-  }
-};
-
-/// Entry j < D: Σ r (x_j − s_j); entry D + d: Σ r (x_d − s_d)².
-template <class T>
-struct DiagMoment {
-  int d;
-  bool second;
-  T shift;
-  __device__ DiagMoment(const PartView<T>& part, int k, int j)
-      : d(j < part.dims ? j : j - part.dims),
-        second(j >= part.dims),
-        shift(part.shift[static_cast<std::int64_t>(k) * part.dims + (j < part.dims ? j : j - part.dims)]) {}
-  __device__ T operator()(const T* x, T r) const {
-    const T t = x[d] - shift;
-    const T rt = r * t;
-    return second ? rt * t : rt;
-  }
-};
-
 // Tiled statistics: a block owns one slot and a tile of up to kDiagMaxComps components ×
 // kDiagMaxDims dims, stages 32 rows of x and of r in shared memory at a time, and each thread
 // keeps up to kDiagPairsPerThread (component, dim) pairs' two moments in registers. x is read
@@ -127,14 +96,14 @@ bool use_generic_diag_stats() {
 
 template <class T>
 void launch_gaussian_diag_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s) {
-  launch_log_density(part, c, DiagTerm<T>{}, s);
+  launch_log_density(part, c, NormalTerm<T, ValueFeature>{}, s);
 }
 
 template <class T>
 void launch_gaussian_diag_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
                                      cudaStream_t s) {
   if (use_generic_diag_stats()) {
-    launch_accumulate<T, DiagMoment<T>>(part, c, plan, s);
+    launch_accumulate<T, ShiftedMoment<T, ValueFeature>>(part, c, plan, s);
     return;
   }
   if (c.rows == 0 || part.dims == 0) return;

@@ -2,8 +2,8 @@
 // order as kernels/cpu/families/positive.hpp; log x is taken where it is read (one SFU-backed
 // logarithm per (row, component, dim) in the log-density, per (row, entry) in the statistics).
 //   gamma      adds (α−1)·log x − β·x; statistics Σ r x [D], Σ r log x [D]
-//   lognormal  adds −(log x − mean)²/(2 var); statistics Σ r (log x − s) [D], Σ r (log x − s)² [D];
-//              −Σ log x per row, computed once into row_offset
+//   lognormal  gaussian_diag's term and shifted moments of log x (device.cuh's NormalTerm and
+//              ShiftedMoment with LogFeature); −Σ log x per row, computed once into row_offset
 #include "kernels/cuda/device.cuh"
 
 namespace mixle::kernels::cuda {
@@ -27,37 +27,6 @@ struct GammaMoment {
   __device__ GammaMoment(const PartView<T>& part, int, int j)
       : d(j < part.dims ? j : j - part.dims), log_moment(j >= part.dims) {}
   __device__ T operator()(const T* x, T r) const { return r * (log_moment ? log_of(x[d]) : x[d]); }
-};
-
-template <class T>
-struct LognormalTerm {
-  __device__ T operator()(const PartView<T>& part, int k, const T* x, T l) const {
-    const int D = part.dims;
-    const T* mean = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
-    const T* neg_half_prec = mean + D;
-    for (int d = 0; d < D; ++d) {
-      const T t = log_of(x[d]) - mean[d];
-      l += neg_half_prec[d] * (t * t);
-    }
-    return l;
-  }
-};
-
-/// Entry j < D: Σ r (log x_j − s_j); entry D + d: Σ r (log x_d − s_d)².
-template <class T>
-struct LognormalMoment {
-  int d;
-  bool second;
-  T shift;
-  __device__ LognormalMoment(const PartView<T>& part, int k, int j)
-      : d(j < part.dims ? j : j - part.dims),
-        second(j >= part.dims),
-        shift(part.shift[static_cast<std::int64_t>(k) * part.dims + (j < part.dims ? j : j - part.dims)]) {}
-  __device__ T operator()(const T* x, T r) const {
-    const T t = log_of(x[d]) - shift;
-    const T rt = r * t;
-    return second ? rt * t : rt;
-  }
 };
 
 template <class T>
@@ -85,12 +54,12 @@ void launch_gamma_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, con
 
 template <class T>
 void launch_lognormal_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s) {
-  launch_log_density(part, c, LognormalTerm<T>{}, s);
+  launch_log_density(part, c, NormalTerm<T, LogFeature>{}, s);
 }
 
 template <class T>
 void launch_lognormal_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan, cudaStream_t s) {
-  launch_accumulate<T, LognormalMoment<T>>(part, c, plan, s);
+  launch_accumulate<T, ShiftedMoment<T, LogFeature>>(part, c, plan, s);
 }
 
 template <class T>

@@ -47,7 +47,57 @@ TEST(LaunchEnv, NoLauncherIsSingle) {
   EXPECT_EQ(e.launcher, Launcher::single);
   EXPECT_EQ(e.rank, 0);
   EXPECT_EQ(e.world_size, 1);
+  EXPECT_EQ(e.run_token, "none");  // no launcher's job id to keep runs apart
+  EXPECT_EQ(e.master_port, 0);
+  EXPECT_EQ(e.store_port, 0);
   EXPECT_EQ(resolve_comm("auto", e, false), "single");
+  // Without MASTER_PORT there is no store port, even when an agent would own MASTER_PORT.
+  EXPECT_EQ(detect_launch_env(fake({{"TORCHELASTIC_USE_AGENT_STORE", "True"}})).store_port, 0);
+}
+
+// A local rank must lie in [0, local world size), whichever bound it breaks.
+TEST(LaunchEnv, LocalRankRules) {
+  for (const auto& [local_rank, local_size] : {std::pair{"-1", "2"}, std::pair{"2", "2"}, std::pair{"0", "0"}}) {
+    auto vars = torchrun_vars();
+    vars["LOCAL_RANK"] = local_rank;
+    vars["LOCAL_WORLD_SIZE"] = local_size;
+    try {
+      detect_launch_env(fake(vars));
+      ADD_FAILURE() << "LOCAL_RANK=" << local_rank << " LOCAL_WORLD_SIZE=" << local_size << " accepted";
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(
+          std::string(e.what()).find(std::string("local rank ") + local_rank + " is not in [0, " + local_size + ")"),
+          std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// srun --mpi=pmix (or another PMIx launcher): the rank from PMIX_RANK, the size from
+// SLURM_NTASKS or, without it, OMPI_UNIVERSE_SIZE; either set but empty is named.
+TEST(LaunchEnv, PmixVariables) {
+  LaunchEnv e = detect_launch_env(fake({{"PMIX_RANK", "2"},
+                                        {"SLURM_NTASKS", "3"},
+                                        {"SLURM_LOCALID", "0"},
+                                        {"SLURM_TASKS_PER_NODE", "1"},
+                                        {"SLURM_NODEID", "2"}}));
+  EXPECT_EQ(e.launcher, Launcher::mpi);
+  EXPECT_EQ(e.rank, 2);
+  EXPECT_EQ(e.world_size, 3);
+  EXPECT_EQ(e.node_rank, 2);
+  e = detect_launch_env(fake({{"PMIX_RANK", "1"}, {"OMPI_UNIVERSE_SIZE", "4"}}));
+  EXPECT_EQ(e.launcher, Launcher::mpi);
+  EXPECT_EQ(e.world_size, 4);
+  for (const char* name : {"SLURM_NTASKS", "OMPI_UNIVERSE_SIZE"}) {
+    try {
+      detect_launch_env(fake({{"PMIX_RANK", "0"}, {name, ""}}));
+      ADD_FAILURE() << name << "='' accepted";
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("environment variable ") + name + " is set but empty"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(LaunchEnv, TorchrunWithAgentStoreMovesOurStoreOnePortUp) {

@@ -1,0 +1,116 @@
+// The component-sharded mesh's arithmetic, which the multi-process tests exercise only at a few
+// world sizes: where each rank sits (data group × component shard), which mesh sizes are
+// refused, the chunks a sharded E-step exchanges, and component slices of every family.
+#include "engine/component_sharded.hpp"
+#include "engine/families/family_ops.hpp"
+
+#include <mixle/error.hpp>
+#include <mixle/family.hpp>
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace mixle::engine {
+namespace {
+
+TEST(ShardMesh, EveryRankHasOnePlaceInTheMesh) {
+  for (const auto& [world, groups] : {std::pair{6, 3}, std::pair{4, 1}, std::pair{4, 4}, std::pair{8, 2}}) {
+    SCOPED_TRACE(std::to_string(world) + " ranks, G = " + std::to_string(groups));
+    std::vector<int> seen(static_cast<std::size_t>(world), 0);
+    for (int rank = 0; rank < world; ++rank) {
+      const ShardMesh mesh = make_shard_mesh(world, rank, groups);
+      EXPECT_EQ(mesh.world, world);
+      EXPECT_EQ(mesh.groups, groups);
+      EXPECT_EQ(mesh.data_groups, world / groups);
+      EXPECT_EQ(mesh.rank, rank);
+      ASSERT_LT(mesh.data_group(), mesh.data_groups);
+      ASSERT_LT(mesh.component_group(), groups);
+      ++seen[static_cast<std::size_t>(mesh.data_group() * groups + mesh.component_group())];
+    }
+    for (int n : seen) EXPECT_EQ(n, 1) << "each (data group, shard) cell holds exactly one rank";
+  }
+}
+
+TEST(ShardMesh, SizesThatDoNotTileTheWorldAreRefused) {
+  for (const auto& [world, groups] : {std::pair{4, 0}, std::pair{4, 5}, std::pair{6, 4}, std::pair{4, -1}}) {
+    try {
+      make_shard_mesh(world, 0, groups);
+      ADD_FAILURE() << "G = " << groups << " over " << world << " ranks accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("--shard-components " + std::to_string(groups) + " with " +
+                                           std::to_string(world) + " rank(s)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// Kept log-densities take 16 MiB per chunk (chunk × K_c values), in multiples of 128 rows, from
+// 128 to 65536; no chunk is larger than the largest group needs; enough chunks cover it.
+TEST(ShardChunking, ChunksFollowTheKeptBudgetAndTheLargestGroup) {
+  const std::vector<RowRange> big{{0, 1'000'000}, {1'000'000, 1'900'000}};
+  auto rows = [&](std::size_t kc, Precision p, bool keep) { return shard_chunking(kc, p, keep, big).rows; };
+  EXPECT_EQ(rows(64, Precision::fp32, true), 65536u);       // 16 MiB / 256 B = 65536
+  EXPECT_EQ(rows(1000, Precision::fp32, true), 4096u);      // 4194 rounded down to 128s
+  EXPECT_EQ(rows(1000, Precision::fp64, true), 2048u);      // 2097 rounded down
+  EXPECT_EQ(rows(1'000'000, Precision::fp32, true), 128u);  // never below one block
+  EXPECT_EQ(rows(1, Precision::fp32, true), 65536u);        // never above 65536
+  EXPECT_EQ(rows(1000, Precision::fp32, false), 65536u);    // not kept: large chunks
+  const ShardChunking kept = shard_chunking(1000, Precision::fp32, true, big);
+  EXPECT_TRUE(kept.keep);
+  EXPECT_EQ(kept.count, (1'000'000u + 4095) / 4096);  // the larger group's chunks
+  EXPECT_FALSE(shard_chunking(1000, Precision::fp32, false, big).keep);
+  // Small data: the chunk shrinks to the largest group, rounded up to 128.
+  const ShardChunking small = shard_chunking(4, Precision::fp32, true, {{0, 300}, {300, 1000}});
+  EXPECT_EQ(small.rows, 768u);
+  EXPECT_EQ(small.count, 1u);
+  EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 1}}).rows, 128u);
+  EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 0}}).count, 0u);
+  EXPECT_EQ(shard_chunking(4, Precision::fp32, false, {{0, 200'000}, {200'000, 200'001}}).count, 4u);
+}
+
+// A slice keeps its components' parameters (every array of every family) and global weights.
+TEST(SliceComponents, EveryFamilysArraysAreSliced) {
+  constexpr std::size_t K = 5, D = 2;
+  std::mt19937_64 rng(3);
+  Model model;
+  model.weights = {0.1, 0.2, 0.3, 0.15, 0.25};
+  std::size_t column = 0;
+  for (const FamilyDescriptor* family : family_descriptors()) {
+    Part p;
+    p.family = family->family;
+    p.col_begin = column;
+    p.col_end = column += D;
+    if (family->categories) p.categories = 3;
+    family_ops(family->family).draw_benchmark_parameters(p, K, rng);
+    model.parts.push_back(p);
+  }
+  const Model slice = slice_components(model, 1, 4);
+  EXPECT_EQ(slice.weights, (std::vector<double>{0.2, 0.3, 0.15}));
+  ASSERT_EQ(slice.parts.size(), model.parts.size());
+  for (std::size_t i = 0; i < model.parts.size(); ++i)
+    for (const ParamDescriptor& param : family_descriptor(model.parts[i].family).params) {
+      const std::vector<double>& whole = model.parts[i].*param.values;
+      const std::size_t per = whole.size() / K;
+      EXPECT_EQ(slice.parts[i].*param.values, std::vector<double>(whole.begin() + static_cast<std::ptrdiff_t>(per),
+                                                                  whole.begin() + static_cast<std::ptrdiff_t>(4 * per)))
+          << family_name(model.parts[i].family) << "." << param.name;
+    }
+  EXPECT_EQ(model_parameter_bytes(slice) * 5, model_parameter_bytes(model) * 3);
+  // Ranges that are empty or leave [0, K) are refused, naming the range.
+  for (const auto& [begin, end] : {std::pair<std::size_t, std::size_t>{2, 2}, {3, 1}, {4, 6}, {5, 6}}) {
+    try {
+      slice_components(model, begin, end);
+      ADD_FAILURE() << "[" << begin << ", " << end << ") accepted";
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("component range [" + std::to_string(begin) + ", " + std::to_string(end) +
+                                           ") is not a non-empty part of [0, 5)"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mixle::engine
