@@ -144,6 +144,30 @@ TEST(ComponentShardedThreads, OneRowIsEnoughMass) {
   EXPECT_EQ(r.rows, 1u);
 }
 
+// A row impossible under one shard's components but not under another's is a valid row: the
+// whole mixture's log-likelihood combines the shards' values row by row. Rows alternate between
+// a code only component 0 allows and one only component 1 allows (one component per shard), so
+// reading any other shard's or row's value would make a row look impossible.
+TEST(ComponentShardedThreads, RowsImpossibleUnderOneShardAreCombinedRowByRow) {
+  std::vector<double> codes;
+  for (int i = 0; i < 600; ++i) codes.push_back(i % 3 == 2 ? 1.0 : (i % 2 == 0 ? 2.0 : 0.0));
+  const Dataset data = Dataset::from_vector(codes, codes.size(), 1);
+  FitOptions o;
+  o.init = InitMethod::model;
+  o.init_model = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
+      {"family":"categorical","columns":[0,1],"categories":3,"prob":[[0,0.5,0.5],[0.5,0.5,0]]}]})");
+  o.max_iter = 3;
+  o.tol = 0;
+  o.precision = "fp64";
+  o.threads = 1;
+  const FitResult whole = fit(data, o);
+  o.backend = "component_sharded";
+  o.num_workers = 2;
+  const FitResult sharded = fit(data, o);
+  EXPECT_LT(max_relative_difference(sharded.model, whole.model), 1e-9);
+  EXPECT_EQ(sharded.rows, codes.size());
+}
+
 // The bytes of a model's parameters: every weight and every parameter value, float64.
 TEST(ComponentShardedThreads, ModelParameterBytesCountEveryValue) {
   Model m = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[

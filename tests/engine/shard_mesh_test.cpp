@@ -66,7 +66,11 @@ TEST(ShardChunking, ChunksFollowTheKeptBudgetAndTheLargestGroup) {
   EXPECT_EQ(small.rows, 768u);
   EXPECT_EQ(small.count, 1u);
   EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 1}}).rows, 128u);
+  EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 1}}).count, 1u);
+  EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 128}}).count, 1u);     // exactly one chunk
+  EXPECT_EQ(shard_chunking(4, Precision::fp32, false, {{0, 65537}}).count, 2u);  // one row over
   EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 0}}).count, 0u);
+  EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 0}}).rows, 128u);  // one block even for no rows
   EXPECT_EQ(shard_chunking(4, Precision::fp32, false, {{0, 200'000}, {200'000, 200'001}}).count, 4u);
 }
 
