@@ -249,6 +249,21 @@ TEST(LaunchEnv, GlooWithoutMasterAddressIsExplained) {
   }
 }
 
+// Port 1 is a port: with it and an address, the communicator goes on to the rendezvous (here a
+// client of rank 1 that finds no store and times out) instead of asking for MASTER_PORT.
+TEST(LaunchEnv, AnyPortFromOneIsARendezvousPort) {
+  LaunchEnv e = detect_launch_env(
+      fake({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "1"}}));
+  EXPECT_EQ(e.store_port, 1);
+  MIXLE_SKIP_UNLESS_BUILT_WITH(comms::find_comm_backend("gloo")->built, "gloo");
+  try {
+    communicator_from_env(e, "gloo", std::chrono::milliseconds(200));
+    FAIL() << "a store on port 1 was reached";
+  } catch (const std::exception& err) {
+    EXPECT_EQ(std::string(err.what()).find("needs MASTER_ADDR and MASTER_PORT"), std::string::npos) << err.what();
+  }
+}
+
 // Every 127.x.y.z address is loopback, not only 127.0.0.1: with one, an nccl run pins NCCL's
 // bootstrap to the loopback interface (NCCL_SOCKET_IFNAME=lo), which it otherwise would not reach.
 TEST(LaunchEnv, AnyAddressIn127IsLoopbackForNccl) {
