@@ -5,6 +5,7 @@
 #include <mixle/data.hpp>
 #include <mixle/distributed.hpp>
 #include <mixle/error.hpp>
+#include <mixle/family.hpp>
 #include <mixle/fit.hpp>
 #include <mixle/model.hpp>
 #include <mixle/plan.hpp>

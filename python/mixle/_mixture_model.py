@@ -1,0 +1,160 @@
+"""mixle.MixtureModel: mixtures of any of the engine's families over column ranges (mixed records)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.validation import validate_data
+
+from . import _core
+from ._base import _as_engine_array, _MixtureBase, _Progress, _seed
+
+
+def layout_text(layout) -> str:
+    """The engine's layout string from a string (returned as is) or a list of parts, each a tuple
+    (family, begin, end) or (family, begin, end, categories) with columns half-open."""
+    if isinstance(layout, str):
+        return layout
+    items = []
+    for i, part in enumerate(layout):
+        if not isinstance(part, (tuple, list)) or len(part) not in (3, 4):
+            raise ValueError(f"layout[{i}] = {part!r}: (family, begin, end) or (family, begin, end, categories) expected")
+        text = f"{part[0]}:{int(part[1])}-{int(part[2])}"
+        if len(part) == 4:
+            text += f":{int(part[3])}"
+        items.append(text)
+    return ",".join(items)
+
+
+class MixtureModel(_MixtureBase):
+    """A finite mixture whose components are products of parts, each part one family over a range
+    of columns: continuous, count, categorical and binary columns in one model.
+
+    Parameters
+    ----------
+    n_components : int, default=1
+    layout : str or list, default="gaussian_diag"
+        A family for all columns ("poisson"), the CLI's form
+        ("gaussian_diag:0-4,categorical:4-5:3,poisson:5-7"), or a list of parts
+        [("gaussian_diag", 0, 4), ("categorical", 4, 5, 3), ("poisson", 5, 7)]. Families:
+        ``mixle.family_names()``.
+    tol, max_iter, n_init, reg_covar, random_state, warm_start, verbose, verbose_interval
+        As for GaussianMixture.
+    init : {"kmeanspp", "select"}, default="kmeanspp"
+        The engine's initialisation: k-means++ then one hard-assignment M-step, or each row kept
+        with probability ``init_p`` and given a random component.
+    init_p : float, default=0.1
+    pseudo_count : float, default=1e-3
+        Prior counts of categorical and bernoulli probabilities.
+    rate_floor : float, default=1e-6
+        Floor of poisson rates and exponential means.
+    device, precision, n_threads
+        As for GaussianMixture.
+
+    Attributes
+    ----------
+    weights_ : ndarray (n_components,)
+    parts_ : list of dict
+        Each part: family, columns (begin, end), categories and its parameter arrays by the
+        model file's names ("mean", "var", "cov", "prob", "rate", "shape", "log_mean", "log_var").
+    converged_, n_iter_, lower_bound_, lower_bounds_
+        As for GaussianMixture.
+    """
+
+    def __init__(
+        self,
+        n_components=1,
+        *,
+        layout="gaussian_diag",
+        tol=1e-3,
+        reg_covar=1e-6,
+        max_iter=100,
+        n_init=1,
+        init="kmeanspp",
+        init_p=0.1,
+        pseudo_count=1e-3,
+        rate_floor=1e-6,
+        random_state=None,
+        warm_start=False,
+        verbose=0,
+        verbose_interval=10,
+        device="cpu",
+        precision="fp64",
+        n_threads=None,
+    ):
+        self.n_components = n_components
+        self.layout = layout
+        self.tol = tol
+        self.reg_covar = reg_covar
+        self.max_iter = max_iter
+        self.n_init = n_init
+        self.init = init
+        self.init_p = init_p
+        self.pseudo_count = pseudo_count
+        self.rate_floor = rate_floor
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
+        self.verbose_interval = verbose_interval
+        self.device = device
+        self.precision = precision
+        self.n_threads = n_threads
+
+    def fit_predict(self, X, y=None):
+        """Fits the mixture by EM (n_init restarts inside the engine, the best kept) and returns
+        each row's most responsible component."""
+        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
+        if self.init not in ("kmeanspp", "select"):
+            raise ValueError(f"init = {self.init!r}: one of 'kmeanspp', 'select'")
+        if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
+            raise ValueError(f"max_iter = {self.max_iter!r}: an integer >= 1 expected")
+        X = _as_engine_array(X)
+        progress = _Progress(self.verbose, self.verbose_interval)
+        progress.restart(0)
+        warm = self.warm_start and hasattr(self, "_model")
+        options = {
+            "components": int(self.n_components),
+            "layout": layout_text(self.layout),
+            "max_iter": int(self.max_iter),
+            "tol": float(self.tol),
+            "reg_covar": float(self.reg_covar),
+            "pseudo_count": float(self.pseudo_count),
+            "rate_floor": float(self.rate_floor),
+            "n_init": 1 if warm else int(self.n_init),
+            "seed": _seed(self.random_state),
+            "init": "model" if warm else self.init,
+            "init_p": float(self.init_p),
+        }
+        if warm:
+            options["init_model"] = self._model
+        r = self._run_fit(X, progress, **options)
+        self._set_model(r["model"])
+        self.converged_ = r["converged"]
+        self.n_iter_ = r["iterations"]
+        self.lower_bounds_ = list(r["mean_loglik"])
+        self.lower_bound_ = self.lower_bounds_[-1]
+        progress.finished(self.lower_bound_, self.converged_)
+        if not self.converged_:
+            self._warn_not_converged()
+        o = self._engine_options()
+        return _core.predict(self._model, X, o["device"], o["threads"], "fp64")
+
+    def _set_model(self, model: _core.Model) -> None:
+        self._model = model
+        self.weights_ = model.weights
+        self.parts_ = model.parts
+
+    @classmethod
+    def from_json(cls, text: str, **params) -> "MixtureModel":
+        """A fitted MixtureModel holding the model in `text` (mixle's model format, as to_json and
+        `mixle fit` write it); `params` set the estimator's parameters (device, precision, …)."""
+        model = _core.Model.from_json(text)
+        parts = model.parts
+        layout = [
+            (p["family"], p["columns"][0], p["columns"][1]) + ((p["categories"],) if p["categories"] else ())
+            for p in parts
+        ]
+        est = cls(n_components=model.components, layout=layout, **params)
+        est._set_model(model)
+        est.n_features_in_ = model.columns
+        est.converged_, est.n_iter_, est.lower_bound_, est.lower_bounds_ = True, 0, float("nan"), []
+        return est

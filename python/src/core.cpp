@@ -1,0 +1,335 @@
+// mixle._core: the Python binding of the C++ library (nanobind). Thin on purpose: arrays in caller
+// memory are fitted in place (Dataset::view), the GIL is released while the engine works, and
+// mixle's errors become Python exceptions of the matching built-in types. The estimators that
+// users call (mixle.GaussianMixture, mixle.MixtureModel) are Python code over these functions.
+#include <mixle/family.hpp>
+#include <mixle/mixle.hpp>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace mixle::python {
+namespace {
+
+/// A matrix handed in from Python: any C-contiguous, 2-D, CPU array (numpy, or any DLPack
+/// producer), read-only access. The Python layer converts other inputs before they get here.
+using InputMatrix = nb::ndarray<nb::ro, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+/// A zero-copy Dataset over `x`, which must stay alive (the caller's argument) while it is used.
+Dataset view_of(const InputMatrix& x) {
+  const auto rows = static_cast<std::size_t>(x.shape(0));
+  const auto cols = static_cast<std::size_t>(x.shape(1));
+  if (x.dtype() == nb::dtype<double>()) return Dataset::view(static_cast<const double*>(x.data()), rows, cols);
+  if (x.dtype() == nb::dtype<float>()) return Dataset::view(static_cast<const float*>(x.data()), rows, cols);
+  throw InvalidInput("data: float32 or float64 values expected (convert the array with .astype(numpy.float64))");
+}
+
+/// Hands `values` to numpy without a copy; numpy frees them with the array.
+template <class T>
+nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& values, std::vector<std::size_t> shape) {
+  auto* owned = new std::vector<T>(std::move(values));
+  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(owned->data(), shape.size(), shape.data(), owner);
+}
+
+/// The shape of one parameter array of a part with K components (model-file shape, K leading).
+std::vector<std::size_t> param_shape(ParamShape shape, std::size_t K, std::size_t D, std::size_t V) {
+  switch (shape) {
+    case ParamShape::per_column: return {K, D};
+    case ParamShape::per_column_pair: return {K, D, D};
+    case ParamShape::per_category: return {K, D, V};
+  }
+  return {K};
+}
+
+/// A part as a dict: family, columns (begin, end), categories, and each parameter array by its
+/// model-file name, shaped per component.
+nb::dict part_to_dict(const Part& part, std::size_t K) {
+  const FamilyDescriptor& d = family_descriptor(part.family);
+  nb::dict out;
+  out["family"] = d.name;
+  out["columns"] = std::make_pair(part.col_begin, part.col_end);
+  out["categories"] = part.categories;
+  for (const ParamDescriptor& p : d.params) {
+    std::vector<double> values = part.*p.values;
+    out[p.name] = to_numpy(std::move(values), param_shape(p.shape, K, part.dims(), part.categories));
+  }
+  return out;
+}
+
+/// The inverse of part_to_dict; validate_model checks the result as a whole afterwards.
+Part part_from_dict(const nb::dict& in, std::size_t K, std::size_t index) {
+  const std::string where = "parts[" + std::to_string(index) + "]";
+  if (!in.contains("family")) throw InvalidInput(where + ": the key 'family' is missing");
+  const std::string name = nb::cast<std::string>(in["family"]);
+  const FamilyDescriptor* d = find_family(name);
+  if (!d) throw InvalidInput(where + ": unknown family '" + name + "' (one of " + family_names() + ")");
+  Part part;
+  part.family = d->family;
+  if (!in.contains("columns")) throw InvalidInput(where + ": the key 'columns' (begin, end) is missing");
+  const auto columns = nb::cast<std::pair<std::size_t, std::size_t>>(in["columns"]);
+  part.col_begin = columns.first;
+  part.col_end = columns.second;
+  if (part.col_end <= part.col_begin)
+    throw InvalidInput(where + ": columns (" + std::to_string(part.col_begin) + ", " + std::to_string(part.col_end) +
+                       ") must name at least one column, begin < end");
+  if (in.contains("categories")) part.categories = nb::cast<std::size_t>(in["categories"]);
+  for (const ParamDescriptor& p : d->params) {
+    if (!in.contains(p.name)) throw InvalidInput(where + ": the " + name + " parameter '" + p.name + "' is missing");
+    const auto array = nb::cast<nb::ndarray<const double, nb::c_contig, nb::device::cpu>>(in[p.name]);
+    const std::size_t expected =
+        K * static_cast<std::size_t>(param_values(p.shape, static_cast<std::int64_t>(part.dims()),
+                                                  static_cast<std::int64_t>(part.categories)));
+    if (array.size() != expected)
+      throw InvalidInput(where + "." + p.name + ": " + std::to_string(array.size()) + " values, expected " +
+                         std::to_string(expected) + " (K = " + std::to_string(K) + " components)");
+    part.*p.values = std::vector<double>(array.data(), array.data() + array.size());
+  }
+  return part;
+}
+
+Model model_from_arrays(const nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>& weights,
+                        const nb::list& parts) {
+  Model model;
+  model.weights.assign(weights.data(), weights.data() + weights.size());
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    model.parts.push_back(part_from_dict(nb::cast<nb::dict>(parts[i]), model.weights.size(), i));
+  validate_model(model);
+  return model;
+}
+
+/// Thrown out of the progress callback to end a fit when Python has an exception pending
+/// (Ctrl-C, or an error in the user's callback); the Python error is raised once the GIL is back.
+struct PythonErrorPending {};
+
+FitOptions fit_options(const nb::dict& kw) {
+  FitOptions o;
+  for (auto [key, value] : kw) {
+    const std::string k = nb::cast<std::string>(key);
+    if (k == "components")
+      o.components = nb::cast<std::size_t>(value);
+    else if (k == "layout")
+      o.layout = nb::cast<std::string>(value);
+    else if (k == "max_iter")
+      o.max_iter = nb::cast<int>(value);
+    else if (k == "tol")
+      o.tol = nb::cast<double>(value);
+    else if (k == "seed")
+      o.seed = nb::cast<std::uint64_t>(value);
+    else if (k == "init") {
+      const std::string init = nb::cast<std::string>(value);
+      if (init == "kmeanspp")
+        o.init = InitMethod::kmeanspp;
+      else if (init == "select")
+        o.init = InitMethod::select;
+      else if (init == "model")
+        o.init = InitMethod::model;
+      else
+        throw InvalidInput("init = '" + init + "': one of 'kmeanspp', 'select', 'model'");
+    } else if (k == "init_p")
+      o.init_p = nb::cast<double>(value);
+    else if (k == "init_model") {
+      if (!value.is_none()) o.init_model = nb::cast<Model>(value);
+    } else if (k == "n_init")
+      o.n_init = nb::cast<int>(value);
+    else if (k == "reg_covar")
+      o.reg_covar = nb::cast<double>(value);
+    else if (k == "pseudo_count")
+      o.pseudo_count = nb::cast<double>(value);
+    else if (k == "rate_floor")
+      o.rate_floor = nb::cast<double>(value);
+    else if (k == "precision")
+      o.precision = nb::cast<std::string>(value);
+    else if (k == "device")
+      o.device = nb::cast<std::string>(value);
+    else if (k == "threads")
+      o.threads = nb::cast<int>(value);
+    else if (k == "backend")
+      o.backend = nb::cast<std::string>(value);
+    else if (k == "num_workers")
+      o.num_workers = nb::cast<int>(value);
+    else
+      throw InvalidInput("fit: unknown option '" + k + "'");
+  }
+  return o;
+}
+
+nb::dict fit_result(FitResult&& r) {
+  nb::dict out;
+  out["model"] = nb::cast(std::move(r.model));
+  out["mean_loglik"] = r.mean_loglik;
+  out["iteration_seconds"] = r.iteration_seconds;
+  out["iterations"] = r.iterations;
+  out["converged"] = r.converged;
+  out["final_mean_loglik"] = r.final_mean_loglik;
+  out["warnings"] = r.warnings;
+  out["seconds"] = r.seconds;
+  out["rows"] = r.rows;
+  out["best_restart"] = r.best_restart;
+  return out;
+}
+
+nb::dict py_fit(const InputMatrix& x, const nb::object& progress, const nb::kwargs& kw) {
+  FitOptions options = fit_options(kw);
+  options.progress = [&progress](const FitProgress& p) {
+    nb::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw PythonErrorPending{};  // Ctrl-C: KeyboardInterrupt is set
+    if (progress.is_none()) return;
+    nb::dict d;
+    d["restart"] = p.restart;
+    d["iteration"] = p.iteration;
+    d["max_iter"] = p.max_iter;
+    d["mean_loglik"] = p.mean_loglik;
+    d["delta"] = p.delta;
+    d["seconds"] = p.seconds;
+    d["rows_per_second"] = p.rows_per_second;
+    try {
+      progress(d);
+    } catch (nb::python_error& e) {
+      e.restore();
+      throw PythonErrorPending{};
+    }
+  };
+  const Dataset data = view_of(x);
+  FitResult result;
+  try {
+    nb::gil_scoped_release released;
+    result = fit(data, options);
+  } catch (const PythonErrorPending&) {
+    throw nb::python_error();
+  }
+  return fit_result(std::move(result));
+}
+
+template <class F>
+auto without_gil(F&& f) {
+  nb::gil_scoped_release released;
+  return f();
+}
+
+}  // namespace
+}  // namespace mixle::python
+
+NB_MODULE(_core, m) {
+  using namespace mixle;
+  using namespace mixle::python;
+  m.doc() = "mixle's native engine (C++). Use mixle.GaussianMixture and mixle.MixtureModel.";
+  m.attr("__version__") = MIXLE_VERSION_STRING;
+
+  // mixle errors as the built-in exception types Python code expects of bad values and failures.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const InvalidInput& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const ImpossibleEvidence& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const UsageError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const EncodedDataControlConflict& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const MemoryError& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const CommunicationError& e) {
+      PyErr_SetString(PyExc_ConnectionError, e.what());
+    } catch (const NotCompiled& e) {
+      PyErr_SetString(PyExc_NotImplementedError, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  nb::class_<Model>(m, "Model", "A fitted mixture: weights and parts, in the engine's own representation.")
+      .def_static(
+          "from_json", [](const std::string& text, const std::string& source) { return model_from_json(text, source); },
+          "text"_a, "source"_a = "<string>", "Reads a model from the mixle-model JSON format (validated).")
+      .def_static("from_arrays", &model_from_arrays, "weights"_a, "parts"_a,
+                  "Builds a model from weights (K,) and a list of part dicts as `parts` returns them (validated).")
+      .def(
+          "to_json", [](const Model& model, int indent) { return model_to_json(model, indent); }, "indent"_a = -1,
+          "The model in the mixle-model JSON format (indent < 0: one line).")
+      .def_prop_ro("components", &Model::components, "K, the number of components.")
+      .def_prop_ro("columns", &Model::columns, "One past the highest data column any part reads.")
+      .def("free_parameters", &Model::free_parameters, "Free parameters (for BIC/AIC).")
+      .def_prop_ro(
+          "weights",
+          [](const Model& model) { return to_numpy(std::vector<double>(model.weights), {model.components()}); },
+          nb::rv_policy::move, "Mixing weights, shape (K,) (a copy).")
+      .def_prop_ro(
+          "parts",
+          [](const Model& model) {
+            nb::list parts;
+            for (const Part& part : model.parts) parts.append(part_to_dict(part, model.components()));
+            return parts;
+          },
+          nb::rv_policy::move, "The parts: dicts with family, columns, categories and parameter arrays (copies).")
+      .def("__getstate__", [](const Model& model) { return model_to_json(model, -1); })
+      .def("__setstate__",
+           [](Model& model, const std::string& json) { new (&model) Model(model_from_json(json, "<pickle>")); });
+
+  m.def("fit", &py_fit, "x"_a, "progress"_a = nb::none(), "options"_a,
+        "Fits a mixture to the rows of x (float32/float64, C-contiguous) with the engine's FitOptions as keywords; "
+        "returns a dict (model, mean_loglik, iterations, converged, …).");
+  m.def(
+      "score_samples",
+      [](const Model& model, const InputMatrix& x, const std::string& device, int threads,
+         const std::string& precision) {
+        const Dataset data = view_of(x);
+        auto v = without_gil([&] { return score_samples(model, data, device, threads, precision); });
+        return to_numpy(std::move(v), {data.rows()});
+      },
+      "model"_a, "x"_a, "device"_a = "cpu", "threads"_a = 0, "precision"_a = "fp64",
+      "Per-row log-likelihood log p(x).");
+  m.def(
+      "predict_proba",
+      [](const Model& model, const InputMatrix& x, const std::string& device, int threads,
+         const std::string& precision) {
+        const Dataset data = view_of(x);
+        auto v = without_gil([&] { return predict_proba(model, data, device, threads, precision); });
+        return to_numpy(std::move(v), {data.rows(), model.components()});
+      },
+      "model"_a, "x"_a, "device"_a = "cpu", "threads"_a = 0, "precision"_a = "fp64",
+      "Responsibilities p(k | x), (N, K).");
+  m.def(
+      "predict",
+      [](const Model& model, const InputMatrix& x, const std::string& device, int threads,
+         const std::string& precision) {
+        const Dataset data = view_of(x);
+        auto v = without_gil([&] { return predict(model, data, device, threads, precision); });
+        return to_numpy(std::move(v), {data.rows()});
+      },
+      "model"_a, "x"_a, "device"_a = "cpu", "threads"_a = 0, "precision"_a = "fp64",
+      "Most responsible component per row.");
+  m.def(
+      "sample",
+      [](const Model& model, std::size_t rows, std::uint64_t seed) {
+        std::vector<std::int64_t> labels;
+        const Dataset data = without_gil([&] { return sample(model, rows, seed, &labels); });
+        const double* values = data.as<double>();
+        std::vector<double> copy(values, values + data.rows() * data.cols());
+        return std::make_pair(to_numpy(std::move(copy), {data.rows(), data.cols()}),
+                              to_numpy(std::move(labels), {data.rows()}));
+      },
+      "model"_a, "rows"_a, "seed"_a, "Draws rows from the model: (X float64 (rows, columns), labels int64 (rows,)).");
+  m.def(
+      "family_names",
+      [] {
+        std::vector<std::string> names;
+        for (const FamilyDescriptor* d : family_descriptors()) names.emplace_back(d->name);
+        return names;
+      },
+      "The component families this build knows.");
+}

@@ -1,0 +1,90 @@
+"""mixle.MixtureModel: mixed records, the model format, pickling, errors."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+import mixle
+from mixle import _core
+
+TRUTH = """{"format":"mixle-model","version":1,"weights":[0.3,0.7],"parts":[
+  {"family":"gaussian_diag","columns":[0,2],"mean":[[-3,0],[3,1]],"var":[[1,0.5],[0.5,1]]},
+  {"family":"categorical","columns":[2,3],"categories":3,"prob":[[0.8,0.1,0.1],[0.1,0.1,0.8]]},
+  {"family":"poisson","columns":[3,4],"rate":[[2],[9]]}]}"""
+
+
+@pytest.fixture(scope="module")
+def records():
+    """20000 rows drawn from TRUTH and their components."""
+    return _core.sample(mixle.Model.from_json(TRUTH), 20000, 11)
+
+
+def fitted(records, layout):
+    X, _ = records
+    return mixle.MixtureModel(2, layout=layout, random_state=0, n_init=2).fit(X)
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "gaussian_diag:0-2,categorical:2-3:3,poisson:3-4",
+        [("gaussian_diag", 0, 2), ("categorical", 2, 3, 3), ("poisson", 3, 4)],
+    ],
+)
+def test_recovers_a_mixed_mixture(records, layout):
+    gm = fitted(records, layout)
+    X, labels = records
+    order = np.argsort(gm.parts_[0]["mean"][:, 0])
+    np.testing.assert_allclose(gm.weights_[order], [0.3, 0.7], atol=0.02)
+    np.testing.assert_allclose(gm.parts_[0]["mean"][order], [[-3, 0], [3, 1]], atol=0.05)
+    np.testing.assert_allclose(gm.parts_[1]["prob"][order][:, 0, :], [[0.8, 0.1, 0.1], [0.1, 0.1, 0.8]], atol=0.02)
+    np.testing.assert_allclose(gm.parts_[2]["rate"][order][:, 0], [2, 9], rtol=0.03)
+    agreement = np.mean(order[gm.predict(X)] == labels)
+    assert max(agreement, 1 - agreement) > 0.99
+    assert [p["family"] for p in gm.parts_] == ["gaussian_diag", "categorical", "poisson"]
+
+
+def test_json_and_pickle_round_trips(records):
+    X, _ = records
+    gm = fitted(records, "gaussian_diag:0-2,categorical:2-3:3,poisson:3-4")
+    again = mixle.MixtureModel.from_json(gm.to_json())
+    np.testing.assert_array_equal(again.score_samples(X), gm.score_samples(X))
+    unpickled = pickle.loads(pickle.dumps(gm))
+    np.testing.assert_array_equal(unpickled.predict_proba(X), gm.predict_proba(X))
+    assert unpickled.get_params() == gm.get_params()
+    model = pickle.loads(pickle.dumps(gm._model))
+    assert model.to_json() == gm._model.to_json()
+
+
+def test_model_arrays_round_trip():
+    model = mixle.Model.from_json(TRUTH)
+    assert model.components == 2 and model.columns == 4
+    rebuilt = mixle.Model.from_arrays(model.weights, model.parts)
+    assert rebuilt.to_json() == model.to_json()
+    parts = model.parts
+    parts[0]["var"] = -parts[0]["var"]
+    with pytest.raises(ValueError, match="var"):
+        mixle.Model.from_arrays(model.weights, parts)
+    with pytest.raises(ValueError, match="parts\\[1\\].prob: 3 values, expected 6"):
+        mixle.Model.from_arrays(model.weights, [model.parts[0], dict(model.parts[1], prob=np.ones(3))])
+    with pytest.raises(ValueError, match="unknown family 'gauss'"):
+        mixle.Model.from_arrays(model.weights, [dict(model.parts[0], family="gauss")])
+
+
+def test_every_family_is_listed():
+    names = mixle.family_names()
+    for family in ("gaussian_diag", "gaussian_full", "categorical", "poisson", "gamma", "lognormal"):
+        assert family in names
+
+
+def test_engine_errors_are_value_errors_naming_the_problem(records):
+    X, _ = records
+    bad = X.copy()
+    bad[5, 3] = -1.0  # a negative count in the poisson column
+    with pytest.raises(ValueError, match="row"):
+        mixle.MixtureModel(2, layout="gaussian_diag:0-2,categorical:2-3:3,poisson:3-4").fit(bad)
+    with pytest.raises(ValueError, match="layout|family"):
+        mixle.MixtureModel(2, layout="banana:0-4").fit(X)
+    with pytest.raises(ValueError, match=r"layout\[0\]"):
+        mixle.MixtureModel(2, layout=[("poisson", 0)]).fit(X)
