@@ -19,6 +19,10 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
 
 namespace mixle {
 namespace {
@@ -94,7 +98,7 @@ void gather_resident(comms::Communicator& comm, std::uint64_t parameter_bytes, s
 
 /// The checkpoint to resume from: explicitly, or automatically after a torchrun restart.
 std::optional<host::Checkpoint> resume_checkpoint(const DistributedOptions& dist, const host::LaunchEnv& env,
-                                                  const DataInfo& info, const std::string& path) {
+                                                  std::size_t data_rows, const std::string& source) {
   std::string resume_dir = dist.resume_dir;
   if (resume_dir.empty() && env.restart_count > 0 && !dist.checkpoint_dir.empty()) resume_dir = dist.checkpoint_dir;
   std::optional<host::Checkpoint> checkpoint;
@@ -102,20 +106,20 @@ std::optional<host::Checkpoint> resume_checkpoint(const DistributedOptions& dist
   checkpoint = host::load_checkpoint(resume_dir);
   if (!checkpoint && !dist.resume_dir.empty())
     throw InvalidInput("--resume " + resume_dir + ": no checkpoint.json there");
-  if (checkpoint && checkpoint->data_rows != info.rows)
+  if (checkpoint && checkpoint->data_rows != data_rows)
     throw InvalidInput(host::checkpoint_path(resume_dir) + ": written for " + std::to_string(checkpoint->data_rows) +
-                       " data rows, but " + path + " has " + std::to_string(info.rows));
+                       " data rows, but " + source + " has " + std::to_string(data_rows));
   return checkpoint;
 }
 
 /// The RunRecords of this rank: rank 0 writes, every rank keeps the counters.
 host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchEnv& env,
-                             const comms::Communicator& comm, const DataInfo& info, const FitOptions& options,
+                             const comms::Communicator& comm, std::size_t data_rows, const FitOptions& options,
                              int data_parallel_size, std::size_t local_rows, int shard_components,
                              const std::optional<host::Checkpoint>& checkpoint, std::uint64_t collective_bytes) {
   host::RunFacts facts;
   facts.rank0 = env.is_rank0();
-  facts.data_rows = info.rows;
+  facts.data_rows = data_rows;
   facts.world_size = comm.size();
   facts.data_parallel_size = data_parallel_size;
   facts.local_examples = static_cast<std::int64_t>(local_rows);
@@ -138,6 +142,19 @@ host::FitHooks resume_hooks(const std::optional<host::Checkpoint>& checkpoint, h
   }
   hooks.after_restart = [&records](const FitResult& best) { records.set_best(best); };
   return hooks;
+}
+
+/// Where this rank ran: its place in the group, its device and its rows
+/// [first_row, first_row + local_rows), and the iteration it resumed after (0: not resumed).
+void describe_rank(DistributedFitResult& result, const comms::Communicator& comm, const std::string& device,
+                   std::size_t first_row, std::size_t local_rows, const std::optional<host::Checkpoint>& checkpoint) {
+  result.rank = comm.rank();
+  result.world_size = comm.size();
+  result.comm = std::string(comm.backend());
+  result.device = device;
+  result.first_row = first_row;
+  result.local_rows = local_rows;
+  result.resumed_from_iteration = checkpoint ? checkpoint->iteration : 0;
 }
 
 /// This rank's rows of `path`: rows [mine.begin, mine.end), or none.
@@ -163,7 +180,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, groups);
   const engine::RowRange mine = ranges[static_cast<std::size_t>(mesh.data_group())];
   const Dataset local = read_rows(path, read, info, mine);
-  const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info, path);
+  const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info.rows, path);
   const bool first_group = mesh.component_group() == 0;
   engine::DistributedEncodedData init_handle(
       first_group ? local : Dataset::from_vector(std::vector<double>{}, 0, info.cols), info.rows, mine.begin, *comm,
@@ -177,7 +194,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   engine::RowRange own;
   std::unique_ptr<engine::ShardedEstimator> sharded;
   std::uint64_t shard_parameter_bytes = 0, shard_statistic_bytes = 0, model_parameter_bytes = 0;
-  host::RunRecords records = run_records(dist, env, *comm, info, options, mesh.data_groups, local.rows(), groups,
+  host::RunRecords records = run_records(dist, env, *comm, info.rows, options, mesh.data_groups, local.rows(), groups,
                                          checkpoint, comm->collective_bytes());
   host::FitHooks hooks = resume_hooks(checkpoint, records);
   hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
@@ -212,14 +229,8 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   result.fit = host::fit_handle(init_handle, options, hooks);
   result.model_parameter_bytes = model_parameter_bytes;
   gather_resident(*comm, shard_parameter_bytes, shard_statistic_bytes, result);
-  result.rank = comm->rank();
-  result.world_size = comm->size();
-  result.comm = std::string(comm->backend());
-  result.device = device;
-  result.first_row = mine.begin;
-  result.local_rows = local.rows();
+  describe_rank(result, *comm, device, mine.begin, local.rows(), checkpoint);
   result.collective_bytes = sharded->collective_bytes();
-  result.resumed_from_iteration = checkpoint ? checkpoint->iteration : 0;
   result.shard_components = groups;
   result.component_begin = own.begin;
   result.component_end = own.end;
@@ -227,68 +238,47 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
                     std::to_string(groups) + " component shards (" + reason + ")";
   return result;
 }
-}  // namespace
 
-DistributedFitResult fit_distributed(const std::string& path, const ReadOptions& read, const FitOptions& options,
-                                     const DistributedOptions& dist) {
+/// Data-parallel fit of this rank's rows `local`, rows [first_row, first_row + local.rows()) of
+/// `data_rows` (`source` names them in messages), through the shared fit driver.
+DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_rows, std::size_t first_row,
+                                       const std::string& source, const FitOptions& options,
+                                       const DistributedOptions& dist, const host::LaunchEnv& env,
+                                       comms::Communicator& comm, const std::string& device,
+                                       const std::string& reason) {
+  engine::DistributedEncodedData handle(local, data_rows, first_row, comm,
+                                        engine::make_compute(device, options.threads));
+  const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, data_rows, source);
+  host::RunRecords records = run_records(dist, env, comm, data_rows, options, comm.size(), handle.local_rows(), 0,
+                                         checkpoint, comm.collective_bytes());
+  host::FitHooks hooks = resume_hooks(checkpoint, records);
+  hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
+    records.record(restart, it, it.model, comm.collective_bytes(), handle.collective_seconds());
+  };
+  DistributedFitResult result;
+  result.fit = host::fit_handle(handle, options, hooks);
+  describe_rank(result, comm, device, first_row, local.rows(), checkpoint);
+  result.collective_bytes = comm.collective_bytes();
+  result.collective_seconds = handle.collective_seconds();
+  result.parallel = reason.empty() ? "data parallel" : "data parallel (" + reason + ")";
+  result.model_parameter_bytes = engine::model_parameter_bytes(result.fit.model);
+  gather_resident(comm, result.model_parameter_bytes,
+                  static_cast<std::uint64_t>(engine::stat_layout(result.fit.model).size) * sizeof(double), result);
+  return result;
+}
+
+/// Runs `body` with this rank's communicator: errors once the group has formed are reported
+/// while it still exists (dist.on_error), and every error goes to TORCHELASTIC_ERROR_FILE.
+template <class Body>
+DistributedFitResult in_process_group(const FitOptions& options, const DistributedOptions& dist, Body&& body) {
   const host::LaunchEnv env = host::detect_launch_env();
   try {
     const std::string device = device_for_rank(options.device, env);
     const bool on_device = device.rfind("cuda", 0) == 0;
     const std::string backend = host::resolve_comm(dist.comm, env, on_device);
     std::shared_ptr<comms::Communicator> comm = host::communicator_from_env(env, backend, dist.timeout);
-    // Errors from here on are reported while the group still exists (dist.on_error).
     try {
-      // Each rank reads only its rows (npy/raw: mapped; CSV: other lines skipped unparsed).
-      const DataInfo info = probe_data(path, read);
-      // Plain data parallel, or component-sharded: explicitly (--shard-components G), or when the
-      // Resources file says the model does not fit one device (auto_parallel_estimator).
-      if (dist.shard_components < 0)
-        throw UsageError("--shard-components " + std::to_string(dist.shard_components) +
-                         ": accepted 0 (automatic), 1 (data parallel) or G ≥ 2 ranks per component group");
-      int groups = dist.shard_components;
-      std::string reason;
-      if (groups == 0) {
-        groups = 1;
-        if (!dist.resources_file.empty()) {
-          const engine::ParallelChoice choice =
-              engine::auto_parallel_estimator(host::estimator_options(options), engine::summarise(options, info.cols),
-                                              plan::Resources::load(dist.resources_file), info.rows, 1, comm->size());
-          groups = choice.shard_components;
-          reason = choice.reason;
-        }
-      } else {
-        reason = "--shard-components " + std::to_string(groups);
-      }
-      if (groups > 1) return fit_sharded(path, read, options, dist, env, comm, info, device, groups, reason);
-      const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file);
-      const engine::RowRange mine = ranges[static_cast<std::size_t>(comm->rank())];
-      const Dataset local = read_rows(path, read, info, mine);
-      engine::DistributedEncodedData handle(local, info.rows, mine.begin, *comm,
-                                            engine::make_compute(device, options.threads));
-      const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info, path);
-      host::RunRecords records = run_records(dist, env, *comm, info, options, comm->size(), handle.local_rows(), 0,
-                                             checkpoint, comm->collective_bytes());
-      host::FitHooks hooks = resume_hooks(checkpoint, records);
-      hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
-        records.record(restart, it, it.model, comm->collective_bytes(), handle.collective_seconds());
-      };
-      DistributedFitResult result;
-      result.fit = host::fit_handle(handle, options, hooks);
-      result.rank = comm->rank();
-      result.world_size = comm->size();
-      result.comm = std::string(comm->backend());
-      result.device = device;
-      result.first_row = mine.begin;
-      result.local_rows = local.rows();
-      result.collective_bytes = comm->collective_bytes();
-      result.collective_seconds = handle.collective_seconds();
-      result.resumed_from_iteration = checkpoint ? checkpoint->iteration : 0;
-      result.parallel = reason.empty() ? "data parallel" : "data parallel (" + reason + ")";
-      result.model_parameter_bytes = engine::model_parameter_bytes(result.fit.model);
-      gather_resident(*comm, result.model_parameter_bytes,
-                      static_cast<std::uint64_t>(engine::stat_layout(result.fit.model).size) * sizeof(double), result);
-      return result;
+      return body(env, comm, device);
     } catch (const std::exception& e) {
       host::write_error_file(env, e.what());
       if (dist.on_error) dist.on_error(e);
@@ -298,6 +288,74 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
     host::write_error_file(env, e.what());
     throw;
   }
+}
+}  // namespace
+
+DistributedFitResult fit_distributed(const std::string& path, const ReadOptions& read, const FitOptions& options,
+                                     const DistributedOptions& dist) {
+  return in_process_group(
+      options, dist,
+      [&](const host::LaunchEnv& env, const std::shared_ptr<comms::Communicator>& comm, const std::string& device) {
+        // Each rank reads only its rows (npy/raw: mapped; CSV: other lines skipped unparsed).
+        const DataInfo info = probe_data(path, read);
+        // Plain data parallel, or component-sharded: explicitly (--shard-components G), or when the
+        // Resources file says the model does not fit one device (auto_parallel_estimator).
+        if (dist.shard_components < 0)
+          throw UsageError("--shard-components " + std::to_string(dist.shard_components) +
+                           ": accepted 0 (automatic), 1 (data parallel) or G ≥ 2 ranks per component group");
+        int groups = dist.shard_components;
+        std::string reason;
+        if (groups == 0) {
+          groups = 1;
+          if (!dist.resources_file.empty()) {
+            const engine::ParallelChoice choice =
+                engine::auto_parallel_estimator(host::estimator_options(options), engine::summarise(options, info.cols),
+                                                plan::Resources::load(dist.resources_file), info.rows, 1, comm->size());
+            groups = choice.shard_components;
+            reason = choice.reason;
+          }
+        } else {
+          reason = "--shard-components " + std::to_string(groups);
+        }
+        if (groups > 1) return fit_sharded(path, read, options, dist, env, comm, info, device, groups, reason);
+        const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file);
+        const engine::RowRange mine = ranges[static_cast<std::size_t>(comm->rank())];
+        return fit_data_parallel(read_rows(path, read, info, mine), info.rows, mine.begin, path, options, dist, env,
+                                 *comm, device, reason);
+      });
+}
+
+DistributedFitResult fit_distributed(const Dataset& local, const FitOptions& options, const DistributedOptions& dist) {
+  return in_process_group(
+      options, dist,
+      [&](const host::LaunchEnv& env, const std::shared_ptr<comms::Communicator>& comm, const std::string& device) {
+        if (dist.shard_components > 1 || dist.shard_components < 0)
+          throw InvalidInput("shard_components = " + std::to_string(dist.shard_components) +
+                             ": a fit of rows each rank holds in memory runs data parallel (0 or 1); component "
+                             "sharding reads its rows from a file (fit_distributed(path, …))");
+        if (!dist.resources_file.empty())
+          throw InvalidInput(
+              "resources_file: each rank passes its own rows here, so there is no row split to plan; "
+              "leave it empty");
+        // Every rank's row and column counts, in rank order: rank r holds the global rows that follow
+        // those of ranks 0 … r−1.
+        const std::vector<double> mine{static_cast<double>(local.rows()), static_cast<double>(local.cols())};
+        std::vector<double> all(2 * static_cast<std::size_t>(comm->size()));
+        comm->all_gather(std::span<const double>(mine), std::span<double>(all));
+        std::size_t data_rows = 0, first_row = 0;
+        for (int r = 0; r < comm->size(); ++r) {
+          const auto rows = static_cast<std::size_t>(all[2 * static_cast<std::size_t>(r)]);
+          const auto cols = static_cast<std::size_t>(all[2 * static_cast<std::size_t>(r) + 1]);
+          if (cols != local.cols())
+            throw InvalidInput("rank " + std::to_string(r) + " passed rows of " + std::to_string(cols) +
+                               " columns, this rank (" + std::to_string(comm->rank()) + ") rows of " +
+                               std::to_string(local.cols()) + ": every rank must pass the same columns");
+          if (r < comm->rank()) first_row += rows;
+          data_rows += rows;
+        }
+        if (data_rows == 0) throw InvalidInput("no rows: every rank passed 0 rows");
+        return fit_data_parallel(local, data_rows, first_row, "the ranks' rows", options, dist, env, *comm, device, "");
+      });
 }
 
 }  // namespace mixle

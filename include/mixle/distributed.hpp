@@ -76,4 +76,13 @@ struct DistributedFitResult {
 DistributedFitResult fit_distributed(const std::string& path, const ReadOptions& read, const FitOptions& options,
                                      const DistributedOptions& dist);
 
+/// Fits rows that every rank holds in memory: rank r passes its own rows `local` (any count,
+/// zero included; the same columns on every rank), and together they are the data set in rank
+/// order — rank 0's rows first. Runs data parallel (shard_components 0 or 1; resources_file
+/// empty) with the checkpoints, resume and receipts of the file-based fit; every rank returns
+/// the same model, equal to a one-process fit of all the rows (initialisation is keyed by the
+/// global row index). `local` may view caller memory (Dataset::view); it must stay alive and
+/// unchanged during the call.
+DistributedFitResult fit_distributed(const Dataset& local, const FitOptions& options, const DistributedOptions& dist);
+
 }  // namespace mixle

@@ -101,10 +101,31 @@ class _MixtureBase(DensityMixin, BaseEstimator):
             "precision": self.precision,
         }
 
+    def _distributed_options(self):
+        """None for a one-process fit, else the options of a distributed one (`distributed`: True
+        or a dict of comm, timeout, checkpoint_dir, checkpoint_every, resume_dir, receipts_file)."""
+        d = self.distributed
+        if d is False or d is None:
+            return None
+        if d is True:
+            return {}
+        if isinstance(d, dict):
+            return dict(d)
+        raise ValueError(f"distributed = {d!r}: False, True or a dict of options expected")
+
     def _run_fit(self, X: np.ndarray, progress: _Progress, **options) -> dict:
-        """One native fit of X; warns as scikit-learn does and returns the engine's result."""
+        """One native fit of X — of this rank's rows, when distributed; warns as scikit-learn does
+        and returns the engine's result."""
         options.update(self._engine_options())
-        result = _core.fit(X, progress=progress if progress.verbose else None, **options)
+        reporter = progress if progress.verbose else None
+        dist = self._distributed_options()
+        if dist is None:
+            result = _core.fit(X, progress=reporter, **options)
+        else:
+            result = _core.fit_distributed(X, dist, progress=reporter, **options)
+            keys = ("rank", "world_size", "comm", "device", "first_row", "local_rows", "collective_bytes",
+                    "collective_seconds", "resumed_from_iteration")
+            self.distributed_ = {key: result[key] for key in keys}
         for message in result["warnings"]:
             if not message.startswith("EM did not converge"):  # said by a ConvergenceWarning instead
                 warnings.warn(message, RuntimeWarning, stacklevel=3)

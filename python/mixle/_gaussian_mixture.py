@@ -31,6 +31,16 @@ class GaussianMixture(_MixtureBase):
     n_threads : int or None, default=None
         CPU threads (None: all available).
 
+    distributed : bool or dict, default=False
+        True: fit across the processes of a job started by torchrun, mpirun, srun or
+        ``mixle launch``, each rank passing its own rows to fit(); rank r's rows follow those of
+        ranks 0…r−1, and every rank ends with the model a one-process fit of all rows gives. A
+        dict sets the options: comm ("auto", "gloo", "mpi", "nccl"), timeout (seconds),
+        checkpoint_dir, checkpoint_every, resume_dir, receipts_file. Initialisation then runs in
+        the engine over all ranks' rows: use init_params="native", or give weights_init,
+        means_init and precisions_init. After fit, ``distributed_`` says where this rank ran
+        (rank, world_size, comm, device, first_row, local_rows, …).
+
     init_params also accepts "native": the engine's own k-means++ and one hard-assignment M-step,
     run in C++ (no scikit-learn k-means), with ``n_init`` restarts inside the engine.
 
@@ -57,6 +67,7 @@ class GaussianMixture(_MixtureBase):
         device="cpu",
         precision="fp64",
         n_threads=None,
+        distributed=False,
     ):
         self.n_components = n_components
         self.covariance_type = covariance_type
@@ -75,6 +86,7 @@ class GaussianMixture(_MixtureBase):
         self.device = device
         self.precision = precision
         self.n_threads = n_threads
+        self.distributed = distributed
 
     # -- checks ---------------------------------------------------------------------------------
 
@@ -160,12 +172,17 @@ class GaussianMixture(_MixtureBase):
             resp = assignment.astype(np.float64)
             nk = resp.sum(axis=0) + _EPS
             means = resp.T @ X / nk[:, np.newaxis]
-            cov = np.empty((K, D) if diag else (K, D, D))
-            for k in range(K):
-                diff = X - means[k]
-                if diag:
-                    cov[k] = (resp[:, k] @ (diff * diff)) / nk[k]
-                else:
+            if diag:
+                # scikit-learn's expanded form E[x²] − μ² as one matrix product for all components,
+                # taken about the data's mean (less cancellation for data far from the origin).
+                centre = X.mean(axis=0)
+                Xc = X - centre
+                mc = means - centre
+                cov = np.maximum(resp.T @ (Xc * Xc) / nk[:, np.newaxis] - mc * mc, 0.0)
+            else:
+                cov = np.empty((K, D, D))
+                for k in range(K):
+                    diff = X - means[k]
                     cov[k] = (resp[:, k] * diff.T) @ diff / nk[k]
         if diag:
             cov += self.reg_covar
@@ -202,8 +219,9 @@ class GaussianMixture(_MixtureBase):
     def fit_predict(self, X, y=None):
         """Fits the mixture n_init times by EM, keeps the fit with the largest lower bound (mean
         log-likelihood per row) and returns each row's most responsible component."""
-        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
-        if X.shape[0] < self.n_components:
+        distributed = self._distributed_options() is not None  # this rank's rows: any number
+        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=0 if distributed else 2)
+        if not distributed and X.shape[0] < self.n_components:
             raise ValueError(
                 "Expected n_samples >= n_components "
                 f"but got n_components = {self.n_components}, n_samples = {X.shape[0]}"
@@ -211,7 +229,9 @@ class GaussianMixture(_MixtureBase):
         self._check_parameters(X.shape[1])
         X = _as_engine_array(X)
         do_init = not (self.warm_start and hasattr(self, "converged_"))
-        n_init = self.n_init if do_init else 1
+        # Restarts from the same given parameters would repeat one fit: run it once.
+        given = self.weights_init is not None and self.means_init is not None and self.precisions_init is not None
+        n_init = self.n_init if do_init and not given else 1
         random_state = check_random_state(self.random_state)
         progress = _Progress(self.verbose, self.verbose_interval)
         common = {
@@ -220,6 +240,12 @@ class GaussianMixture(_MixtureBase):
             "tol": float(self.tol),
             "reg_covar": float(self.reg_covar),
         }
+        if distributed and do_init and not given and self.init_params != "native":
+            raise ValueError(
+                f"init_params = {self.init_params!r} draws from this rank's rows only; a distributed fit "
+                "initialises in the engine over every rank's rows: use init_params='native', or give "
+                "weights_init, means_init and precisions_init"
+            )
         best = None
         if do_init and self.init_params == "native":
             progress.restart(0)

@@ -47,8 +47,8 @@ class MixtureModel(_MixtureBase):
         Prior counts of categorical and bernoulli probabilities.
     rate_floor : float, default=1e-6
         Floor of poisson rates and exponential means.
-    device, precision, n_threads
-        As for GaussianMixture.
+    device, precision, n_threads, distributed
+        As for GaussianMixture (a distributed fit's initialisation runs over every rank's rows).
 
     Attributes
     ----------
@@ -80,6 +80,7 @@ class MixtureModel(_MixtureBase):
         device="cpu",
         precision="fp64",
         n_threads=None,
+        distributed=False,
     ):
         self.n_components = n_components
         self.layout = layout
@@ -98,11 +99,13 @@ class MixtureModel(_MixtureBase):
         self.device = device
         self.precision = precision
         self.n_threads = n_threads
+        self.distributed = distributed
 
     def fit_predict(self, X, y=None):
         """Fits the mixture by EM (n_init restarts inside the engine, the best kept) and returns
         each row's most responsible component."""
-        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=2)
+        distributed = self._distributed_options() is not None  # this rank's rows: any number
+        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=0 if distributed else 2)
         if self.init not in ("kmeanspp", "select"):
             raise ValueError(f"init = {self.init!r}: one of 'kmeanspp', 'select'")
         if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:

@@ -12,6 +12,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
+#include <functional>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,6 +35,7 @@ using InputMatrix = nb::ndarray<nb::ro, nb::ndim<2>, nb::c_contig, nb::device::c
 Dataset view_of(const InputMatrix& x) {
   const auto rows = static_cast<std::size_t>(x.shape(0));
   const auto cols = static_cast<std::size_t>(x.shape(1));
+  if (rows == 0) return Dataset::from_vector(std::vector<double>{}, 0, cols);  // an empty array may have no address
   if (x.dtype() == nb::dtype<double>()) return Dataset::view(static_cast<const double*>(x.data()), rows, cols);
   if (x.dtype() == nb::dtype<float>()) return Dataset::view(static_cast<const float*>(x.data()), rows, cols);
   throw InvalidInput("data: float32 or float64 values expected (convert the array with .astype(numpy.float64))");
@@ -182,9 +186,10 @@ nb::dict fit_result(FitResult&& r) {
   return out;
 }
 
-nb::dict py_fit(const InputMatrix& x, const nb::object& progress, const nb::kwargs& kw) {
-  FitOptions options = fit_options(kw);
-  options.progress = [&progress](const FitProgress& p) {
+/// The engine's progress callback: checks for Ctrl-C and calls `progress` (when not None) with
+/// the iteration's numbers, holding the GIL only for that.
+std::function<void(const FitProgress&)> progress_reporter(const nb::object& progress) {
+  return [&progress](const FitProgress& p) {
     nb::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw PythonErrorPending{};  // Ctrl-C: KeyboardInterrupt is set
     if (progress.is_none()) return;
@@ -203,21 +208,67 @@ nb::dict py_fit(const InputMatrix& x, const nb::object& progress, const nb::kwar
       throw PythonErrorPending{};
     }
   };
-  const Dataset data = view_of(x);
-  FitResult result;
+}
+
+/// Runs `f` without the GIL; a Python error raised while it ran is raised again here.
+template <class F>
+auto engine_call(F&& f) {
   try {
     nb::gil_scoped_release released;
-    result = fit(data, options);
+    return f();
   } catch (const PythonErrorPending&) {
     throw nb::python_error();
   }
-  return fit_result(std::move(result));
 }
 
-template <class F>
-auto without_gil(F&& f) {
-  nb::gil_scoped_release released;
-  return f();
+nb::dict py_fit(const InputMatrix& x, const nb::object& progress, const nb::kwargs& kw) {
+  FitOptions options = fit_options(kw);
+  options.progress = progress_reporter(progress);
+  const Dataset data = view_of(x);
+  return fit_result(engine_call([&] { return fit(data, options); }));
+}
+
+DistributedOptions distributed_options(const nb::dict& in) {
+  DistributedOptions d;
+  for (auto [key, value] : in) {
+    const std::string k = nb::cast<std::string>(key);
+    if (k == "comm")
+      d.comm = nb::cast<std::string>(value);
+    else if (k == "timeout")
+      d.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(nb::cast<double>(value) * 1000));
+    else if (k == "checkpoint_dir")
+      d.checkpoint_dir = nb::cast<std::string>(value);
+    else if (k == "checkpoint_every")
+      d.checkpoint_every = nb::cast<int>(value);
+    else if (k == "resume_dir")
+      d.resume_dir = nb::cast<std::string>(value);
+    else if (k == "receipts_file")
+      d.receipts_file = nb::cast<std::string>(value);
+    else
+      throw InvalidInput("distributed: unknown option '" + k +
+                         "' (comm, timeout, checkpoint_dir, checkpoint_every, resume_dir, receipts_file)");
+  }
+  return d;
+}
+
+nb::dict py_fit_distributed(const InputMatrix& x, const nb::dict& dist, const nb::object& progress,
+                            const nb::kwargs& kw) {
+  FitOptions options = fit_options(kw);
+  options.progress = progress_reporter(progress);
+  const DistributedOptions d = distributed_options(dist);
+  const Dataset data = view_of(x);
+  DistributedFitResult r = engine_call([&] { return fit_distributed(data, options, d); });
+  nb::dict out = fit_result(std::move(r.fit));
+  out["rank"] = r.rank;
+  out["world_size"] = r.world_size;
+  out["comm"] = r.comm;
+  out["device"] = r.device;
+  out["first_row"] = r.first_row;
+  out["local_rows"] = r.local_rows;
+  out["collective_bytes"] = r.collective_bytes;
+  out["collective_seconds"] = r.collective_seconds;
+  out["resumed_from_iteration"] = r.resumed_from_iteration;
+  return out;
 }
 
 }  // namespace
@@ -283,12 +334,17 @@ NB_MODULE(_core, m) {
   m.def("fit", &py_fit, "x"_a, "progress"_a = nb::none(), "options"_a,
         "Fits a mixture to the rows of x (float32/float64, C-contiguous) with the engine's FitOptions as keywords; "
         "returns a dict (model, mean_loglik, iterations, converged, …).");
+  m.def("fit_distributed", &py_fit_distributed, "x"_a, "dist"_a, "progress"_a = nb::none(), "options"_a,
+        "Fits this rank's rows x across the processes of the job (torchrun, mpirun, srun, mixle launch; one "
+        "process alone otherwise): rank r's rows follow those of ranks 0…r−1. `dist`: comm, timeout (s), "
+        "checkpoint_dir, checkpoint_every, resume_dir, receipts_file. Returns fit's dict plus rank, world_size, "
+        "comm, device, first_row, local_rows, collective_bytes, collective_seconds, resumed_from_iteration.");
   m.def(
       "score_samples",
       [](const Model& model, const InputMatrix& x, const std::string& device, int threads,
          const std::string& precision) {
         const Dataset data = view_of(x);
-        auto v = without_gil([&] { return score_samples(model, data, device, threads, precision); });
+        auto v = engine_call([&] { return score_samples(model, data, device, threads, precision); });
         return to_numpy(std::move(v), {data.rows()});
       },
       "model"_a, "x"_a, "device"_a = "cpu", "threads"_a = 0, "precision"_a = "fp64",
@@ -298,7 +354,7 @@ NB_MODULE(_core, m) {
       [](const Model& model, const InputMatrix& x, const std::string& device, int threads,
          const std::string& precision) {
         const Dataset data = view_of(x);
-        auto v = without_gil([&] { return predict_proba(model, data, device, threads, precision); });
+        auto v = engine_call([&] { return predict_proba(model, data, device, threads, precision); });
         return to_numpy(std::move(v), {data.rows(), model.components()});
       },
       "model"_a, "x"_a, "device"_a = "cpu", "threads"_a = 0, "precision"_a = "fp64",
@@ -308,7 +364,7 @@ NB_MODULE(_core, m) {
       [](const Model& model, const InputMatrix& x, const std::string& device, int threads,
          const std::string& precision) {
         const Dataset data = view_of(x);
-        auto v = without_gil([&] { return predict(model, data, device, threads, precision); });
+        auto v = engine_call([&] { return predict(model, data, device, threads, precision); });
         return to_numpy(std::move(v), {data.rows()});
       },
       "model"_a, "x"_a, "device"_a = "cpu", "threads"_a = 0, "precision"_a = "fp64",
@@ -317,7 +373,7 @@ NB_MODULE(_core, m) {
       "sample",
       [](const Model& model, std::size_t rows, std::uint64_t seed) {
         std::vector<std::int64_t> labels;
-        const Dataset data = without_gil([&] { return sample(model, rows, seed, &labels); });
+        const Dataset data = engine_call([&] { return sample(model, rows, seed, &labels); });
         const double* values = data.as<double>();
         std::vector<double> copy(values, values + data.rows() * data.cols());
         return std::make_pair(to_numpy(std::move(copy), {data.rows(), data.cols()}),
