@@ -84,10 +84,12 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
     ASSERT_EQ(p.exit_code(), 0) << p.output();
     const std::string out = p.output();
     EXPECT_NE(out.find("on 4 rank(s) (gloo"), std::string::npos) << out;
-    EXPECT_NE(out.find(G > 1 ? "parallel: component sharded: " + std::to_string(4 / G) + " data group(s) × " +
-                                   std::to_string(G) + " component shards"
-                             : "parallel: data parallel"),
-              std::string::npos)
+    // The line says why: the flag that asked for this mesh.
+    EXPECT_NE(
+        out.find(G > 1 ? "parallel: component sharded: " + std::to_string(4 / G) + " data group(s) × " +
+                             std::to_string(G) + " component shards (--shard-components " + std::to_string(G) + ")"
+                       : "parallel: data parallel (--shard-components 1)"),
+        std::string::npos)
         << out;
     EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / (name + ".json")), kShardRtol) << "G = " << G;
     // Every rank holds K/G components' parameters (K = 4 divides evenly): exactly 1/G of the model.
