@@ -155,20 +155,23 @@ class GaussianMixture(_MixtureBase):
     def _moments(self, X: np.ndarray, assignment):
         """Weights (unnormalised mass), means and covariances of an initial assignment, as
         scikit-learn's _estimate_gaussian_parameters computes them."""
-        X = X.astype(np.float64, copy=False)
         K, D = self.n_components, X.shape[1]
         diag = self.covariance_type == "diag"
+        cov = np.empty((K, D) if diag else (K, D, D))
         if isinstance(assignment, tuple):  # one-hot rows: sums over each component's rows only
             rows, labels = assignment
-            nk = np.bincount(labels, minlength=K).astype(np.float64) + _EPS
-            sums = np.zeros((K, D))
-            np.add.at(sums, labels, X[rows])
-            means = sums / nk[:, np.newaxis]
-            cov = np.empty((K, D) if diag else (K, D, D))
+            counts = np.bincount(labels, minlength=K)
+            nk = counts + _EPS
+            means = np.empty((K, D))
+            rows = rows[np.argsort(labels, kind="stable")]  # grouped by component
+            ends = np.cumsum(counts)
             for k in range(K):
-                diff = X[rows[labels == k]] - means[k]
+                Xk = X[rows[ends[k] - counts[k] : ends[k]]].astype(np.float64)  # this component's rows
+                means[k] = Xk.sum(axis=0) / nk[k]
+                diff = Xk - means[k]
                 cov[k] = (diff * diff).sum(axis=0) / nk[k] if diag else diff.T @ diff / nk[k]
         else:
+            X = X.astype(np.float64, copy=False)
             resp = assignment.astype(np.float64)
             nk = resp.sum(axis=0) + _EPS
             means = resp.T @ X / nk[:, np.newaxis]
@@ -180,7 +183,6 @@ class GaussianMixture(_MixtureBase):
                 mc = means - centre
                 cov = np.maximum(resp.T @ (Xc * Xc) / nk[:, np.newaxis] - mc * mc, 0.0)
             else:
-                cov = np.empty((K, D, D))
                 for k in range(K):
                     diff = X - means[k]
                     cov[k] = (resp[:, k] * diff.T) @ diff / nk[k]
