@@ -23,6 +23,7 @@ RANK_SCRIPT = textwrap.dedent(
     data, out, kind, first = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
     X = np.load(data)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    out = out.replace("{rank}", str(rank))
     cut = int(first * len(X))
     bounds = [0, cut] + [cut + (len(X) - cut) * r // (world - 1) for r in range(1, world)]
     mine = X[bounds[rank]:bounds[rank + 1]]
@@ -108,6 +109,41 @@ def test_every_rank_gets_the_one_process_model(tmp_path, data, kind, world, firs
         for key, value in a.items():
             if isinstance(value, np.ndarray):
                 np.testing.assert_allclose(value, b[key], rtol=1e-9, err_msg=key)
+
+
+def mixle_cli():
+    """The mixle command-line program: MIXLE_CLI (scripts/test-python sets it), else `mixle` on
+    PATH. Without one the test skips, visibly — and fails under MIXLE_REQUIRE_TOOLS=1."""
+    import shutil
+
+    cli = os.environ.get("MIXLE_CLI") or shutil.which("mixle")
+    if not cli:
+        message = "no mixle program (set MIXLE_CLI or put mixle on PATH)"
+        if os.environ.get("MIXLE_REQUIRE_TOOLS") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return cli
+
+
+def test_mixle_launch_runs_a_python_script_on_every_rank(tmp_path, data):
+    path, X = data
+    script = tmp_path / "rank.py"
+    script.write_text(RANK_SCRIPT)
+    out = tmp_path / "launched-{rank}.json"
+    p = subprocess.run([mixle_cli(), "launch", "--nproc", "2", "--", sys.executable, str(script), str(path), str(out),
+                        "gaussian", "0.5"], capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stdout + p.stderr
+    results = [json.loads((tmp_path / f"launched-{r}.json").read_text()) for r in range(2)]
+    assert [r["where"]["rank"] for r in results] == [0, 1]
+    assert results[0]["model"] == results[1]["model"]
+    one = mixle.GaussianMixture(3, covariance_type="full", init_params="native", n_init=2, max_iter=25, tol=0.0,
+                                random_state=3)
+    with pytest.warns(Warning):
+        one.fit(X)
+    ours = mixle.Model.from_json(json.dumps(results[0]["model"]))
+    theirs = mixle.Model.from_json(one.to_json())
+    np.testing.assert_allclose(ours.parts[0]["cov"], theirs.parts[0]["cov"], rtol=1e-9)
+    np.testing.assert_allclose(ours.parts[0]["mean"], theirs.parts[0]["mean"], rtol=1e-9)
 
 
 def test_distributed_needs_an_initialisation_over_every_rank(data):
