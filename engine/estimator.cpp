@@ -129,7 +129,7 @@ PackedModel<T> pack_model(const Model& model, std::size_t data_columns, bool zer
     const Part& p = model.parts[i];
     const FamilyOps& ops = family_ops(p.family);
     kernels::PartView<T> v;
-    v.kind = static_cast<kernels::PartKind>(p.family);
+    v.kind = static_cast<kernels::PartKind>(family_ops(p.family).kernel_family());
     v.col_begin = static_cast<int>(p.col_begin);
     v.dims = static_cast<int>(p.dims());
     v.categories = static_cast<int>(p.categories);

@@ -343,16 +343,19 @@ DistributedFitResult fit_distributed(const Dataset& local, const FitOptions& opt
         std::vector<double> all(2 * static_cast<std::size_t>(comm->size()));
         comm->all_gather(std::span<const double>(mine), std::span<double>(all));
         std::size_t data_rows = 0, first_row = 0;
+        bool same_columns = true;
+        std::string columns;  // "rank 0: 5, rank 1: 4", the same text on every rank
         for (int r = 0; r < comm->size(); ++r) {
           const auto rows = static_cast<std::size_t>(all[2 * static_cast<std::size_t>(r)]);
           const auto cols = static_cast<std::size_t>(all[2 * static_cast<std::size_t>(r) + 1]);
-          if (cols != local.cols())
-            throw InvalidInput("rank " + std::to_string(r) + " passed rows of " + std::to_string(cols) +
-                               " columns, this rank (" + std::to_string(comm->rank()) + ") rows of " +
-                               std::to_string(local.cols()) + ": every rank must pass the same columns");
+          same_columns = same_columns && cols == static_cast<std::size_t>(all[1]);
+          columns += (r ? ", rank " : "rank ") + std::to_string(r) + ": " + std::to_string(cols);
           if (r < comm->rank()) first_row += rows;
           data_rows += rows;
         }
+        if (!same_columns)
+          throw InvalidInput("the ranks passed rows of different widths (columns per rank: " + columns +
+                             "); every rank must pass the same columns");
         if (data_rows == 0) throw InvalidInput("no rows: every rank passed 0 rows");
         return fit_data_parallel(local, data_rows, first_row, "the ranks' rows", options, dist, env, *comm, device, "");
       });

@@ -84,6 +84,7 @@ json nest(const std::vector<double>& flat, const std::vector<std::size_t>& shape
 /// component (a categorical part over one column is K×V, over several K×D×V).
 std::vector<std::size_t> file_shape(const ParamDescriptor& param, const Part& p, std::size_t K) {
   switch (param.shape) {
+    case ParamShape::per_component: return {K};
     case ParamShape::per_column: return {K, p.dims()};
     case ParamShape::per_column_pair: return {K, p.dims(), p.dims()};
     case ParamShape::per_category:

@@ -28,10 +28,11 @@ std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, const char* what) {
   return a + b;
 }
 
-/// a·D + b·D² + c·D·V without overflowing (the rules of family descriptors are non-negative).
+/// c₀ + a·D + b·D² + c·D·V without overflowing (the rules of family descriptors are non-negative).
 std::uint64_t checked_count(const SizeRule& rule, std::uint64_t d, std::uint64_t v, const char* what) {
   const auto coefficient = [](std::int64_t c) { return static_cast<std::uint64_t>(c); };
-  std::uint64_t n = checked_mul(coefficient(rule.per_column), d, what);
+  std::uint64_t n =
+      checked_add(coefficient(rule.per_component), checked_mul(coefficient(rule.per_column), d, what), what);
   n = checked_add(n, checked_mul(coefficient(rule.per_column_pair), checked_mul(d, d, what), what), what);
   n = checked_add(n, checked_mul(coefficient(rule.per_category), checked_mul(d, v, what), what), what);
   return n / coefficient(rule.divisor);
@@ -50,7 +51,8 @@ const FamilyDescriptor& descriptor_of(const PartSummary& part, const std::string
 std::uint64_t parameter_values(const PartSummary& part) {
   std::uint64_t n = 0;
   for (const ParamDescriptor& param : descriptor_of(part).params) {
-    const SizeRule rule{.per_column = param.shape == ParamShape::per_column,
+    const SizeRule rule{.per_component = param.shape == ParamShape::per_component,
+                        .per_column = param.shape == ParamShape::per_column,
                         .per_column_pair = param.shape == ParamShape::per_column_pair,
                         .per_category = param.shape == ParamShape::per_category};
     n = checked_add(n, checked_count(rule, part.dims, part.categories, "parameter count"), "parameter count");

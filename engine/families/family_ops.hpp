@@ -36,6 +36,10 @@ class FamilyOps {
   }
   /// Whether statistics are accumulated about a per-component shift (Gaussian families).
   bool shifted() const { return descriptor().shifted; }
+  /// The family whose kernels evaluate this one: its own, or a family whose coefficients and
+  /// statistics it packs and reads (gaussian_spherical runs gaussian_diag's), so that it needs
+  /// no kernel of its own in any backend.
+  virtual Family kernel_family() const { return descriptor().family; }
 
   /// Sizes the parameter arrays for K components (values unspecified).
   virtual void resize(Part& part, std::size_t K) const = 0;

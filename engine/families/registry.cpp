@@ -18,12 +18,15 @@ const FamilyOps& exponential_ops();
 const FamilyOps& bernoulli_ops();
 const FamilyOps& gamma_ops();
 const FamilyOps& lognormal_ops();
+const FamilyOps& gaussian_spherical_ops();
 
 namespace {
 
-/// Registration order is Family's order (and the kernels' PartKind's).
-constexpr std::array kRegistered = {gaussian_diag_ops, gaussian_full_ops, categorical_ops, poisson_ops,
-                                    exponential_ops,   bernoulli_ops,     gamma_ops,       lognormal_ops};
+/// Registration order is Family's order (and, for families with kernels of their own, the
+/// kernels' PartKind's).
+constexpr std::array kRegistered = {gaussian_diag_ops, gaussian_full_ops, categorical_ops,
+                                    poisson_ops,       exponential_ops,   bernoulli_ops,
+                                    gamma_ops,         lognormal_ops,     gaussian_spherical_ops};
 
 }  // namespace
 
@@ -80,6 +83,7 @@ std::string flop_formula(const SizeRule& flops) {
   term(flops.per_column_pair, "D^2");
   term(flops.per_column, "D");
   term(flops.per_category, "D*V");
+  if (flops.per_component != 0) out += (out.empty() ? "" : " + ") + std::to_string(flops.per_component) + "*N*K";
   return out;
 }
 

@@ -133,8 +133,8 @@ WorkModel work_model(const BenchCase& c, const Model& model) {
   const SizeRule& flops = family_descriptor(c.family).flops;
   const double V = static_cast<double>(c.categories);
   w.flops = N * K *
-            (static_cast<double>(flops.per_column) * D + static_cast<double>(flops.per_column_pair) * D * D +
-             static_cast<double>(flops.per_category) * D * V);
+            (static_cast<double>(flops.per_component) + static_cast<double>(flops.per_column) * D +
+             static_cast<double>(flops.per_column_pair) * D * D + static_cast<double>(flops.per_category) * D * V);
   w.statistics = engine::stat_layout(model).size;
   // Data read once per E-step (float32) plus the float64 statistics written once.
   w.bytes = 4.0 * N * static_cast<double>(model.columns()) + 8.0 * static_cast<double>(w.statistics);

@@ -16,6 +16,7 @@ namespace mixle {
 
 /// How one parameter array of a part is shaped per component; K leads every array.
 enum class ParamShape {
+  per_component,    ///< 1 value: K (e.g. gaussian_spherical's one variance per component)
   per_column,       ///< D values: K×D
   per_column_pair,  ///< D×D values: K×D×D
   per_category,     ///< D×V values: K×D×V (written K×V in model files when D = 1)
@@ -29,15 +30,16 @@ struct ParamDescriptor {
 };
 
 /// A count per component that grows with the part's columns D and categories V:
-/// (per_column·D + per_column_pair·D² + per_category·D·V) / divisor.
+/// (per_component + per_column·D + per_column_pair·D² + per_category·D·V) / divisor.
 struct SizeRule {
+  std::int64_t per_component = 0;
   std::int64_t per_column = 0;
   std::int64_t per_column_pair = 0;
   std::int64_t per_category = 0;
   std::int64_t divisor = 1;
 
   constexpr std::int64_t count(std::int64_t D, std::int64_t V) const noexcept {
-    return (per_column * D + per_column_pair * D * D + per_category * D * V) / divisor;
+    return (per_component + per_column * D + per_column_pair * D * D + per_category * D * V) / divisor;
   }
 };
 
@@ -69,6 +71,7 @@ std::string family_names();
 /// Values one parameter array of shape `shape` holds per component.
 constexpr std::int64_t param_values(ParamShape shape, std::int64_t D, std::int64_t V) noexcept {
   switch (shape) {
+    case ParamShape::per_component: return 1;
     case ParamShape::per_column: return D;
     case ParamShape::per_column_pair: return D * D;
     case ParamShape::per_category: return D * V;

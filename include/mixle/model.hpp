@@ -13,7 +13,17 @@ namespace mixle {
 
 /// The component families; each is described by its FamilyDescriptor (<mixle/family.hpp>).
 /// Adding one: docs/design.md §4, "Adding a family".
-enum class Family { gaussian_diag, gaussian_full, categorical, poisson, exponential, bernoulli, gamma, lognormal };
+enum class Family {
+  gaussian_diag,
+  gaussian_full,
+  categorical,
+  poisson,
+  exponential,
+  bernoulli,
+  gamma,
+  lognormal,
+  gaussian_spherical
+};
 
 /// "gaussian_diag", … ; family_from_name throws InvalidInput listing the accepted names.
 const char* family_name(Family family) noexcept;
@@ -30,6 +40,7 @@ bool family_is_discrete(Family family) noexcept;
 ///   bernoulli     : prob K×D (in [0, 1])
 ///   gamma         : shape K×D (> 0), rate K×D (> 0)
 ///   lognormal     : mean K×D and var K×D (> 0) of log x (the file's "log_mean", "log_var")
+///   gaussian_spherical : mean K×D, var K (one variance per component, shared by its columns)
 /// where D = col_end − col_begin. Unused arrays stay empty.
 struct Part {
   Family family = Family::gaussian_diag;

@@ -10,7 +10,7 @@ from sklearn.utils.validation import validate_data
 from . import _core
 from ._base import _as_engine_array, _MixtureBase, _Progress, _seed
 
-_FAMILIES = {"full": "gaussian_full", "diag": "gaussian_diag"}
+_FAMILIES = {"full": "gaussian_full", "diag": "gaussian_diag", "spherical": "gaussian_spherical"}
 _INIT_PARAMS = ("kmeans", "k-means++", "random", "random_from_data", "native")
 _EPS = 10 * np.finfo(np.float64).eps  # scikit-learn's guard on empty components' mass
 
@@ -44,7 +44,7 @@ class GaussianMixture(_MixtureBase):
     init_params also accepts "native": the engine's own k-means++ and one hard-assignment M-step,
     run in C++ (no scikit-learn k-means), with ``n_init`` restarts inside the engine.
 
-    covariance_type "tied" and "spherical" are not implemented yet: fit raises ValueError.
+    covariance_type "tied" is not implemented yet: fit raises ValueError.
     """
 
     def __init__(
@@ -94,12 +94,9 @@ class GaussianMixture(_MixtureBase):
         if not isinstance(self.n_components, (int, np.integer)) or self.n_components < 1:
             raise ValueError(f"n_components = {self.n_components!r}: an integer >= 1 expected")
         if self.covariance_type not in _FAMILIES:
-            if self.covariance_type in ("tied", "spherical"):
-                raise ValueError(
-                    f"covariance_type = '{self.covariance_type}' is not implemented in mixle yet; "
-                    "use 'full' or 'diag'"
-                )
-            raise ValueError(f"covariance_type = {self.covariance_type!r}: one of 'full', 'diag'")
+            if self.covariance_type == "tied":
+                raise ValueError("covariance_type = 'tied' is not implemented in mixle yet; use 'full', 'diag' or 'spherical'")
+            raise ValueError(f"covariance_type = {self.covariance_type!r}: one of 'full', 'diag', 'spherical'")
         if self.init_params not in _INIT_PARAMS:
             raise ValueError(f"init_params = {self.init_params!r}: one of {', '.join(map(repr, _INIT_PARAMS))}")
         for name, low in (("tol", 0.0), ("reg_covar", 0.0)):
@@ -123,11 +120,11 @@ class GaussianMixture(_MixtureBase):
                 raise ValueError(f"means_init: shape {m.shape}, expected ({K}, {D})")
         if self.precisions_init is not None:
             p = np.asarray(self.precisions_init, dtype=np.float64)
-            shape = (K, D, D) if self.covariance_type == "full" else (K, D)
+            shape = {"full": (K, D, D), "diag": (K, D), "spherical": (K,)}[self.covariance_type]
             if p.shape != shape:
                 raise ValueError(f"precisions_init: shape {p.shape}, expected {shape} for '{self.covariance_type}'")
-            if self.covariance_type == "diag" and np.any(p <= 0):
-                raise ValueError("precisions_init: 'diag' precisions must be positive")
+            if self.covariance_type != "full" and np.any(p <= 0):
+                raise ValueError(f"precisions_init: '{self.covariance_type}' precisions must be positive")
             if self.covariance_type == "full":
                 for k in range(K):
                     if not np.allclose(p[k], p[k].T) or np.any(np.linalg.eigvalsh(p[k]) <= 0):
@@ -156,7 +153,7 @@ class GaussianMixture(_MixtureBase):
         """Weights (unnormalised mass), means and covariances of an initial assignment, as
         scikit-learn's _estimate_gaussian_parameters computes them."""
         K, D = self.n_components, X.shape[1]
-        diag = self.covariance_type == "diag"
+        diag = self.covariance_type != "full"  # spherical: the diagonal's mean, below
         cov = np.empty((K, D) if diag else (K, D, D))
         if isinstance(assignment, tuple):  # one-hot rows: sums over each component's rows only
             rows, labels = assignment
@@ -190,6 +187,8 @@ class GaussianMixture(_MixtureBase):
             cov += self.reg_covar
         else:
             cov[:, np.arange(D), np.arange(D)] += self.reg_covar
+        if self.covariance_type == "spherical":
+            cov = cov.mean(axis=1)
         return nk, means, cov
 
     def _initial_model(self, X: np.ndarray, random_state) -> _core.Model:
@@ -205,7 +204,7 @@ class GaussianMixture(_MixtureBase):
             means = np.asarray(self.means_init, dtype=np.float64)
         if self.precisions_init is not None:
             p = np.asarray(self.precisions_init, dtype=np.float64)
-            cov = 1.0 / p if self.covariance_type == "diag" else np.linalg.inv(p)
+            cov = np.linalg.inv(p) if self.covariance_type == "full" else 1.0 / p
             if self.covariance_type == "full":
                 cov = (cov + np.transpose(cov, (0, 2, 1))) / 2
         return self._model_from(weights / weights.sum(), means, cov, D)
@@ -213,7 +212,7 @@ class GaussianMixture(_MixtureBase):
     def _model_from(self, weights, means, cov, D) -> _core.Model:
         part = {"family": _FAMILIES[self.covariance_type], "columns": (0, D)}
         part["mean"] = np.ascontiguousarray(means, dtype=np.float64)
-        part["var" if self.covariance_type == "diag" else "cov"] = np.ascontiguousarray(cov, dtype=np.float64)
+        part["cov" if self.covariance_type == "full" else "var"] = np.ascontiguousarray(cov, dtype=np.float64)
         return _core.Model.from_arrays(np.ascontiguousarray(weights, dtype=np.float64), [part])
 
     # -- fitting ----------------------------------------------------------------------------------
@@ -283,7 +282,7 @@ class GaussianMixture(_MixtureBase):
         part = model.parts[0]
         self.weights_ = model.weights
         self.means_ = part["mean"]
-        if self.covariance_type == "diag":
+        if self.covariance_type != "full":  # diag (K, D) or spherical (K,)
             self.covariances_ = part["var"]
             self.precisions_cholesky_ = 1.0 / np.sqrt(self.covariances_)
             self.precisions_ = 1.0 / self.covariances_

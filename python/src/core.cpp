@@ -52,6 +52,7 @@ nb::ndarray<nb::numpy, T> to_numpy(std::vector<T>&& values, std::vector<std::siz
 /// The shape of one parameter array of a part with K components (model-file shape, K leading).
 std::vector<std::size_t> param_shape(ParamShape shape, std::size_t K, std::size_t D, std::size_t V) {
   switch (shape) {
+    case ParamShape::per_component: return {K};
     case ParamShape::per_column: return {K, D};
     case ParamShape::per_column_pair: return {K, D, D};
     case ParamShape::per_category: return {K, D, V};

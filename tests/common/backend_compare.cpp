@@ -191,6 +191,11 @@ Part random_part(Family family, std::size_t K, std::size_t D, std::size_t col, s
       for (double& m : p.mean) m = -1.0 + 2.0 * u(rng);
       for (double& v : p.var) v = 0.1 + 0.4 * u(rng);
       break;
+    case Family::gaussian_spherical:
+      p.mean.resize(K * D), p.var.resize(K);
+      for (double& m : p.mean) m = -3.0 + 6.0 * u(rng);
+      for (double& v : p.var) v = 0.5 + 1.5 * u(rng);
+      break;
   }
   return p;
 }
