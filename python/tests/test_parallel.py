@@ -70,6 +70,41 @@ def test_reference_shaped_document_is_read_with_defaults():
         P.Resources.from_dict({"device": []})
 
 
+def test_resources_and_placements_are_validated():
+    with pytest.raises(ValueError, match="throughput"):
+        P.DeviceSpec("x", throughput=math.nan)
+    with pytest.raises(ValueError, match="memory_bytes"):
+        P.DeviceSpec("x", memory_bytes=0)
+    with pytest.raises(ValueError, match="memory_bytes"):
+        P.DeviceSpec("x", memory_bytes=True)
+    with pytest.raises(ValueError):
+        P.Resources([cpu("a"), cpu("a")])
+    with pytest.raises(ValueError, match="physical device"):
+        P.Resources([P.DeviceSpec("a", node_id=0, local_rank=0), P.DeviceSpec("b", node_id=0, local_rank=0)])
+    with pytest.raises(ValueError):
+        P.Resources([])
+    r = P.Resources([cpu("a"), cpu("b", memory_bytes=100)])
+    a, b = r.devices
+
+    def placement(*ranges, resources=r, total_rows=10):
+        shards = [P.PlacementShard(d, start, stop) for d, start, stop in ranges]
+        return P.Placement(shards, total_rows, 1.0, 1.0, 0, 0, 8, resources)
+
+    placement((a, 0, 4), (b, 4, 10))
+    with pytest.raises(ValueError, match="overlap"):
+        placement((a, 0, 5), (b, 4, 10))
+    with pytest.raises(ValueError, match="gap"):
+        placement((a, 0, 3), (b, 4, 10))
+    with pytest.raises(ValueError, match="declared resources"):
+        placement((a, 0, 4), (cpu("elsewhere"), 4, 10))
+    with pytest.raises(MemoryError):
+        P.Placement([P.PlacementShard(b, 0, 10, encoded_bytes=101)], 10, 1.0, 1.0, 0, 0, 8, r)
+    with pytest.raises(TypeError):
+        P.PlacementShard(a, 0, 2.5)
+    with pytest.raises(ValueError):
+        P.PlacementShard(a, 5, 4)
+
+
 def test_contract_documents_round_trip():
     plan = P.ParallelPlan(dp_replicate=2, dp_shard=2, tp=2, microbatches=4)
     update = P.DistributedUpdate("w", P.PayloadKind.GRADIENT, P.CollectiveKind.REDUCE_SCATTER,
