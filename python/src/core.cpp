@@ -5,6 +5,8 @@
 #include <mixle/family.hpp>
 #include <mixle/mixle.hpp>
 
+#include "parallel.hpp"
+
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -292,7 +294,9 @@ NB_MODULE(_core, m) {
     } catch (const UsageError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const EncodedDataControlConflict& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
+      set_planning_error("EncodedDataControlConflictError", PyExc_ValueError, e.what());
+    } catch (const UnrealizedModelPlacement& e) {
+      set_planning_error("UnrealizedModelPlacementError", PyExc_RuntimeError, e.what());
     } catch (const MemoryError& e) {
       PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const CommunicationError& e) {
@@ -389,4 +393,6 @@ NB_MODULE(_core, m) {
         return names;
       },
       "The component families this build knows.");
+
+  bind_parallel(m);  // mixle._core.parallel, the planning layer (parallel*.cpp)
 }
