@@ -72,7 +72,8 @@ class _Progress:
             logger.info("  Iteration %d", p["iteration"])
         else:
             now = time.perf_counter()
-            logger.info("  Iteration %d\t time lapse %.5fs\t ll change %.5f", p["iteration"], now - self.last, p["delta"])
+            lapse = now - self.last
+            logger.info("  Iteration %d\t time lapse %.5fs\t ll change %.5f", p["iteration"], lapse, p["delta"])
             self.last = now
 
     def finished(self, lower_bound: float, converged: bool) -> None:

@@ -95,7 +95,9 @@ class GaussianMixture(_MixtureBase):
             raise ValueError(f"n_components = {self.n_components!r}: an integer >= 1 expected")
         if self.covariance_type not in _FAMILIES:
             if self.covariance_type == "tied":
-                raise ValueError("covariance_type = 'tied' is not implemented in mixle yet; use 'full', 'diag' or 'spherical'")
+                raise ValueError(
+                    "covariance_type = 'tied' is not implemented in mixle yet; use 'full', 'diag' or 'spherical'"
+                )
             raise ValueError(f"covariance_type = {self.covariance_type!r}: one of 'full', 'diag', 'spherical'")
         if self.init_params not in _INIT_PARAMS:
             raise ValueError(f"init_params = {self.init_params!r}: one of {', '.join(map(repr, _INIT_PARAMS))}")
@@ -253,7 +255,13 @@ class GaussianMixture(_MixtureBase):
             if self.max_iter == 0:
                 raise ValueError("max_iter = 0 needs init_params other than 'native' (nothing would be initialised)")
             r = self._run_fit(
-                X, progress, components=self.n_components, init="kmeanspp", n_init=n_init, seed=_seed(random_state), **common
+                X,
+                progress,
+                components=self.n_components,
+                init="kmeanspp",
+                n_init=n_init,
+                seed=_seed(random_state),
+                **common,
             )
             best = (r["model"], r["mean_loglik"][-1], r["iterations"], r["converged"], r["mean_loglik"])
             progress.finished(best[1], best[3])

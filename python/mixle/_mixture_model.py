@@ -17,7 +17,9 @@ def layout_text(layout) -> str:
     items = []
     for i, part in enumerate(layout):
         if not isinstance(part, (tuple, list)) or len(part) not in (3, 4):
-            raise ValueError(f"layout[{i}] = {part!r}: (family, begin, end) or (family, begin, end, categories) expected")
+            raise ValueError(
+                f"layout[{i}] = {part!r}: (family, begin, end) or (family, begin, end, categories) expected"
+            )
         text = f"{part[0]}:{int(part[1])}-{int(part[2])}"
         if len(part) == 4:
             text += f":{int(part[3])}"

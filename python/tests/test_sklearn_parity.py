@@ -19,7 +19,8 @@ def assert_same_fit(ours, theirs, X, first_bound_offset=0.0, first_bound_rtol=1e
     np.testing.assert_allclose(ours.precisions_, theirs.precisions_, rtol=TOL, atol=TOL)
     np.testing.assert_allclose(ours.precisions_cholesky_, theirs.precisions_cholesky_, rtol=TOL, atol=TOL)
     np.testing.assert_allclose(ours.lower_bound_, theirs.lower_bound_, rtol=1e-9)
-    np.testing.assert_allclose(ours.lower_bounds_[0], theirs.lower_bounds_[0] + first_bound_offset, rtol=first_bound_rtol)
+    first = theirs.lower_bounds_[0] + first_bound_offset
+    np.testing.assert_allclose(ours.lower_bounds_[0], first, rtol=first_bound_rtol)
     np.testing.assert_allclose(ours.lower_bounds_[1:], theirs.lower_bounds_[1:], rtol=1e-9)
     np.testing.assert_allclose(ours.score_samples(X), theirs.score_samples(X), rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=1e-9)

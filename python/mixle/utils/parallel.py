@@ -64,7 +64,8 @@ def _estimator_layout(estimator: Any) -> str:
 
     if isinstance(estimator, GaussianMixture):
         if estimator.covariance_type not in _FAMILIES:
-            raise ValueError(f"covariance_type = {estimator.covariance_type!r}: one of 'full', 'diag'")
+            accepted = ", ".join(map(repr, _FAMILIES))
+            raise ValueError(f"covariance_type = {estimator.covariance_type!r}: one of {accepted}")
         return _FAMILIES[estimator.covariance_type]
     if isinstance(estimator, MixtureModel):
         return layout_text(estimator.layout)
