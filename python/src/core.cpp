@@ -344,36 +344,24 @@ NB_MODULE(_core, m) {
         "process alone otherwise): rank r's rows follow those of ranks 0…r−1. `dist`: comm, timeout (s), "
         "checkpoint_dir, checkpoint_every, resume_dir, receipts_file. Returns fit's dict plus rank, world_size, "
         "comm, device, first_row, local_rows, collective_bytes, collective_seconds, resumed_from_iteration.");
-  m.def(
-      "score_samples",
-      [](const Model& model, const InputMatrix& x, const std::string& device, int threads,
-         const std::string& precision) {
-        const Dataset data = view_of(x);
-        auto v = engine_call([&] { return score_samples(model, data, device, threads, precision); });
-        return to_numpy(std::move(v), {data.rows()});
-      },
-      "model"_a, "x"_a, "device"_a = "cpu", "threads"_a = 0, "precision"_a = "fp64",
-      "Per-row log-likelihood log p(x).");
-  m.def(
-      "predict_proba",
-      [](const Model& model, const InputMatrix& x, const std::string& device, int threads,
-         const std::string& precision) {
-        const Dataset data = view_of(x);
-        auto v = engine_call([&] { return predict_proba(model, data, device, threads, precision); });
-        return to_numpy(std::move(v), {data.rows(), model.components()});
-      },
-      "model"_a, "x"_a, "device"_a = "cpu", "threads"_a = 0, "precision"_a = "fp64",
-      "Responsibilities p(k | x), (N, K).");
-  m.def(
-      "predict",
-      [](const Model& model, const InputMatrix& x, const std::string& device, int threads,
-         const std::string& precision) {
-        const Dataset data = view_of(x);
-        auto v = engine_call([&] { return predict(model, data, device, threads, precision); });
-        return to_numpy(std::move(v), {data.rows()});
-      },
-      "model"_a, "x"_a, "device"_a = "cpu", "threads"_a = 0, "precision"_a = "fp64",
-      "Most responsible component per row.");
+  // The per-row queries: each runs `query` on a zero-copy view of x without the GIL and returns
+  // its values as numpy, one row per row of x (and K columns for the responsibilities).
+  const auto bind_query = [&m](const char* name, auto query, bool per_component, const char* doc) {
+    m.def(
+        name,
+        [query, per_component](const Model& model, const InputMatrix& x, const std::string& device, int threads,
+                               const std::string& precision) {
+          const Dataset data = view_of(x);
+          auto values = engine_call([&] { return query(model, data, device, threads, precision); });
+          std::vector<std::size_t> shape{data.rows()};
+          if (per_component) shape.push_back(model.components());
+          return to_numpy(std::move(values), std::move(shape));
+        },
+        "model"_a, "x"_a, "device"_a = "cpu", "threads"_a = 0, "precision"_a = "fp64", doc);
+  };
+  bind_query("score_samples", &score_samples, false, "Per-row log-likelihood log p(x).");
+  bind_query("predict_proba", &predict_proba, true, "Responsibilities p(k | x), (N, K).");
+  bind_query("predict", &predict, false, "Most responsible component per row.");
   m.def(
       "sample",
       [](const Model& model, std::size_t rows, std::uint64_t seed) {

@@ -119,6 +119,17 @@ TEST(BenchRecipes, DrawValidModelsInTheirRangesAndPerturbThem) {
         expect_in(ratios(q.rate, p.rate), 0.8, 1.25, "rate factor");
         break;
       }
+      case Family::gaussian_spherical:
+        ASSERT_EQ(p.var.size(), K) << "one variance per component";
+        expect_in(p.var, 0.25, 2.25, "var");
+        EXPECT_LT(*std::min_element(p.var.begin(), p.var.end()), 0.5) << "scales reach down to 0.5";
+        expect_in(ratios(q.var, p.var), 0.8, 1.25, "var factor");
+        for (std::size_t i = 0; i < K * D; ++i) {
+          EXPECT_NE(q.mean[i], p.mean[i]);
+          EXPECT_LT(std::abs(q.mean[i] - p.mean[i]), 3.0 * std::sqrt(p.var[i / D])) << "half a standard deviation, 6σ";
+        }
+        EXPECT_NEAR(standard_deviation(p.mean), 4.0, 0.6) << "centres N(0, 4²)";
+        break;
       case Family::lognormal:
         expect_in(p.var, 0.01, 0.25, "log_var (spreads 0.1 to 0.5)");
         EXPECT_LT(*std::min_element(p.var.begin(), p.var.end()), 0.15 * 0.15) << "spreads reach down to 0.1";

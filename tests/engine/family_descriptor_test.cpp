@@ -127,9 +127,12 @@ TEST(FamilyDescriptors, FlopFormulas) {
   for (const Family f : {Family::poisson, Family::exponential, Family::bernoulli})
     EXPECT_EQ(flop_formula(family_descriptor(f).flops), "4*N*K*D") << family_name(f);
   // gamma: E (α−1)·log x − β·x, M Σ r x and Σ r log x; lognormal: gaussian_diag's on log x.
-  for (const Family f : {Family::gamma, Family::lognormal})
+  // gaussian_spherical: gaussian_diag's kernels, so its work.
+  for (const Family f : {Family::gamma, Family::lognormal, Family::gaussian_spherical})
     EXPECT_EQ(flop_formula(family_descriptor(f).flops), "8*N*K*D") << family_name(f);
   EXPECT_EQ(flop_formula({.per_column = 1, .per_category = 3}), "1*N*K*D + 3*N*K*D*V");
+  EXPECT_EQ(flop_formula({.per_component = 5}), "5*N*K");
+  EXPECT_EQ(flop_formula({.per_component = 2, .per_column_pair = 1}), "1*N*K*D^2 + 2*N*K");
 }
 
 }  // namespace

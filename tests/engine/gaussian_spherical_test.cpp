@@ -133,6 +133,14 @@ TEST(GaussianSpherical, ModelFileHoldsOneVariancePerComponent) {
   } catch (const InvalidInput& e) {
     EXPECT_NE(std::string(e.what()).find("var"), std::string::npos) << e.what();
   }
+  Model nan_mean = m;
+  nan_mean.parts[0].mean[4] = std::nan("");
+  try {
+    validate_model(nan_mean);
+    FAIL() << "a NaN mean is refused";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("mean[1][1]"), std::string::npos) << e.what();
+  }
   Model bad = m;
   bad.parts[0].var[1] = 0.0;
   try {

@@ -34,15 +34,6 @@ constexpr double kFailureBudgetSeconds = 70.0;
 const std::string kCli = MIXLE_CLI_PATH;
 const std::string kLayout = "gaussian_diag:0-3,categorical:3-4:3,poisson:4-5";
 
-/// Draws `rows` rows of a 3-component mixed record into dir/data.npy.
-fs::path make_data(const TempDir& dir, int rows) {
-  return generate_data(dir, R"({"format":"mixle-model","version":1,"weights":[0.5,0.3,0.2],"parts":[
-    {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[3,3,0],[0,4,-3]],"var":[[1,1,1],[0.5,2,1],[1,0.3,2]]},
-    {"family":"categorical","columns":[3,4],"categories":3,"prob":[[0.8,0.1,0.1],[0.1,0.8,0.1],[0.1,0.1,0.8]]},
-    {"family":"poisson","columns":[4,5],"rate":[[1],[6],[15]]}]})",
-                       rows);
-}
-
 std::vector<std::string> fit_args(const fs::path& data, const fs::path& out, int max_iter, const std::string& tol) {
   return {kCli,           "fit", "--data",    data.string(), "--layout",   kLayout,
           "--components", "3",   "--seed",    "11",          "--max-iter", std::to_string(max_iter),
@@ -53,7 +44,7 @@ std::vector<std::string> fit_args(const fs::path& data, const fs::path& out, int
 TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
-  const fs::path data = make_data(dir, 20000);
+  const fs::path data = make_mixed_records(dir, 20000);
   Process one = run_process(fit_args(data, dir.path / "w1.json", 50, "1e-6"), {}, dir.path / "w1.log", 120s);
   ASSERT_EQ(one.exit_code(), 0) << one.output();
   for (int n : {2, 3, 4}) {
@@ -93,7 +84,7 @@ TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
 TEST(DistributedFit, CalibratedThroughputSplitsRows) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
-  const fs::path data = make_data(dir, 12800);
+  const fs::path data = make_mixed_records(dir, 12800);
   // Two ranks whose devices were calibrated at 1000 and 3000 rows/s: rank 0 gets a quarter of
   // the rows (rounded to the 128-row blocks: 3200 is a multiple already).
   std::ofstream(dir.path / "resources.json") << R"({"devices":[
@@ -110,7 +101,7 @@ TEST(DistributedFit, CalibratedThroughputSplitsRows) {
 TEST(DistributedFit, MpirunMatchesOneProcess) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
   TempDir dir;
-  const fs::path data = make_data(dir, 20000);
+  const fs::path data = make_mixed_records(dir, 20000);
   Process one = run_process(fit_args(data, dir.path / "w1.json", 50, "1e-6"), {}, dir.path / "w1.log", 120s);
   ASSERT_EQ(one.exit_code(), 0) << one.output();
   std::vector<std::string> argv{MIXLE_MPIEXEC,
@@ -134,7 +125,7 @@ TEST(DistributedFit, MpirunMatchesOneProcess) {
 TEST(DistributedFit, KilledRankFailsTheOthersAndResumeAtAnotherWorldSizeFinishes) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
-  const fs::path data = make_data(dir, 120000);
+  const fs::path data = make_mixed_records(dir, 120000);
   constexpr int kIterations = 200;
   // The uninterrupted reference run (tol 0: exactly kIterations iterations).
   Process ref = run_process(fit_args(data, dir.path / "ref.json", kIterations, "0"), {}, dir.path / "ref.log", 240s);

@@ -23,14 +23,6 @@ constexpr double kWorldSizeRtol = 1e-9;
 const std::string kCli = MIXLE_CLI_PATH;
 const std::string kProbe = MIXLE_FIT_ROWS_PROBE_PATH;
 
-fs::path make_data(const TempDir& dir, int rows) {
-  return generate_data(dir, R"({"format":"mixle-model","version":1,"weights":[0.5,0.3,0.2],"parts":[
-    {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[3,3,0],[0,4,-3]],"var":[[1,1,1],[0.5,2,1],[1,0.3,2]]},
-    {"family":"categorical","columns":[3,4],"categories":3,"prob":[[0.8,0.1,0.1],[0.1,0.8,0.1],[0.1,0.1,0.8]]},
-    {"family":"poisson","columns":[4,5],"rate":[[1],[6],[15]]}]})",
-                       rows);
-}
-
 /// Runs the probe on `nproc` ranks under `mixle launch`; returns the process.
 Process launch_probe(const TempDir& dir, const fs::path& data, int nproc, const std::string& first_share,
                      const std::vector<std::string>& extra, const std::string& log) {
@@ -68,7 +60,7 @@ double max_relative_difference(const std::vector<double>& a, const std::vector<d
 TEST(DistributedRows, UnevenAndEmptySharesGiveEveryRankTheOneProcessModel) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
-  const fs::path data = make_data(dir, 9000);
+  const fs::path data = make_mixed_records(dir, 9000);
   const std::vector<double> one = one_process_model(data, 30);
   // 3 ranks: rank 0 holds 20 % of the rows (1800), ranks 1 and 2 split the rest (3600 each).
   // Then 2 ranks with rank 0 empty: rank 1 holds everything.
@@ -103,7 +95,7 @@ TEST(DistributedRows, UnevenAndEmptySharesGiveEveryRankTheOneProcessModel) {
 TEST(DistributedRows, AResumedFitReportsWhereItResumedOnEveryRank) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
-  const fs::path data = make_data(dir, 4000);
+  const fs::path data = make_mixed_records(dir, 4000);
   const fs::path ckpt = dir.path / "ckpt";
   Process first = launch_probe(dir, data, 2, "0.5", {"checkpoint=" + ckpt.string(), "max_iter=4"}, "first.log");
   ASSERT_EQ(first.exit_code(), 0) << first.output();
@@ -121,7 +113,7 @@ TEST(DistributedRows, AResumedFitReportsWhereItResumedOnEveryRank) {
 TEST(DistributedRows, RanksWithDifferentColumnsFailNamingTheRank) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
-  const fs::path data = make_data(dir, 600);
+  const fs::path data = make_mixed_records(dir, 600);
   Process p = launch_probe(dir, data, 2, "0.5", {"drop_column_on=1"}, "columns.log");
   EXPECT_NE(p.exit_code(), 0);
   // Every rank says the same, whichever fails first: each rank's width.

@@ -51,4 +51,14 @@ inline std::filesystem::path generate_data(const TempDir& dir, const std::string
   return data;
 }
 
+/// Draws `rows` rows of a 3-component mixed record (gaussian_diag:0-3, categorical:3-4:3,
+/// poisson:4-5) into dir/data.npy.
+inline std::filesystem::path make_mixed_records(const TempDir& dir, int rows) {
+  return generate_data(dir, R"({"format":"mixle-model","version":1,"weights":[0.5,0.3,0.2],"parts":[
+    {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[3,3,0],[0,4,-3]],"var":[[1,1,1],[0.5,2,1],[1,0.3,2]]},
+    {"family":"categorical","columns":[3,4],"categories":3,"prob":[[0.8,0.1,0.1],[0.1,0.8,0.1],[0.1,0.1,0.8]]},
+    {"family":"poisson","columns":[4,5],"rate":[[1],[6],[15]]}]})",
+                       rows);
+}
+
 }  // namespace mixle::test
