@@ -271,12 +271,20 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
 /// while it still exists (dist.on_error), and every error goes to TORCHELASTIC_ERROR_FILE.
 template <class Body>
 DistributedFitResult in_process_group(const FitOptions& options, const DistributedOptions& dist, Body&& body) {
-  const host::LaunchEnv env = host::detect_launch_env();
+  const auto& given = dist.launch_environment;
+  const host::LaunchEnv env =
+      given.empty() ? host::detect_launch_env()
+                    : host::detect_launch_env([&given](const std::string& name) -> std::optional<std::string> {
+                        const auto it = given.find(name);
+                        if (it == given.end()) return std::nullopt;
+                        return it->second;
+                      });
   try {
     const std::string device = device_for_rank(options.device, env);
     const bool on_device = device.rfind("cuda", 0) == 0;
     const std::string backend = host::resolve_comm(dist.comm, env, on_device);
-    std::shared_ptr<comms::Communicator> comm = host::communicator_from_env(env, backend, dist.timeout);
+    std::shared_ptr<comms::Communicator> comm =
+        host::communicator_from_env(env, backend, dist.timeout, dist.on_store_port);
     try {
       return body(env, comm, device);
     } catch (const std::exception& e) {

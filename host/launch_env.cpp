@@ -171,7 +171,8 @@ std::string resolve_comm(std::string_view requested, const LaunchEnv& env, bool 
 }
 
 std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, std::string_view backend,
-                                                           std::chrono::milliseconds timeout) {
+                                                           std::chrono::milliseconds timeout,
+                                                           const std::function<void(int port)>& on_store_port) {
   const comms::CommBackend& b = comms::comm_backend(backend);
   comms::CommOptions o;
   o.rank = env.rank;
@@ -179,16 +180,20 @@ std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env,
   o.timeout = timeout;
   o.cuda_device = env.local_rank;
   if (b.built && b.rendezvous) {
-    if (env.master_addr.empty() || env.store_port <= 0)
+    // Port 0 is a port for rank 0 to pick only when it can tell the others which it picked.
+    const bool picks_port = env.is_rank0() && env.store_port == 0 && on_store_port;
+    if (env.master_addr.empty() || (env.store_port <= 0 && !picks_port))
       throw InvalidInput("the " + b.name +
                          " communicator needs MASTER_ADDR and MASTER_PORT (rank 0's host and the "
                          "rendezvous port); set them, or launch with torchrun or `mixle launch`");
     const bool loopback = comms::is_loopback_address(env.master_addr);
-    if (env.is_rank0())
-      o.store_server =
-          std::make_shared<comms::StoreServer>(loopback ? env.master_addr : "*", env.store_port, env.run_token);
-    o.store = std::make_shared<comms::StoreClient>(env.master_addr, env.store_port, env.run_token, env.rank, timeout,
-                                                   timeout);
+    int port = env.store_port;
+    if (env.is_rank0()) {
+      o.store_server = std::make_shared<comms::StoreServer>(loopback ? env.master_addr : "*", port, env.run_token);
+      port = o.store_server->port();
+      if (picks_port) on_store_port(port);
+    }
+    o.store = std::make_shared<comms::StoreClient>(env.master_addr, port, env.run_token, env.rank, timeout, timeout);
     // Restarts of the same run get fresh keys, so nothing from the failed attempt is read back.
     o.store_prefix = "mixle/" + env.run_token + "/" + std::to_string(env.restart_count) + "/";
     if (b.prepare) b.prepare(o, env.master_addr);

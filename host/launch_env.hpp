@@ -60,9 +60,12 @@ std::string resolve_comm(std::string_view requested, const LaunchEnv& env, bool 
 
 /// Creates the communicator for this process: rank 0 hosts the rendezvous store when the backend
 /// needs one (gloo, nccl), every rank connects to it with the run token, and the group forms within
-/// `timeout` — which also becomes the deadline of every later collective.
+/// `timeout` — which also becomes the deadline of every later collective. Rank 0 with a store
+/// port of 0 and `on_store_port` binds a port the OS picks and calls on_store_port with it before
+/// the group forms (the caller publishes it to the other ranks, which are given that port).
 std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, std::string_view backend,
-                                                           std::chrono::milliseconds timeout);
+                                                           std::chrono::milliseconds timeout,
+                                                           const std::function<void(int port)>& on_store_port = {});
 
 /// Writes TORCHELASTIC_ERROR_FILE (when env.error_file is set) in the JSON shape torchelastic's
 /// error handler writes, so torchrun's failure summary shows `message`. Never throws; returns

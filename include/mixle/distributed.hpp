@@ -11,6 +11,7 @@
 #include <exception>
 #include <functional>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,16 @@ struct DistributedOptions {
   /// launcher that stops the group when a peer exits may kill this rank during that wait; report
   /// the reason here (the CLI prints it) so it is not lost. The error is rethrown afterwards.
   std::function<void(const std::exception& error)> on_error;
+  /// When not empty, the launch variables are read from here instead of the process environment
+  /// (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, …, as torchrun
+  /// sets them): for hosts that start ranks themselves in processes they share with other work,
+  /// such as Dask or Spark tasks (the Python package's mixle.dask does).
+  std::map<std::string, std::string> launch_environment;
+  /// Rank 0 with MASTER_PORT 0 (a rendezvous communicator: gloo, nccl): the rendezvous store
+  /// binds a port the OS picks — no fixed port, no race for one — and this is called with it
+  /// before the group forms; publish it to the other ranks, which are started with that
+  /// MASTER_PORT. Without it, MASTER_PORT 0 is refused.
+  std::function<void(int port)> on_store_port;
 };
 
 struct DistributedFitResult {

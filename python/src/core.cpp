@@ -231,6 +231,26 @@ nb::dict py_fit(const InputMatrix& x, const nb::object& progress, const nb::kwar
   return fit_result(engine_call([&] { return fit(data, options); }));
 }
 
+/// A Python callable as a C++ callback the engine may call without the GIL: it takes the GIL to
+/// call, and an exception it raises ends the engine's work and is raised again in Python
+/// (engine_call). The callable is released under the GIL too, whichever thread drops it last.
+template <class... Args>
+std::function<void(Args...)> python_callback(nb::handle callable) {
+  std::shared_ptr<nb::object> held(new nb::object(nb::borrow(callable)), [](nb::object* o) {
+    nb::gil_scoped_acquire gil;
+    delete o;
+  });
+  return [held](Args... args) {
+    nb::gil_scoped_acquire gil;
+    try {
+      (*held)(args...);
+    } catch (nb::python_error& e) {
+      e.restore();
+      throw PythonErrorPending{};
+    }
+  };
+}
+
 DistributedOptions distributed_options(const nb::dict& in) {
   DistributedOptions d;
   for (auto [key, value] : in) {
@@ -247,9 +267,15 @@ DistributedOptions distributed_options(const nb::dict& in) {
       d.resume_dir = nb::cast<std::string>(value);
     else if (k == "receipts_file")
       d.receipts_file = nb::cast<std::string>(value);
+    else if (k == "launch_environment")
+      for (auto [name, text] : nb::cast<nb::dict>(value))
+        d.launch_environment[nb::cast<std::string>(name)] = nb::cast<std::string>(text);
+    else if (k == "on_store_port")
+      d.on_store_port = python_callback<int>(value);
     else
       throw InvalidInput("distributed: unknown option '" + k +
-                         "' (comm, timeout, checkpoint_dir, checkpoint_every, resume_dir, receipts_file)");
+                         "' (comm, timeout, checkpoint_dir, checkpoint_every, resume_dir, receipts_file, "
+                         "launch_environment, on_store_port)");
   }
   return d;
 }

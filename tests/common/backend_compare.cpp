@@ -27,6 +27,7 @@ void abs_terms(const Part& part, const double* x, const double* shift, std::vect
   const std::size_t D = part.dims();
   switch (part.family) {
     case Family::gaussian_diag:
+    case Family::gaussian_spherical:  // gaussian_diag's statistics
       out.resize(2 * D);
       for (std::size_t d = 0; d < D; ++d) {
         const double t = std::abs(x[d] - shift[d]);
@@ -257,6 +258,9 @@ std::vector<double> sample_rows(const Model& model, std::size_t rows, std::mt199
         case Family::lognormal:
           for (std::size_t d = 0; d < D; ++d)
             xr[d] = std::exp(p.mean[k * D + d] + std::sqrt(p.var[k * D + d]) * z(rng));
+          break;
+        case Family::gaussian_spherical:
+          for (std::size_t d = 0; d < D; ++d) xr[d] = p.mean[k * D + d] + std::sqrt(p.var[k]) * z(rng);
           break;
       }
     }

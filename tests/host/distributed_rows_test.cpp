@@ -92,6 +92,39 @@ TEST(DistributedRows, UnevenAndEmptySharesGiveEveryRankTheOneProcessModel) {
   }
 }
 
+// The launch variables handed over in DistributedOptions::launch_environment, with the process
+// environment stripped of them (as a Dask or Spark task shares its process): the same group forms.
+TEST(DistributedRows, LaunchVariablesCanBeGivenInsteadOfTheEnvironment) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
+  TempDir dir;
+  const fs::path data = make_mixed_records(dir, 3000);
+  Process p = launch_probe(dir, data, 2, "0.5", {"explicit_env=1", "max_iter=5"}, "explicit.log");
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  for (int r = 0; r < 2; ++r) {
+    const auto j = rank_result(dir, r);
+    EXPECT_EQ(j["rank"], r);
+    EXPECT_EQ(j["world_size"], 2);
+    EXPECT_EQ(j["comm"], "gloo");
+    EXPECT_EQ(j["first_row"], r * 1500);
+  }
+  EXPECT_EQ(rank_result(dir, 0)["model"].dump(), rank_result(dir, 1)["model"].dump());
+}
+
+// Rank 0 with MASTER_PORT 0: its store binds a port the OS picks and on_store_port publishes it
+// (here through a file) before the group forms; the others join on that port.
+TEST(DistributedRows, RankZeroCanPickTheRendezvousPortAndPublishIt) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
+  TempDir dir;
+  const fs::path data = make_mixed_records(dir, 3000);
+  Process p = launch_probe(dir, data, 3, "0.5", {"explicit_env=1", "publish_port=1", "max_iter=5"}, "port.log");
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  const int port = std::stoi(read_file(dir.path / "port"));
+  EXPECT_GT(port, 0);
+  EXPECT_LT(port, 65536);
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(rank_result(dir, r)["world_size"], 3) << "rank " << r;
+  EXPECT_EQ(rank_result(dir, 0)["model"].dump(), rank_result(dir, 2)["model"].dump());
+}
+
 TEST(DistributedRows, AResumedFitReportsWhereItResumedOnEveryRank) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;

@@ -2,17 +2,24 @@
 // (outside the suite's glob on purpose): it fits its own share of a data file's rows, held in
 // memory, with fit_distributed(Dataset, …), and writes what it returned as DIR/rank<r>.json.
 //   mixle_fit_rows_probe DATA.npy OUT_DIR FIRST_SHARE [checkpoint=DIR] [resume=DIR] [drop_column_on=R]
-//     [max_iter=N]
+//     [max_iter=N] [explicit_env=1] [publish_port=1]
+// explicit_env=1: the launch variables move from the process environment into
+// DistributedOptions::launch_environment (the process environment no longer has them).
+// publish_port=1 (with explicit_env=1): rank 0 gets MASTER_PORT 0, so its store binds a port the
+// OS picks, and writes it to OUT_DIR/port through DistributedOptions::on_store_port; the other
+// ranks wait for that file and use its port.
 // FIRST_SHARE: the fraction of the rows rank 0 holds; the other ranks split the rest equally
 // (FIRST_SHARE 0 leaves rank 0 with none). Rank and world size come from RANK and WORLD_SIZE.
 #include <mixle/mixle.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -33,6 +40,7 @@ int main(int argc, char** argv) try {
   const double first_share = std::atof(argv[3]);
   mixle::DistributedOptions dist;
   int drop_column_on = -1, max_iter = 30;
+  bool explicit_env = false, publish_port = false;
   for (int i = 4; i < argc; ++i) {
     const std::string a = argv[i];
     const auto eq = a.find('=');
@@ -45,10 +53,37 @@ int main(int argc, char** argv) try {
       drop_column_on = std::atoi(value.c_str());
     else if (key == "max_iter")
       max_iter = std::atoi(value.c_str());
+    else if (key == "explicit_env")
+      explicit_env = value == "1";
+    else if (key == "publish_port")
+      publish_port = value == "1";
     else
       throw mixle::UsageError("unknown option " + a);
   }
   const int rank = env_int("RANK", 0), world = env_int("WORLD_SIZE", 1);
+  if (explicit_env) {
+    for (const char* name : {"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
+                             "MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "MIXLE_RUN_TOKEN"})
+      if (const char* v = std::getenv(name)) {
+        dist.launch_environment[name] = v;
+        unsetenv(name);
+      }
+    const std::string port_file = out_dir + "/port";
+    if (publish_port && rank == 0) {
+      dist.launch_environment["MASTER_PORT"] = "0";
+      dist.on_store_port = [port_file](int port) {
+        std::ofstream(port_file + ".tmp") << port;
+        std::rename((port_file + ".tmp").c_str(), port_file.c_str());
+      };
+    } else if (publish_port) {
+      std::string port;
+      for (int i = 0; i < 3000 && port.empty(); ++i) {  // up to 30 s
+        std::ifstream(port_file) >> port;
+        if (port.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      dist.launch_environment["MASTER_PORT"] = port;
+    }
+  }
   const mixle::Dataset all = mixle::read_data(argv[1]);
   const auto n = all.rows();
   const auto first = static_cast<std::size_t>(first_share * static_cast<double>(n));
