@@ -264,6 +264,40 @@ TEST(LaunchEnv, AnyPortFromOneIsARendezvousPort) {
   }
 }
 
+// MASTER_PORT 0 is a port to pick only for rank 0, and only with a callback to publish it; an
+// address is needed in every case. Rank 0 with a fixed port does not call the callback.
+TEST(LaunchEnv, OnlyRankZeroWithACallbackPicksTheStorePort) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(comms::find_comm_backend("gloo")->built, "gloo");
+  const auto env = [](const char* rank, const char* addr, const std::string& port) {
+    std::map<std::string, std::string> v{
+        {"RANK", rank}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", rank}, {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_PORT", port}};
+    if (*addr) v["MASTER_ADDR"] = addr;
+    return detect_launch_env(fake(v));
+  };
+  int published = -1;
+  const auto publish = [&published](int port) { published = port; };
+  const auto refused = [&](const LaunchEnv& e, const std::function<void(int)>& callback, const char* why) {
+    try {
+      communicator_from_env(e, "gloo", std::chrono::milliseconds(200), callback);
+      ADD_FAILURE() << why;
+    } catch (const InvalidInput& err) {
+      EXPECT_NE(std::string(err.what()).find("needs MASTER_ADDR and MASTER_PORT"), std::string::npos) << err.what();
+    }
+  };
+  refused(env("1", "127.0.0.1", "0"), publish, "rank 1 has no port to pick");
+  refused(env("0", "127.0.0.1", "0"), nullptr, "rank 0 picks only when it can publish");
+  refused(env("0", "", "0"), publish, "an address is needed");
+  refused(env("0", "", std::to_string(comms::find_free_port())), publish, "an address is needed with a port too");
+  EXPECT_EQ(published, -1) << "nothing published by a refused start";
+  // Rank 0 with a fixed port: it binds that port and publishes nothing (the group then times
+  // out waiting for rank 1, which never comes).
+  try {
+    communicator_from_env(env("0", "127.0.0.1", std::to_string(comms::find_free_port())), "gloo",
+                          std::chrono::milliseconds(200), publish);
+  } catch (const std::exception&) {}
+  EXPECT_EQ(published, -1);
+}
+
 // Every 127.x.y.z address is loopback, not only 127.0.0.1: with one, an nccl run pins NCCL's
 // bootstrap to the loopback interface (NCCL_SOCKET_IFNAME=lo), which it otherwise would not reach.
 TEST(LaunchEnv, AnyAddressIn127IsLoopbackForNccl) {
