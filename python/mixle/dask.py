@@ -103,6 +103,22 @@ def _rank_task(rank, world, planned, address, port_name, token, fit_kwargs, dist
     }
 
 
+def _gather_or_first_error(client, futures):
+    """Every rank's result; or, as soon as one rank fails, the error of the lowest failed rank
+    (the other tasks are cancelled). A rank whose worker was lost never finishes — its task waits
+    for that worker — but the other ranks then fail within the fit's timeout, so this returns or
+    raises in bounded time."""
+    wait = _dask()[6]
+    pending = set(futures)
+    while pending:
+        _, pending = wait(pending, return_when="FIRST_COMPLETED")
+        failed = [f for f in futures if f.status == "error"]
+        if failed:
+            client.cancel(futures)
+            failed[0].result()  # raises that rank's error
+    return client.gather(futures)
+
+
 class _DaskFit:
     """The cluster fit shared by the estimators: plan ranks from where X's blocks are, run one
     pinned task per rank, keep the model."""
@@ -150,7 +166,7 @@ class _DaskFit:
                 )
                 for r, w in enumerate(workers)
             ]
-            results = client.gather(futures)  # the first error is raised; the other tasks fail with it
+            results = _gather_or_first_error(client, futures)
         first = results[0]
         self.n_features_in_ = X.shape[1]
         self.distributed_ = {

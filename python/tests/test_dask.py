@@ -116,3 +116,60 @@ def test_refuses_initialisations_that_read_one_worker(client, rows):
         mixle.dask.GaussianMixture(3, client=client).fit(X)
     with pytest.raises(TypeError, match="dask array"):
         mixle.dask.GaussianMixture(3, init_params="native", client=client).fit(rows)
+
+
+def test_a_worker_killed_mid_fit_fails_the_fit_in_bounded_time(rows):
+    # A cluster of its own: one of its workers dies.
+    import signal
+    import time
+
+    cluster = distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       host="127.0.0.1")
+    try:
+        with distributed.Client(cluster) as c:
+            big = np.tile(rows, (20, 1))  # 180,000 rows: long enough to be killed while fitting
+            X = da.from_array(big, chunks=(20000, 3))
+            gm = mixle.dask.GaussianMixture(3, init_params="native", max_iter=100000, tol=0.0, client=c,
+                                            distributed={"timeout": 10})
+            errors = []
+
+            def fit():
+                try:
+                    gm.fit(X)
+                except Exception as e:  # noqa: BLE001 - the test inspects it
+                    errors.append(e)
+
+            t = threading.Thread(target=fit)
+            t.start()
+            # Wait until the rank tasks run, then kill the worker running rank 1.
+            victim, deadline = None, time.monotonic() + 60
+            while victim is None and time.monotonic() < deadline:
+                for worker, keys in c.processing().items():
+                    if any("-rank1" in str(k) for k in keys):
+                        victim = worker
+                time.sleep(0.05)
+            assert victim is not None, "the fit's tasks never started"
+            time.sleep(1.0)  # well inside EM
+            pid = c.run(os.getpid, workers=[victim])[victim]
+            killed_at = time.monotonic()
+            os.kill(pid, signal.SIGKILL)
+            t.join(timeout=120)
+            assert not t.is_alive(), "the fit hung after a worker was killed"
+            assert time.monotonic() - killed_at < 10 + 60, "failed within the timeout plus a bound"
+            assert len(errors) == 1, "one exception reaches the client"
+            assert "rank" in str(errors[0]).lower() or "lost" in str(errors[0]).lower(), errors[0]
+    finally:
+        cluster.close()
+
+
+def test_a_dask_dataframe_is_fitted_through_its_values(client, rows):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    frame = dd.from_pandas(pd.DataFrame(rows, columns=["a", "b", "c"]), npartitions=4)
+    params = dict(covariance_type="diag", tol=1e-6, max_iter=300, **initial(rows))
+    params["precisions_init"] = np.ones((3, 3))
+    ours = mixle.dask.GaussianMixture(3, client=client, **params).fit(frame)
+    assert_same(ours, mixle.GaussianMixture(3, **params).fit(rows))
+    assert sum(ours.distributed_["rows_per_rank"]) == len(rows)
+    np.testing.assert_array_equal(ours.predict(frame).compute(), ours.predict(rows))
