@@ -527,7 +527,8 @@ class _ModelWriter(MLWriter):
         self.instance = instance
 
     def saveImpl(self, path: str) -> None:
-        DefaultParamsWriter.saveMetadata(self.instance, path, self.sparkSession,
+        # The SparkContext, which both PySpark 3.5 and 4 accept here.
+        DefaultParamsWriter.saveMetadata(self.instance, path, self.sparkSession.sparkContext,
                                          extraMetadata={"mixleFit": self.instance._info})
         model = self.sparkSession.createDataFrame([(self.instance.to_json(),)], "json string")
         model.coalesce(1).write.text(f"{path}/mixle")
@@ -539,7 +540,7 @@ class _ModelReader(MLReader):
         self.cls = cls
 
     def load(self, path: str) -> GaussianMixtureModel:
-        metadata = DefaultParamsReader.loadMetadata(path, self.sparkSession, "mixle.spark.GaussianMixtureModel")
+        metadata = DefaultParamsReader.loadMetadata(path, self.sparkSession.sparkContext, "mixle.spark.GaussianMixtureModel")
         text = self.sparkSession.read.text(f"{path}/mixle", wholetext=True).collect()
         if len(text) != 1:
             raise ValueError(f"{path}/mixle: one mixle model JSON file expected, found {len(text)}")
