@@ -196,8 +196,6 @@ def _result_frame(rank, **values):
 
 def _run_barrier_fit(dataset, features_col: str, num_workers, fit_kwargs: dict, dist: dict) -> dict:
     """Runs the barrier stage over dataset's features and returns rank 0's result row as a dict."""
-    from pyspark.errors import PySparkException
-
     data = dataset.select(_features_as_array(dataset, features_col).alias("x"))
     if num_workers is not None:
         data = data.repartition(int(num_workers))
@@ -205,11 +203,17 @@ def _run_barrier_fit(dataset, features_col: str, num_workers, fit_kwargs: dict, 
     stage = data.mapInPandas(_train_task(fit_kwargs, dist, token), _RESULT_SCHEMA, barrier=True)
     try:
         rows = [r.asDict() for r in stage.collect()]
-    except PySparkException as e:
-        if "barrier" in str(e).lower() and num_workers is None:
+    except Exception as e:  # Py4JJavaError or PySparkException, by PySpark version
+        text = str(e)
+        if "BarrierJobUnsupportedRDDChainException" in text and num_workers is None:
             raise RuntimeError(
-                "mixle.spark: Spark refused to run the fit's barrier stage over the DataFrame's partitions as they "
-                "are; set numWorkers to repartition the input (the error follows)\n" + str(e)
+                "mixle.spark: Spark refuses a barrier stage over this DataFrame's partitions as they are (a union or "
+                "coalesce in its plan); set numWorkers to repartition the input. Spark said: " + text.split("\n")[0]
+            ) from e
+        if "BarrierJobSlotsNumberCheckFailed" in text:
+            raise RuntimeError(
+                f"mixle.spark: the fit needs {data.rdd.getNumPartitions()} task slots at once (one per rank) and the "
+                "cluster has fewer; set numWorkers lower. Spark said: " + text.split("\n")[0]
             ) from e
         raise
     rows.sort(key=lambda r: r["rank"])
@@ -540,7 +544,8 @@ class _ModelReader(MLReader):
         self.cls = cls
 
     def load(self, path: str) -> GaussianMixtureModel:
-        metadata = DefaultParamsReader.loadMetadata(path, self.sparkSession.sparkContext, "mixle.spark.GaussianMixtureModel")
+        expected = "mixle.spark.GaussianMixtureModel"
+        metadata = DefaultParamsReader.loadMetadata(path, self.sparkSession.sparkContext, expected)
         text = self.sparkSession.read.text(f"{path}/mixle", wholetext=True).collect()
         if len(text) != 1:
             raise ValueError(f"{path}/mixle: one mixle model JSON file expected, found {len(text)}")

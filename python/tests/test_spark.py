@@ -160,3 +160,13 @@ def test_clear_errors(spark, rows):
     # An error on the executors (40 components for 30 rows) stops every rank and reaches the driver.
     with pytest.raises(ValueError, match="30 rows for k = 40 components"):
         mixle.spark.GaussianMixture(k=40).fit(df)
+    # A union is refused by Spark's barrier mode unless repartitioned: the error says what to set.
+    union = frame(spark, rows[:60], [60]).union(frame(spark, rows[60:120], [30, 30]))
+    with pytest.raises(RuntimeError, match="set numWorkers"):
+        mixle.spark.GaussianMixture(k=2).fit(union)
+    assert sum(mixle.spark.GaussianMixture(k=2, numWorkers=3).fit(union).rowsPerRank) == 120
+    # A row the engine refuses on one rank: every rank stops, and the driver names row and value.
+    bad = rows[:300].copy()
+    bad[250, 1] = np.nan
+    with pytest.raises(ValueError, match="value nan is not valid"):
+        mixle.spark.GaussianMixture(k=2, timeout=20).fit(frame(spark, bad, [100, 100, 100]))
