@@ -1,0 +1,172 @@
+"""mixle.spark with a real local Spark (local[3]: three task slots, so three barrier tasks at once):
+fits of Spark DataFrames equal one-process fits of the same rows from the same initial model; an
+empty partition, vector and array columns, repartitioning, transform and save/load work."""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+try:
+    import pyspark  # noqa: F401
+    from pyspark.ml.functions import array_to_vector
+    from pyspark.sql import SparkSession
+except ImportError:  # visible, and a failure under MIXLE_REQUIRE_TOOLS=1 (scripts/test-python)
+    if os.environ.get("MIXLE_REQUIRE_TOOLS") == "1":
+        raise
+    pytest.skip("mixle.spark needs pyspark, pandas and pyarrow (python/requirements-test.txt)",
+                allow_module_level=True)
+
+import mixle  # noqa: E402
+import mixle.spark  # noqa: E402
+
+RTOL = 1e-9  # the statistics are summed per rank, then across ranks: rounding only
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Spark's Python workers start in this directory: keep its source tree (no _core) off their path,
+    # so that they import the installed package, as the tests do.
+    os.environ["PYTHONSAFEPATH"] = "1"
+    session = (
+        SparkSession.builder.master("local[3]")
+        .appName("mixle-test-spark")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "3")
+        .config("spark.default.parallelism", "3")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "1000")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def rows():
+    rng = np.random.default_rng(4)
+    centres = np.array([[0.0, 0.0, 0.0], [4.0, 1.0, -2.0], [1.0, 5.0, 3.0]])
+    labels = rng.integers(0, 3, size=9000)
+    return centres[labels] + rng.normal(size=(9000, 3)) * np.array([1.0, 0.7, 1.3])
+
+
+def frame(spark, rows, sizes):
+    """A DataFrame (id long, features array<double>) with one partition per entry of sizes, holding
+    that many consecutive rows (0: an empty partition)."""
+    ends = np.cumsum(sizes)
+    slices = [[(int(i), rows[i].tolist()) for i in range(end - size, end)] for size, end in zip(sizes, ends)]
+    rdd = spark.sparkContext.parallelize(range(len(sizes)), len(sizes)).flatMap(lambda p: slices[p])
+    return spark.createDataFrame(rdd, "id long, features array<double>")
+
+
+def initial(X, covariance_type="full"):
+    """Initial parameters that need no data draws, so both fits start from the same model."""
+    rng = np.random.default_rng(1)
+    precisions = {"full": np.stack([np.eye(3)] * 3), "diag": np.ones((3, 3)), "spherical": np.ones(3)}
+    return dict(weights_init=[0.3, 0.3, 0.4], means_init=X[rng.choice(len(X), 3, replace=False)],
+                precisions_init=precisions[covariance_type])
+
+
+def spark_params(init):
+    return dict(initMode="given", initialWeights=init["weights_init"], initialMeans=init["means_init"],
+                initialPrecisions=init["precisions_init"])
+
+
+def assert_same(model, local):
+    assert model.numIter == local.n_iter_
+    np.testing.assert_allclose(model.weights, local.weights_, rtol=RTOL)
+    np.testing.assert_allclose(model.means, local.means_, rtol=RTOL)
+    np.testing.assert_allclose(model.covariances, local.covariances_, rtol=RTOL)
+    np.testing.assert_allclose(model.lowerBound, local.lower_bound_, rtol=RTOL)
+
+
+def predictions(model, df):
+    """(labels, responsibilities) of transform(df), in id order."""
+    out = model.transform(df).orderBy("id").select("prediction", "probability").collect()
+    return np.array([r[0] for r in out]), np.array([r[1].toArray() for r in out])
+
+
+def test_a_dataframe_fit_equals_the_one_process_fit(spark, rows):
+    df = frame(spark, rows, [3000, 3000, 3000])
+    init = initial(rows)
+    model = mixle.spark.GaussianMixture(k=3, covarianceType="full", tol=1e-6, maxIter=300,
+                                        **spark_params(init)).fit(df)
+    local = mixle.GaussianMixture(3, covariance_type="full", tol=1e-6, max_iter=300, **init).fit(rows)
+    assert_same(model, local)
+    assert model.converged and model.rowsPerRank == [3000, 3000, 3000]
+    assert model.getK() == 3 and model.getFeaturesCol() == "features"
+    labels, resp = predictions(model, df)
+    np.testing.assert_array_equal(labels, local.predict(rows))
+    np.testing.assert_allclose(resp, local.predict_proba(rows), atol=1e-12)
+    assert json.loads(model.to_json())["parts"][0]["family"] == "gaussian_full"
+    np.testing.assert_allclose(mixle.Model.from_json(model.to_json()).weights, local.weights_, rtol=RTOL)
+
+
+def test_an_empty_partition_and_a_vector_column(spark, rows):
+    df = frame(spark, rows, [4500, 0, 4500]).withColumn("v", array_to_vector("features"))
+    init = initial(rows, "diag")
+    model = mixle.spark.GaussianMixture(k=3, covarianceType="diag", featuresCol="v", tol=1e-8, maxIter=200,
+                                        **spark_params(init)).fit(df)
+    assert model.rowsPerRank == [4500, 0, 4500]
+    local = mixle.GaussianMixture(3, covariance_type="diag", tol=1e-8, max_iter=200, **init).fit(rows)
+    assert_same(model, local)
+    labels, _ = predictions(model, df)
+    np.testing.assert_array_equal(labels, local.predict(rows))
+
+
+def test_repartitioned_to_num_workers_with_native_initialisation(spark, rows):
+    df = frame(spark, rows, [9000])
+    gm = mixle.spark.GaussianMixture(k=3, covarianceType="spherical", numWorkers=2, seed=7)
+    model = gm.fit(df)
+    assert len(model.rowsPerRank) == 2 and sum(model.rowsPerRank) == 9000
+    assert model.converged
+    np.testing.assert_allclose(np.sort(model.means[:, 0]), [0, 1, 4], atol=0.1)
+    assert model.covariances.shape == (3,)
+
+
+def test_save_and_load(spark, rows, tmp_path):
+    df = frame(spark, rows, [3000, 3000, 3000])
+    init = initial(rows)
+    gm = mixle.spark.GaussianMixture(k=3, tol=1e-6, predictionCol="label", probabilityCol="resp",
+                                     **spark_params(init))
+    model = gm.fit(df)
+    model.write().overwrite().save(str(tmp_path / "model"))
+    loaded = mixle.spark.GaussianMixtureModel.load(str(tmp_path / "model"))
+    assert loaded.uid == model.uid and loaded.getPredictionCol() == "label" and loaded.numIter == model.numIter
+    assert loaded.to_json() == model.to_json()
+    a = model.transform(df).orderBy("id").select("label", "resp").collect()
+    b = loaded.transform(df).orderBy("id").select("label", "resp").collect()
+    assert a == b
+    gm.write().overwrite().save(str(tmp_path / "estimator"))
+    again = mixle.spark.GaussianMixture.load(str(tmp_path / "estimator"))
+    np.testing.assert_array_equal(again.getOrDefault("initialMeans"), init["means_init"])
+
+
+def test_clear_errors(spark, rows):
+    df = frame(spark, rows[:30], [10, 10, 10]).withColumn("text", pyspark.sql.functions.lit("a"))
+    with pytest.raises(TypeError, match=r"featuresCol = 'text' has type string: a vector column"):
+        mixle.spark.GaussianMixture(featuresCol="text").fit(df)
+    with pytest.raises(ValueError, match="featuresCol = 'nope': no such column"):
+        mixle.spark.GaussianMixture(featuresCol="nope").fit(df)
+    with pytest.raises(ValueError, match="initMode = 'given' needs"):
+        mixle.spark.GaussianMixture(initMode="given").fit(df)
+    with pytest.raises(ValueError, match="covarianceType = 'tied'"):
+        mixle.spark.GaussianMixture(covarianceType="tied").fit(df)
+    # An error on the executors (40 components for 30 rows) stops every rank and reaches the driver.
+    with pytest.raises(ValueError, match="30 rows for k = 40 components"):
+        mixle.spark.GaussianMixture(k=40).fit(df)
+    # A union is refused by Spark's barrier mode unless repartitioned: the error says what to set.
+    union = frame(spark, rows[:60], [60]).union(frame(spark, rows[60:120], [30, 30]))
+    with pytest.raises(RuntimeError, match="set numWorkers"):
+        mixle.spark.GaussianMixture(k=2).fit(union)
+    assert sum(mixle.spark.GaussianMixture(k=2, numWorkers=3).fit(union).rowsPerRank) == 120
+    # A row the engine refuses on one rank: every rank stops, and the driver names row and value.
+    bad = rows[:300].copy()
+    bad[250, 1] = np.nan
+    with pytest.raises(ValueError, match="value nan is not valid"):
+        mixle.spark.GaussianMixture(k=2, timeout=20).fit(frame(spark, bad, [100, 100, 100]))
