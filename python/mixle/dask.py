@@ -35,6 +35,7 @@ import numpy as np
 
 from . import _core
 from ._gaussian_mixture import GaussianMixture as _LocalGaussianMixture
+from ._launch import rank_environment
 from ._mixture_model import MixtureModel as _LocalMixtureModel
 
 _LOCK_NAME = "mixle-fit"
@@ -78,17 +79,7 @@ def _rank_task(rank, world, planned, address, port_name, token, fit_kwargs, dist
         raise RuntimeError(f"mixle.dask: rank {rank} was planned on worker {planned} but runs on {here}")
     rows = [np.ascontiguousarray(b) for b in blocks if b.shape[0]]
     X = np.concatenate(rows) if rows else np.empty((0, columns), dtype=np.float64)
-    env = {
-        "RANK": str(rank),
-        "WORLD_SIZE": str(world),
-        "LOCAL_RANK": "0",
-        "LOCAL_WORLD_SIZE": "1",
-        "GROUP_RANK": str(rank),
-        "MASTER_ADDR": address,
-        "MIXLE_RUN_TOKEN": token,
-        "TORCHELASTIC_RUN_ID": token,
-        "TORCHELASTIC_USE_AGENT_STORE": "False",
-    }
+    env = rank_environment(rank, world, token, address)
     port = Variable(port_name)
     options = dict(dist, launch_environment=env)
     if rank == 0:
@@ -176,6 +167,16 @@ class _DaskFit:
             "comm": first["comm"],
         }
         return first
+
+    def _adopt(self, result: dict) -> None:
+        """The fitted state from rank 0's result: the model and the fit's numbers."""
+        self._set_model(_core.Model.from_json(result["model"]))
+        self.lower_bounds_ = list(result["mean_loglik"])
+        self.lower_bound_ = self.lower_bounds_[-1]
+        self.n_iter_ = result["iterations"]
+        self.converged_ = result["converged"]
+        if not self.converged_:
+            self._warn_not_converged()
 
     # Queries of dask arrays run block by block on the workers and stay dask arrays; the model
     # travels to them as mixle.Model (pickled as its JSON), not the estimator and its client.
@@ -265,14 +266,7 @@ class GaussianMixture(_DaskFit, _LocalGaussianMixture):
             from ._base import _seed
 
             fit_kwargs = dict(common, components=K, init="kmeanspp", n_init=self.n_init, seed=_seed(self.random_state))
-        result = self._fit_on_cluster(Xd, fit_kwargs)
-        self._set_model(_core.Model.from_json(result["model"]))
-        self.lower_bounds_ = list(result["mean_loglik"])
-        self.lower_bound_ = self.lower_bounds_[-1]
-        self.n_iter_ = result["iterations"]
-        self.converged_ = result["converged"]
-        if not self.converged_:
-            self._warn_not_converged()
+        self._adopt(self._fit_on_cluster(Xd, fit_kwargs))
         return self
 
     def _given_model(self, columns: int) -> _core.Model:
@@ -320,14 +314,7 @@ class MixtureModel(_DaskFit, _LocalMixtureModel):
         )
         if warm:
             fit_kwargs["init_model"] = self._model
-        result = self._fit_on_cluster(Xd, fit_kwargs)
-        self._set_model(_core.Model.from_json(result["model"]))
-        self.lower_bounds_ = list(result["mean_loglik"])
-        self.lower_bound_ = self.lower_bounds_[-1]
-        self.n_iter_ = result["iterations"]
-        self.converged_ = result["converged"]
-        if not self.converged_:
-            self._warn_not_converged()
+        self._adopt(self._fit_on_cluster(Xd, fit_kwargs))
         return self
 
     def fit_predict(self, X, y=None):

@@ -38,6 +38,7 @@ from . import _core
 from ._base import _seed
 from ._gaussian_mixture import _FAMILIES
 from ._gaussian_mixture import GaussianMixture as _LocalGaussianMixture
+from ._launch import rank_environment
 
 try:
     import pandas as pd  # a module global: pandas_udf reads the query's type hints through it
@@ -139,16 +140,7 @@ def _train_task(fit_kwargs: dict, dist: dict, token: str):
             return
         if X.shape[0] == 0:
             X = np.empty((0, widths[0]), dtype=np.float64)
-        env = {
-            "RANK": str(rank),
-            "WORLD_SIZE": str(world),
-            "LOCAL_RANK": "0",
-            "LOCAL_WORLD_SIZE": "1",
-            "GROUP_RANK": str(rank),
-            "MIXLE_RUN_TOKEN": token,
-            "TORCHELASTIC_RUN_ID": token,
-            "TORCHELASTIC_USE_AGENT_STORE": "False",
-        }
+        env = rank_environment(rank, world, token)
         options = dict(dist, launch_environment=env)
         kwargs = dict(fit_kwargs)
         if "init_model" in kwargs:
