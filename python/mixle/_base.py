@@ -190,13 +190,14 @@ class _MixtureBase(DensityMixin, BaseEstimator):
 
     def bic(self, X):
         """Bayesian information criterion on X (lower is better): -2·log L + p·ln n."""
-        X = self._check_X(X)
-        return -2 * self.score(X) * X.shape[0] + self._n_parameters() * np.log(X.shape[0])
+        log_likelihood = self.score_samples(X)  # checks X once
+        n = log_likelihood.shape[0]
+        return -2 * float(np.mean(log_likelihood)) * n + self._n_parameters() * np.log(n)
 
     def aic(self, X):
         """Akaike information criterion on X (lower is better): -2·log L + 2p."""
-        X = self._check_X(X)
-        return -2 * self.score(X) * X.shape[0] + 2 * self._n_parameters()
+        log_likelihood = self.score_samples(X)
+        return -2 * float(np.mean(log_likelihood)) * log_likelihood.shape[0] + 2 * self._n_parameters()
 
     def to_json(self, indent: int = 1) -> str:
         """The fitted model in mixle's model format (the JSON `mixle fit` writes)."""

@@ -250,6 +250,16 @@ class _GaussianMixtureParams(HasFeaturesCol, HasPredictionCol, HasProbabilityCol
                          timeout=60.0, featuresCol="features", predictionCol="prediction",
                          probabilityCol="probability")
 
+    # The column setters both the estimator and its model offer.
+    def setFeaturesCol(self, value: str):
+        return self._set(featuresCol=value)
+
+    def setPredictionCol(self, value: str):
+        return self._set(predictionCol=value)
+
+    def setProbabilityCol(self, value: str):
+        return self._set(probabilityCol=value)
+
     def getK(self) -> int:
         return self.getOrDefault(self.k)
 
@@ -326,15 +336,6 @@ class GaussianMixture(_GaussianMixtureParams, Estimator, DefaultParamsReadable, 
 
     def setTimeout(self, value: float):
         return self._set(timeout=value)
-
-    def setFeaturesCol(self, value: str):
-        return self._set(featuresCol=value)
-
-    def setPredictionCol(self, value: str):
-        return self._set(predictionCol=value)
-
-    def setProbabilityCol(self, value: str):
-        return self._set(probabilityCol=value)
 
     def setMaxIter(self, value: int):
         return self._set(maxIter=value)
@@ -466,15 +467,6 @@ class GaussianMixtureModel(_GaussianMixtureParams, Model, MLReadable, MLWritable
     @property
     def rowsPerRank(self) -> list:
         return list(self._info.get("rowsPerRank", []))
-
-    def setFeaturesCol(self, value: str):
-        return self._set(featuresCol=value)
-
-    def setPredictionCol(self, value: str):
-        return self._set(predictionCol=value)
-
-    def setProbabilityCol(self, value: str):
-        return self._set(probabilityCol=value)
 
     def _transform(self, dataset):
         from pyspark.sql.functions import pandas_udf

@@ -31,21 +31,6 @@ def client():
     cluster.close()
 
 
-@pytest.fixture(scope="module")
-def rows():
-    rng = np.random.default_rng(4)
-    centres = np.array([[0.0, 0.0, 0.0], [4.0, 1.0, -2.0], [1.0, 5.0, 3.0]])
-    labels = rng.integers(0, 3, size=9000)
-    return centres[labels] + rng.normal(size=(9000, 3)) * np.array([1.0, 0.7, 1.3])
-
-
-def initial(X):
-    """Initial parameters that need no data draws, so both fits start from the same model."""
-    rng = np.random.default_rng(1)
-    return dict(weights_init=[0.3, 0.3, 0.4], means_init=X[rng.choice(len(X), 3, replace=False)],
-                precisions_init=np.stack([np.eye(3)] * 3))
-
-
 def assert_same(a, b):
     assert a.n_iter_ == b.n_iter_
     np.testing.assert_allclose(a.weights_, b.weights_, rtol=RTOL)
@@ -54,9 +39,9 @@ def assert_same(a, b):
     np.testing.assert_allclose(a.lower_bound_, b.lower_bound_, rtol=RTOL)
 
 
-def test_a_dask_array_fit_equals_the_one_process_fit(client, rows):
+def test_a_dask_array_fit_equals_the_one_process_fit(client, rows, given_start):
     X = da.from_array(rows, chunks=(1000, 3))
-    params = dict(covariance_type="full", tol=1e-6, max_iter=300, **initial(rows))
+    params = dict(covariance_type="full", tol=1e-6, max_iter=300, **given_start(rows))
     ours = mixle.dask.GaussianMixture(3, client=client, **params).fit(X)
     assert_same(ours, mixle.GaussianMixture(3, **params).fit(rows))
     assert ours.distributed_["world_size"] == len(ours.distributed_["workers"]) >= 2
@@ -70,12 +55,11 @@ def test_a_dask_array_fit_equals_the_one_process_fit(client, rows):
     np.testing.assert_allclose(ours.score(X), ours.score(rows), rtol=1e-12)
 
 
-def test_an_empty_block_and_a_worker_without_rows(client, rows):
+def test_an_empty_block_and_a_worker_without_rows(client, rows, given_start):
     workers = sorted(client.scheduler_info()["workers"])
     X = da.from_array(rows, chunks=((3000, 0, 3000, 3000), (3,)))
     X = client.persist(X, workers=workers[:2])  # the third worker holds nothing: not a rank
-    params = dict(covariance_type="diag", tol=1e-8, max_iter=200, **initial(rows))
-    params["precisions_init"] = np.ones((3, 3))
+    params = dict(covariance_type="diag", tol=1e-8, max_iter=200, **given_start(rows, "diag"))
     ours = mixle.dask.GaussianMixture(3, client=client, **params).fit(X)
     assert ours.distributed_["world_size"] <= 2
     assert workers[2] not in ours.distributed_["workers"]
@@ -164,13 +148,12 @@ def test_a_worker_killed_mid_fit_fails_the_fit_in_bounded_time(rows):
         cluster.close()
 
 
-def test_a_dask_dataframe_is_fitted_through_its_values(client, rows):
+def test_a_dask_dataframe_is_fitted_through_its_values(client, rows, given_start):
     import dask.dataframe as dd
     import pandas as pd
 
     frame = dd.from_pandas(pd.DataFrame(rows, columns=["a", "b", "c"]), npartitions=4)
-    params = dict(covariance_type="diag", tol=1e-6, max_iter=300, **initial(rows))
-    params["precisions_init"] = np.ones((3, 3))
+    params = dict(covariance_type="diag", tol=1e-6, max_iter=300, **given_start(rows, "diag"))
     ours = mixle.dask.GaussianMixture(3, client=client, **params).fit(frame)
     assert_same(ours, mixle.GaussianMixture(3, **params).fit(rows))
     assert sum(ours.distributed_["rows_per_rank"]) == len(rows)

@@ -47,14 +47,6 @@ def spark():
     session.stop()
 
 
-@pytest.fixture(scope="module")
-def rows():
-    rng = np.random.default_rng(4)
-    centres = np.array([[0.0, 0.0, 0.0], [4.0, 1.0, -2.0], [1.0, 5.0, 3.0]])
-    labels = rng.integers(0, 3, size=9000)
-    return centres[labels] + rng.normal(size=(9000, 3)) * np.array([1.0, 0.7, 1.3])
-
-
 def frame(spark, rows, sizes):
     """A DataFrame (id long, features array<double>) with one partition per entry of sizes, holding
     that many consecutive rows (0: an empty partition)."""
@@ -62,14 +54,6 @@ def frame(spark, rows, sizes):
     slices = [[(int(i), rows[i].tolist()) for i in range(end - size, end)] for size, end in zip(sizes, ends)]
     rdd = spark.sparkContext.parallelize(range(len(sizes)), len(sizes)).flatMap(lambda p: slices[p])
     return spark.createDataFrame(rdd, "id long, features array<double>")
-
-
-def initial(X, covariance_type="full"):
-    """Initial parameters that need no data draws, so both fits start from the same model."""
-    rng = np.random.default_rng(1)
-    precisions = {"full": np.stack([np.eye(3)] * 3), "diag": np.ones((3, 3)), "spherical": np.ones(3)}
-    return dict(weights_init=[0.3, 0.3, 0.4], means_init=X[rng.choice(len(X), 3, replace=False)],
-                precisions_init=precisions[covariance_type])
 
 
 def spark_params(init):
@@ -91,9 +75,9 @@ def predictions(model, df):
     return np.array([r[0] for r in out]), np.array([r[1].toArray() for r in out])
 
 
-def test_a_dataframe_fit_equals_the_one_process_fit(spark, rows):
+def test_a_dataframe_fit_equals_the_one_process_fit(spark, rows, given_start):
     df = frame(spark, rows, [3000, 3000, 3000])
-    init = initial(rows)
+    init = given_start(rows)
     model = mixle.spark.GaussianMixture(k=3, covarianceType="full", tol=1e-6, maxIter=300,
                                         **spark_params(init)).fit(df)
     local = mixle.GaussianMixture(3, covariance_type="full", tol=1e-6, max_iter=300, **init).fit(rows)
@@ -107,9 +91,9 @@ def test_a_dataframe_fit_equals_the_one_process_fit(spark, rows):
     np.testing.assert_allclose(mixle.Model.from_json(model.to_json()).weights, local.weights_, rtol=RTOL)
 
 
-def test_an_empty_partition_and_a_vector_column(spark, rows):
+def test_an_empty_partition_and_a_vector_column(spark, rows, given_start):
     df = frame(spark, rows, [4500, 0, 4500]).withColumn("v", array_to_vector("features"))
-    init = initial(rows, "diag")
+    init = given_start(rows, "diag")
     model = mixle.spark.GaussianMixture(k=3, covarianceType="diag", featuresCol="v", tol=1e-8, maxIter=200,
                                         **spark_params(init)).fit(df)
     assert model.rowsPerRank == [4500, 0, 4500]
@@ -129,9 +113,9 @@ def test_repartitioned_to_num_workers_with_native_initialisation(spark, rows):
     assert model.covariances.shape == (3,)
 
 
-def test_save_and_load(spark, rows, tmp_path):
+def test_save_and_load(spark, rows, tmp_path, given_start):
     df = frame(spark, rows, [3000, 3000, 3000])
-    init = initial(rows)
+    init = given_start(rows)
     gm = mixle.spark.GaussianMixture(k=3, tol=1e-6, predictionCol="label", probabilityCol="resp",
                                      **spark_params(init))
     model = gm.fit(df)
