@@ -175,6 +175,10 @@ bool CalibrationRecord::fully_successful() const {
 
 void CalibrationRecord::validate() const {
   if (model_type.empty()) throw InvalidInput("calibration model_type is blank; accepted: a name");
+  // What load() refuses, append() refuses: a saved catalog always loads.
+  if (estimator_type.find_first_not_of(" \t\r\n") == std::string::npos) {
+    throw InvalidInput("calibration estimator_type='" + estimator_type + "' is blank; accepted: a name, or \"none\"");
+  }
   if (workload_name(workload) != workload) {
     throw InvalidInput("calibration workload='" + workload +
                        "' is not canonical; accepted: " + workload_name(workload));

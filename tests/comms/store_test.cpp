@@ -92,6 +92,38 @@ TEST(Store, LargeValueRoundTrips) {
   EXPECT_EQ(text(b->get("big", 5s)), big);
 }
 
+TEST(Store, OversizedKeysValuesAndTokensAreRefusedBeforeSending) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto a = connect(server);
+  const std::string long_key(wire::kMaxKeyBytes + 1, 'k');
+  try {
+    a->set(long_key, "v");
+    ADD_FAILURE() << "a key over the limit was sent";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("store key of " + std::to_string(wire::kMaxKeyBytes + 1) + " bytes"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    a->set("k", std::string(wire::kMaxValueBytes + 1, 'v'));
+    ADD_FAILURE() << "a value over the limit was sent";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("at most " + std::to_string(wire::kMaxValueBytes)), std::string::npos)
+        << e.what();
+  }
+  // The connection is still good: nothing was sent.
+  a->set(std::string(wire::kMaxKeyBytes, 'k'), "fits");
+  EXPECT_EQ(text(a->get(std::string(wire::kMaxKeyBytes, 'k'), 1s)), "fits");
+  try {
+    StoreClient("127.0.0.1", server.port(), std::string(wire::kMaxTokenBytes + 1, 't'), 1, 1s, 1s);
+    ADD_FAILURE() << "a token over the limit was sent";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("store token is " + std::to_string(wire::kMaxTokenBytes + 1) + " bytes"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Store, AddIsAtomicAcrossClients) {
   StoreServer server("127.0.0.1", 0, kToken);
   constexpr int kClients = 4, kAdds = 50;

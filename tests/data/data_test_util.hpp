@@ -11,6 +11,7 @@
 #include <fstream>
 #include <functional>
 #include <initializer_list>
+#include <vector>
 #include <string>
 
 #include "mixle/data.hpp"
@@ -63,7 +64,7 @@ std::string bytes_of(const T* values, std::size_t n) {
 }
 
 /// Runs `fn`, expecting InvalidInput whose message contains every one of `needles`.
-inline void expect_invalid_input(const std::function<void()>& fn, std::initializer_list<std::string> needles) {
+inline void expect_invalid_input(const std::function<void()>& fn, const std::vector<std::string>& needles) {
   try {
     fn();
     ADD_FAILURE() << "expected InvalidInput, nothing was thrown";

@@ -252,6 +252,63 @@ TEST(DataNpy, RejectsBadShapesEmptyFilesAndNpz) {
   test::expect_invalid_input([&] { read_data(junk); }, {junk, "not a .npy file"});
 }
 
+// A header numpy would never write is refused naming the file, what is wrong and the header.
+TEST(DataNpy, RejectsMalformedHeadersNamingWhatIsWrong) {
+  TempDir dir;
+  const std::string data(48, '\0');
+  struct Case {
+    const char* dict;
+    std::vector<std::string> fragments;
+  };
+  const std::vector<Case> cases = {
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), 'extra': 1, }", {"unexpected key 'extra'"}},
+      {"{'descr': '<f8', 'shape': (2, 3), }", {"lacks one of 'descr', 'fortran_order', 'shape'"}},
+      {"{'descr': '<f8', 'fortran_order': false, 'shape': (2, 3), }", {"fortran_order is neither True nor False"}},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (2; 3), }", {"expected ',' or ')' in shape"}},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, x), }", {"shape entries must be integers"}},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': [2, 3], }", {"expected '(' at byte"}},
+      {"{descr: '<f8'}", {"expected a quoted string at byte 1"}},
+      {"{'descr' '<f8'}", {"expected ':' at byte 9"}},
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3)", {"expected a quoted string"}},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(cases[i].dict);
+    const std::string path = dir.file("bad" + std::to_string(i) + ".npy");
+    test::write_bytes(path, make_npy(1, cases[i].dict, data));
+    std::vector<std::string> fragments = cases[i].fragments;
+    fragments.insert(fragments.end(), {path, "malformed .npy header", cases[i].dict});
+    test::expect_invalid_input([&] { read_data(path); }, fragments);
+  }
+  // Python 2's long suffix in a shape is read (old numpy wrote it).
+  const std::vector<double> v = {1, 2, 3, 4, 5, 6};
+  const std::string old = dir.file("python2.npy");
+  test::write_bytes(
+      old, make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (3L, 2L), }", test::bytes_of(v.data(), 6)));
+  const Dataset d = read_data(old);
+  EXPECT_EQ(d.rows(), 3u);
+  EXPECT_EQ(d.at(2, 1), 6.0);
+  // Versions 1 to 3 exist; a fourth is named with what is accepted.
+  const std::string v4 = dir.file("v4.npy");
+  test::write_bytes(
+      v4, make_npy(4, "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 2), }", test::bytes_of(v.data(), 6)));
+  test::expect_invalid_input([&] { read_data(v4); }, {v4, "unsupported .npy format version 4.0", "1.0, 2.0, 3.0"});
+}
+
+// Without a known extension the magic bytes decide: .npy content is read, anything else is
+// refused with the extensions that would be accepted.
+TEST(DataNpy, UnknownExtensionsAreSniffedOrRefused) {
+  TempDir dir;
+  const std::vector<double> v = {1, 2, 3, 4};
+  const std::string sniffed = dir.file("matrix.dat");
+  test::write_bytes(
+      sniffed, make_npy(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }", test::bytes_of(v.data(), 4)));
+  EXPECT_EQ(read_data(sniffed).at(1, 1), 4.0);
+  const std::string text = dir.file("matrix.data");
+  test::write_bytes(text, "1,2\n3,4\n");
+  for (auto reader : {+[](const std::string& p) { read_data(p); }, +[](const std::string& p) { probe_data(p); }})
+    test::expect_invalid_input([&] { reader(text); }, {text, "cannot tell the data format", ".npy", ".csv/.tsv/.txt"});
+}
+
 TEST(DataNpy, MissingFileAndDirectory) {
   TempDir dir;
   const std::string missing = dir.file("missing.npy");

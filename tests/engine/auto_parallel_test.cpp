@@ -101,5 +101,34 @@ TEST(AutoParallel, UnrealizedWhenNoExecutorCanRunTheShards) {
   }
 }
 
+TEST(AutoParallel, UnrealizedWhenTheModelFitsOneDeviceButNoRowFitsBesideIt) {
+  // One device with room for the whole model's state and not one row: cutting the components
+  // cannot help (one device gives one shard), and the choice says so instead of planning a shard.
+  const auto m = diag_model(64, 8);
+  try {
+    auto_parallel_estimator(fp64(), m, devices(1, fixed_bytes(m) + 1), 10000);
+    FAIL() << "expected UnrealizedModelPlacement";
+  } catch (const UnrealizedModelPlacement& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("model_sharding_plan gives 1 shard"), std::string::npos) << what;
+    EXPECT_NE(what.find("K = 64"), std::string::npos) << what;
+    EXPECT_NE(what.find("one row needs"), std::string::npos) << what;  // the plan's own error, carried
+  }
+}
+
+TEST(AutoParallel, UnrealizedWhenAShardFitsButNoRowFitsBesideIt) {
+  // Two devices, each with room for half the model's state (with plan()'s safety factor) and
+  // not one row beside it: two shards, and no rows to give them.
+  const auto full = diag_model(64, 8), half = diag_model(32, 8);
+  try {
+    auto_parallel_estimator(fp64(), full, devices(2, fixed_bytes(half) + 1), 10000);
+    FAIL() << "expected UnrealizedModelPlacement";
+  } catch (const UnrealizedModelPlacement& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cut into 2 component shards, but the rows do not fit"), std::string::npos) << what;
+    EXPECT_NE(what.find("component_start"), std::string::npos) << what;
+  }
+}
+
 }  // namespace
 }  // namespace mixle::engine

@@ -55,10 +55,19 @@ struct Case {
   const char* kind;
   Precision precision;
   double rtol;
+  bool float32_rows = false;  // the rows as a float32 file gives them (the kernels' other instantiation)
 };
 
 // Test names show the case, not a byte dump of it.
-void PrintTo(const Case& c, std::ostream* os) { *os << c.kind << (c.precision == Precision::fp64 ? " fp64" : " fp32"); }
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.kind << (c.precision == Precision::fp64 ? " fp64" : " fp32") << (c.float32_rows ? " float32 rows" : "");
+}
+
+Dataset as_float32(const Dataset& rows) {
+  std::vector<float> values(rows.rows() * rows.cols());
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(rows.as<double>()[i]);
+  return Dataset::from_vector(std::move(values), rows.rows(), rows.cols());
+}
 
 class NormalisedFold : public ::testing::TestWithParam<Case> {};
 
@@ -66,7 +75,9 @@ TEST_P(NormalisedFold, SlicesFoldedWithTheWholeLogLikelihoodEqualTheWholeEStep) 
   const Case c = GetParam();
   const Model whole = mixture(c.kind);
   // 1000 rows: several 128-row blocks and a partial one.
-  const Dataset rows = sample(whole, 1000, 7);
+  const Dataset drawn = sample(whole, 1000, 7);
+  const Dataset rows = c.float32_rows ? as_float32(drawn) : drawn;
+  ASSERT_EQ(rows.dtype(), c.float32_rows ? DType::f32 : DType::f64);
   auto compute = engine::make_cpu_compute(1);
   std::vector<double> loglik(rows.rows());
   compute->score(whole, rows, Precision::fp64, loglik.data(), nullptr);
@@ -93,10 +104,14 @@ TEST_P(NormalisedFold, SlicesFoldedWithTheWholeLogLikelihoodEqualTheWholeEStep) 
 INSTANTIATE_TEST_SUITE_P(Families, NormalisedFold,
                          ::testing::Values(Case{"diag", Precision::fp64, 1e-12}, Case{"full", Precision::fp64, 1e-12},
                                            Case{"mixed", Precision::fp64, 1e-12}, Case{"diag", Precision::fp32, 2e-5},
-                                           Case{"full", Precision::fp32, 2e-5}, Case{"mixed", Precision::fp32, 2e-5}),
+                                           Case{"full", Precision::fp32, 2e-5}, Case{"mixed", Precision::fp32, 2e-5},
+                                           Case{"diag", Precision::fp32, 2e-5, true},
+                                           Case{"mixed", Precision::fp64, 1e-12, true},
+                                           Case{"full", Precision::fp32, 2e-5, true}),
                          [](const auto& info) {
                            return std::string(info.param.kind) +
-                                  (info.param.precision == Precision::fp64 ? "_fp64" : "_fp32");
+                                  (info.param.precision == Precision::fp64 ? "_fp64" : "_fp32") +
+                                  (info.param.float32_rows ? "_float32_rows" : "");
                          });
 
 TEST_P(NormalisedFold, KeptLogDensitiesFoldBitIdenticallyToRecomputedOnes) {
