@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -132,6 +133,40 @@ TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {
   ASSERT_EQ(b.code, 0) << b.err;
   for (const char* phase : {"cpu      e_step", "cpu      m_step", "cpu      iteration"})
     EXPECT_NE(b.out.find(phase), std::string::npos) << "bench report lacks \"" << phase << "\":\n" << b.out;
+}
+
+// --format overrides the extension both ways (an .npy named .bin, CSV named .data, raw named
+// .dat), --comm names an unknown communicator with the accepted ones, and an output name whose
+// format cannot be told is a usage error naming it.
+TEST(CliEdges, FormatsCommunicatorsAndOutputNames) {
+  TempDir dir("cli-edges-formats");
+  test::write_bytes(dir.file("truth.json"), kTruth);
+  ASSERT_EQ(mixle(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.npy")).code, 0);
+  ASSERT_EQ(mixle(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.csv")).code, 0);
+  const Dataset d = read_data(dir.file("d.npy"));
+  std::vector<float> raw(d.rows() * d.cols());
+  for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<float>(d.at(i / 2, i % 2));
+  test::write_bytes(dir.file("d.dat"), std::string(reinterpret_cast<const char*>(raw.data()), raw.size() * 4));
+  std::filesystem::copy_file(dir.file("d.npy"), dir.file("npy.bin"));
+  std::filesystem::copy_file(dir.file("d.csv"), dir.file("csv.data"));
+  for (const std::string& args :
+       {"--data " + dir.file("npy.bin") + " --format npy", "--data " + dir.file("csv.data") + " --format csv",
+        "--data " + dir.file("d.dat") + " --format raw --cols 2"}) {
+    const CliResult r = mixle(dir, "fit " + args + " -k 2 -q --seed 1 --out " + dir.file("m.json"));
+    EXPECT_EQ(r.code, 0) << args << ": " << r.err;
+    EXPECT_NE(r.out.find("on 300 rows"), std::string::npos) << args << ": " << r.out;
+  }
+  // Without --format the .bin file is raw float32 bytes, header included: not 300 rows.
+  const CliResult as_raw =
+      mixle(dir, "fit --data " + dir.file("npy.bin") + " --cols 2 -k 2 -q --seed 1 --out " + dir.file("m.json"));
+  EXPECT_EQ(as_raw.out.find("on 300 rows"), std::string::npos) << as_raw.out;
+  const CliResult comm = mixle(dir, "fit --data " + dir.file("d.npy") + " -k 2 --comm pigeon");
+  EXPECT_EQ(comm.code, 2);
+  EXPECT_NE(comm.err.find("unknown communicator 'pigeon'; accepted: auto, "), std::string::npos) << comm.err;
+  const CliResult out =
+      mixle(dir, "generate -m " + dir.file("truth.json") + " -n 3 --seed 2 -o " + dir.file("d.parquet"));
+  EXPECT_EQ(out.code, 2);
+  EXPECT_NE(out.err.find("d.parquet\": use a .npy or .csv file name"), std::string::npos) << out.err;
 }
 
 // Raw data take their shape from --shape N,C (N may be left out); anything but two

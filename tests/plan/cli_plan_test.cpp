@@ -1,4 +1,5 @@
 // `mixle resources` and `mixle plan` end to end: real processes, output parsed back.
+#include <mixle/data.hpp>
 #include <mixle/model.hpp>
 #include <mixle/plan.hpp>
 
@@ -235,6 +236,24 @@ TEST_F(PlanCli, PlanTableBytesStopAtPiB) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("4096.0 PiB"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("3.0 GiB"), std::string::npos) << r.out;
+}
+
+// --data reads the rows, the element type and (for a one-part model without --dims) the columns
+// from the file's header — never its values — and excludes --rows.
+TEST_F(PlanCli, PlanTakesRowsDtypeAndColumnsFromTheDataFile) {
+  Resources::single_cpu().save(path("res.json"));
+  std::vector<double> values(123 * 3, 0.5);
+  mixle::write_matrix(path("d.npy"), values.data(), 123, 3);
+  CliRun r = run("plan --data " + path("d.npy") + " --family gaussian_diag --components 2 --resources " +
+                 path("res.json") + " --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Placement p = Placement::from_json(nlohmann::json::parse(r.out).at("placement").dump());
+  PlanOptions o{.rows = 123, .model = ModelSummary{2, {{"gaussian_diag", 3, 0}}}, .data_dtype_bytes = 8};
+  EXPECT_EQ(p, plan(Resources::single_cpu(), o));
+  CliRun both = run("plan --rows 5 --data " + path("d.npy") + " --family gaussian_diag --components 2 --resources " +
+                    path("res.json"));
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.err.find("either --rows N or --data FILE"), std::string::npos) << both.err;
 }
 
 TEST_F(PlanCli, PlanErrorsExitWithTheRightCodes) {

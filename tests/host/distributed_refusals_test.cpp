@@ -1,0 +1,108 @@
+// fit_distributed's refusals, in one process (a world of one): a Resources file that does not
+// give one device per rank, a resume folder without a checkpoint or with one of other data, a
+// negative shard count, and the options an in-memory fit cannot honour. Each is refused before
+// any EM step, naming the option, the file or the value.
+#include "comms/process_util.hpp"
+#include "host/checkpoint.hpp"
+
+#include <mixle/data.hpp>
+#include <mixle/distributed.hpp>
+#include <mixle/error.hpp>
+#include <mixle/fit.hpp>
+#include <mixle/model.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+
+namespace mixle::test {
+namespace {
+
+Dataset rows_of_two_clusters(std::size_t n) {
+  const Model truth = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],
+    "parts":[{"family":"gaussian_diag","columns":[0,2],"mean":[[0,0],[5,5]],"var":[[1,1],[1,1]]}]})");
+  return sample(truth, n, 3);
+}
+
+std::string write_rows(const TempDir& dir, const std::string& name, std::size_t n) {
+  const Dataset d = rows_of_two_clusters(n);
+  const std::string path = (dir.path / name).string();
+  write_matrix(path, d.as<double>(), d.rows(), d.cols());
+  return path;
+}
+
+FitOptions two_components() {
+  FitOptions o;
+  o.components = 2;
+  o.layout = "gaussian_diag";
+  o.max_iter = 3;
+  o.threads = 1;
+  return o;
+}
+
+template <class E>
+void expect_refused(const std::function<void()>& fn, const std::vector<std::string>& fragments) {
+  try {
+    fn();
+    ADD_FAILURE() << "not refused";
+  } catch (const E& e) {
+    for (const auto& f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
+  }
+}
+
+TEST(DistributedRefusals, AResourcesFileGivesOneDevicePerRank) {
+  TempDir dir;
+  const std::string data = write_rows(dir, "rows.npy", 200);
+  const std::string resources = (dir.path / "two.json").string();
+  std::ofstream(resources) << R"({"devices": [{"name": "cpu:0", "kind": "cpu", "engine": "cpu"},
+                                              {"name": "cpu:1", "kind": "cpu", "engine": "cpu"}]})";
+  DistributedOptions dist;
+  dist.resources_file = resources;
+  expect_refused<InvalidInput>([&] { fit_distributed(data, {}, two_components(), dist); },
+                               {resources, "has 2 devices but the job has 1 ranks", "one device per rank"});
+}
+
+TEST(DistributedRefusals, AResumeFolderNeedsACheckpointOfTheseRows) {
+  TempDir dir;
+  const std::string data = write_rows(dir, "rows.npy", 200);
+  DistributedOptions dist;
+  dist.resume_dir = (dir.path / "nothing-here").string();
+  expect_refused<InvalidInput>([&] { fit_distributed(data, {}, two_components(), dist); },
+                               {"--resume " + dist.resume_dir, "no checkpoint.json there"});
+  // A checkpoint of another file's 300 rows is not resumed on these 200.
+  DistributedOptions writing;
+  writing.checkpoint_dir = (dir.path / "other").string();
+  fit_distributed(write_rows(dir, "other.npy", 300), {}, two_components(), writing);
+  dist.resume_dir = writing.checkpoint_dir;
+  expect_refused<InvalidInput>(
+      [&] { fit_distributed(data, {}, two_components(), dist); },
+      {host::checkpoint_path(dist.resume_dir), "written for 300 data rows", data + " has 200"});
+}
+
+TEST(DistributedRefusals, ShardCountsAndInMemoryRows) {
+  TempDir dir;
+  const std::string data = write_rows(dir, "rows.npy", 200);
+  DistributedOptions negative;
+  negative.shard_components = -1;
+  expect_refused<UsageError>([&] { fit_distributed(data, {}, two_components(), negative); },
+                             {"--shard-components -1", "0 (automatic), 1 (data parallel) or G ≥ 2"});
+  const Dataset rows = rows_of_two_clusters(200);
+  for (int shards : {-1, 2}) {
+    DistributedOptions sharded;
+    sharded.shard_components = shards;
+    expect_refused<InvalidInput>([&] { fit_distributed(rows, two_components(), sharded); },
+                                 {"shard_components = " + std::to_string(shards), "runs data parallel (0 or 1)"});
+  }
+  DistributedOptions planned;
+  planned.resources_file = "resources.json";
+  expect_refused<InvalidInput>([&] { fit_distributed(rows, two_components(), planned); },
+                               {"resources_file", "no row split to plan"});
+  // What is accepted runs: data parallel in a world of one.
+  DistributedOptions plain;
+  plain.shard_components = 1;
+  EXPECT_EQ(fit_distributed(rows, two_components(), plain).fit.rows, 200u);
+}
+
+}  // namespace
+}  // namespace mixle::test
