@@ -130,6 +130,42 @@ TEST(ComponentShardedThreads, EmptyComponentsOfEveryShardAreReportedAsUnsharded)
   EXPECT_EQ(sharded.warnings.size(), plain.warnings.size());
 }
 
+// Every component of one shard starts far from every row: that shard folds no mass at all, keeps
+// its parameters with weight 0, and the fit still equals the unsharded one (whose M-step does the
+// same per component).
+TEST(ComponentShardedThreads, AShardWhoseComponentsAreAllEmptyKeepsThemAtWeightZero) {
+  const Dataset data = sample(truth_model("diag"), 2000, 6);
+  FitOptions o;
+  o.init = InitMethod::model;
+  o.init_model = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.25,0.25,0.25,0.25],"parts":[
+      {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[4,0,0],[900,900,900],[-900,0,900]],
+       "var":[[1,1,1],[1,1,1],[1,1,1],[1,1,1]]}]})");
+  o.max_iter = 3;
+  o.tol = 0;
+  o.precision = "fp64";
+  o.threads = 1;
+  const FitResult plain = fit(data, o);
+  FitOptions s = o;
+  s.backend = "component_sharded";
+  s.num_workers = 2;  // shard 1 = components 2 and 3
+  const FitResult sharded = fit(data, s);
+  for (std::size_t k : {2u, 3u}) {
+    EXPECT_EQ(sharded.model.weights[k], 0.0);
+    for (std::size_t d = 0; d < 3; ++d)
+      EXPECT_EQ(sharded.model.parts[0].mean[k * 3 + d], o.init_model->parts[0].mean[k * 3 + d]);
+  }
+  EXPECT_LT(max_relative_difference(sharded.model, plain.model), 1e-9);
+  EXPECT_EQ(sharded.warnings.size(), plain.warnings.size());
+  FitOptions negative = s;
+  negative.num_workers = -1;
+  try {
+    fit(data, negative);
+    ADD_FAILURE() << "num_workers = -1 accepted";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("num_workers = -1 for component_sharded"), std::string::npos) << e.what();
+  }
+}
+
 // A fit whose whole mass is one row (one shard, K = 1): the M-step needs some mass, not more
 // than one row's.
 TEST(ComponentShardedThreads, OneRowIsEnoughMass) {

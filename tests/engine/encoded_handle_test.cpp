@@ -129,6 +129,13 @@ TEST(EncodedHandle, InitializeRefusesAComponentLeftWithoutRows) {
   EXPECT_NO_THROW(validate_model(m));
 }
 
+TEST(EncodedHandle, AnMStepRefusesStatisticsOfAnotherShape) {
+  const Model model = test::truth_model("diag");
+  const std::vector<double> three(3, 1.0);
+  expect_message([&] { engine::m_step(model, three, engine::shift_table(model, Precision::fp64), fp64()); },
+                 {"statistics have 3 values", "the model needs " + std::to_string(engine::stat_layout(model).size)});
+}
+
 std::unique_ptr<engine::EncodedData> no_backend(const Dataset&, const engine::EncodedDataOptions&) { return nullptr; }
 
 TEST(EncodedHandle, RegistrationNeedsANameAndAFactory) {

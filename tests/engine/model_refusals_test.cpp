@@ -3,11 +3,13 @@
 #include "engine_test_util.hpp"
 
 #include <mixle/error.hpp>
+#include <mixle/fit.hpp>
 #include <mixle/model.hpp>
 
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 
 namespace mixle {
 namespace {
@@ -50,6 +52,25 @@ TEST(LayoutRefusals, ItemsNameWhatIsWrongAndShowTheForm) {
   EXPECT_EQ(specs[1].categories, 5u);
   EXPECT_EQ(specs[1].col_begin, 2u);
   EXPECT_EQ(specs[1].col_end, 3u);
+}
+
+TEST(LayoutRefusals, CategoriesAreInferredOnlyFromSensibleCodes) {
+  // Without :V the categories are the largest code + 1; a code past 10^7 (an id column, say)
+  // cannot be a category count, and the message says how to give it.
+  for (double code : {2e7, std::numeric_limits<double>::infinity()}) {
+    std::vector<double> v = {0, 1, 2, code};
+    FitOptions o;
+    o.components = 1;
+    o.layout = "categorical:0-1";
+    expect_message([&] { fit(Dataset::from_vector(v, 4, 1), o); },
+                   {"categorical columns [0, 1)", "cannot infer the number of categories", "categorical:begin-end:V"});
+  }
+  std::vector<double> v = {0, 1, 2, 1};
+  FitOptions o;
+  o.components = 1;
+  o.layout = "categorical:0-1";
+  o.max_iter = 1;
+  EXPECT_EQ(fit(Dataset::from_vector(v, 4, 1), o).model.parts[0].categories, 3u);
 }
 
 TEST(ModelFileRefusals, TheSourceIsNamedWithWhatIsWrong) {

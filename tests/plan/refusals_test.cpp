@@ -280,3 +280,42 @@ TEST(ShardPlanRefusals, MinimumsEmptyRangesAndShrinkingToK) {
   empty.component_stop = empty.component_start;
   expect_mentions(message_of<InvalidInput>([&] { empty.validate(); }), {"big[0:0]", "empty component range"});
 }
+
+TEST(LauncherRefusals, TorchrunSlurmDaskAndSparkNameTheVariable) {
+  expect_mentions(message_of<InvalidInput>([] {
+                    Resources::from_torchrun(Environment{{"RANK", "3"}});
+                  }),
+                  {"RANK=3 is outside a world of 1", "accepted: 0"});
+  EXPECT_EQ(Resources::from_torchrun(Environment{{"RANK", "0"}}).size(), 1u);
+  const Environment four{{"SLURM_NTASKS", "4"}, {"SLURM_PROCID", "1"}, {"SLURM_LOCALID", "1"}, {"SLURM_NODEID", "0"}};
+  Environment odd = four;
+  odd["SLURM_NTASKS_PER_NODE"] = "3";
+  expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(odd); }),
+                  {"SLURM_NTASKS_PER_NODE=3 does not divide SLURM_NTASKS=4", "SLURM_TASKS_PER_NODE"});
+  expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(four); }),
+                  {"SLURM_NTASKS=4 but neither SLURM_TASKS_PER_NODE nor SLURM_NTASKS_PER_NODE is set"});
+  Environment beyond = four;
+  beyond["SLURM_TASKS_PER_NODE"] = "2(x2)";
+  beyond["SLURM_PROCID"] = "4";
+  expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(beyond); }),
+                  {"SLURM_PROCID=4 is outside the world", "SLURM_NTASKS=4"});
+  const Environment alone{{"SLURM_NTASKS", "1"}, {"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "0"}};
+  EXPECT_EQ(Resources::from_slurm(alone).size(), 1u);  // one task needs no per-node counts
+  expect_mentions(message_of<InvalidInput>([] { Resources::from_dask(R"({"workers": {"tcp://a:1": 4}})"); }),
+                  {"workers[tcp://a:1]=4", "not an object"});
+  expect_mentions(message_of<InvalidInput>(
+                      [] { Resources::from_spark(R"({"defaultParallelism": 2, "executorMemory": "99999999999t"})"); }),
+                  {"executorMemory='99999999999t' is too large"});
+}
+
+TEST(ResourcesRefusals, DevicesAreObjectsWithCanonicalPrecisions) {
+  DeviceSpec d = device("cpu:0", 1);
+  d.precision = "fp32";
+  expect_mentions(message_of<InvalidInput>([&] { d.validate(); }),
+                  {"precision='fp32' is not canonical", "accepted: 'float32'"});
+  d.precision = "float32";
+  EXPECT_NO_THROW(d.validate());
+  EXPECT_EQ(Resources::from_specs({d}), Resources({d}));
+  expect_mentions(message_of<InvalidInput>([] { Resources::from_json(R"({"devices": ["cpu:0"]})"); }),
+                  {"devices[0]=\"cpu:0\"", "not an object"});
+}
