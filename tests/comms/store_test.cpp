@@ -124,6 +124,27 @@ TEST(Store, OversizedKeysValuesAndTokensAreRefusedBeforeSending) {
   }
 }
 
+TEST(Store, AddToAValueThatIsNotACountIsRefusedAndTheKeyKept) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto a = connect(server);
+  a->set("k", "abc");
+  try {
+    a->add("k", 1);
+    ADD_FAILURE() << "add on a non-integer value succeeded";
+  } catch (const CommunicationError& e) {
+    EXPECT_NE(std::string(e.what()).find("rejected the request: value is not an integer"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(text(a->get("k", 1s)), "abc");  // the connection and the value are still good
+  EXPECT_EQ(a->add("n", 5), 5);
+  try {
+    StoreServer("127.0.0.1", 0, std::string(wire::kMaxTokenBytes + 1, 't'));
+    ADD_FAILURE() << "a server took a token over the limit";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("store token is"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Store, AddIsAtomicAcrossClients) {
   StoreServer server("127.0.0.1", 0, kToken);
   constexpr int kClients = 4, kAdds = 50;

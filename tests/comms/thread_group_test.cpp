@@ -144,7 +144,20 @@ TEST(ThreadGroup, SplitFormsRowAndColumnGroupsOfThreads) {
   EXPECT_EQ(col_gather, (std::vector<std::vector<double>>{{2, 0}, {3, 1}, {2, 0}, {3, 1}}));
 }
 
-TEST(ThreadGroup, RejectsAnEmptyGroup) { EXPECT_THROW(make_thread_group(0, 1s), InvalidInput); }
+TEST(ThreadGroup, RejectsAnEmptyGroupAndANonPositiveTimeout) {
+  EXPECT_THROW(make_thread_group(0, 1s), InvalidInput);
+  for (auto timeout : {0ms, -5ms}) {
+    try {
+      make_thread_group(2, timeout);
+      ADD_FAILURE() << "timeout " << timeout.count() << " ms accepted";
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("timeout " + std::to_string(timeout.count()) + " ms: must be positive"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_EQ(make_thread_group(2, 1ms).size(), 2u);
+}
 
 }  // namespace
 }  // namespace mixle::comms

@@ -115,6 +115,12 @@ TEST(ErrorMarks, EveryRankRaisesTheFailingRanksErrorType) {
   for (int r = 0; r < 3; ++r) expect_type<CommunicationError>(communication[static_cast<std::size_t>(r)], r);
   auto invalid = raise_on_three([] { throw InvalidInput("row 3: NaN"); });
   for (int r = 0; r < 3; ++r) expect_type<InvalidInput>(invalid[static_cast<std::size_t>(r)], r);
+  auto usage = raise_on_three([] { throw UsageError("--shard-components -1"); });
+  for (int r = 0; r < 3; ++r) expect_type<UsageError>(usage[static_cast<std::size_t>(r)], r);
+  auto unrealized = raise_on_three([] { throw UnrealizedModelPlacement("no shard fits"); });
+  for (int r = 0; r < 3; ++r) expect_type<UnrealizedModelPlacement>(unrealized[static_cast<std::size_t>(r)], r);
+  auto conflict = raise_on_three([] { throw EncodedDataControlConflict("threads with a handle"); });
+  for (int r = 0; r < 3; ++r) expect_type<EncodedDataControlConflict>(conflict[static_cast<std::size_t>(r)], r);
 
   auto impossible = raise_on_three([] { throw ImpossibleEvidence("rows 12, 99", {12, 99}); });
   for (int r = 0; r < 3; ++r) {

@@ -74,6 +74,12 @@ TEST(ParallelPlan, JsonRejectsFractionsAndBooleans) {
   EXPECT_EQ(ParallelPlan::from_json(R"({"world_size": 1})").world_size(), 1);
   EXPECT_EQ(ParallelPlan::from_json(R"({"tp": 2, "world_size": 2})").world_size(), 2);
   expect_mentions(message_of<InvalidInput>([] { ParallelPlan::from_json(R"({"world_size": 0})"); }), {"world_size=0"});
+  // The same for the data-parallel size: dp_replicate · dp_shard, or absent.
+  EXPECT_EQ(ParallelPlan::from_json(R"({"dp_replicate": 2, "dp_shard": 3, "data_parallel_size": 6})"),
+            ParallelPlan({.dp_replicate = 2, .dp_shard = 3}));
+  expect_mentions(
+      message_of<InvalidInput>([] { ParallelPlan::from_json(R"({"dp_replicate": 2, "data_parallel_size": 4})"); }),
+      {"data_parallel_size=4", "dp_replicate·dp_shard (2)", "accepted: 2 or omit it"});
 }
 
 TEST(ParallelPlan, ValidateWorldSize) {
@@ -335,6 +341,14 @@ TEST(ContractBackends, RegistryCollisionsLazyFactoriesAndKeys) {
                   {"'horovod'", "not registered", "gloo"});
   expect_mentions(message_of<InvalidInput>([] { register_training_backend("gloo", &fake_factory); }),
                   {"'gloo'", "already registered"});
+  // Nothing to register: a null instance or factory is refused by name.
+  expect_mentions(message_of<InvalidInput>(
+                      [] { register_training_backend("test_none", std::shared_ptr<const TrainingBackend>()); }),
+                  {"'test_none' is null", "a backend instance"});
+  expect_mentions(
+      message_of<InvalidInput>([] { register_training_backend("test_none", TrainingBackendFactory(nullptr)); }),
+      {"'test_none' factory is null", "a function returning the backend"});
+  expect_mentions(message_of<InvalidInput>([] { get_training_backend("test_none"); }), {"not registered"});
 }
 
 TEST(ContractLaunchers, LightningFabricOwnsDataParallelismOnly) {
