@@ -26,15 +26,6 @@ EstimatorOptions fp64() {
   return o;
 }
 
-void expect_message(const std::function<void()>& fn, const std::vector<std::string>& fragments) {
-  try {
-    fn();
-    ADD_FAILURE() << "no InvalidInput";
-  } catch (const InvalidInput& e) {
-    for (const auto& f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
-  }
-}
-
 TEST(EncodedHandle, StatisticsOfTwoHalvesCombineToThoseOfTheWhole) {
   const Model model = test::truth_model("mixed");
   const Dataset rows = sample(model, 1000, 3);
@@ -54,7 +45,8 @@ TEST(EncodedHandle, StatisticsOfTwoHalvesCombineToThoseOfTheWhole) {
   EXPECT_EQ(n, 1000.0);
   EXPECT_EQ(loglik, all.loglik_sum());
   engine::Statistics shorter = engine::Statistics::zero(3);
-  expect_message([&] { shorter.combine(all); }, {"different sizes", "(3 vs " + std::to_string(all.values.size())});
+  test::expect_invalid_input([&] { shorter.combine(all); },
+                             {"different sizes", "(3 vs " + std::to_string(all.values.size())});
 }
 
 /// One EM step of a gaussian_diag mixture written out plainly: responsibilities by Bayes' rule,
@@ -121,9 +113,9 @@ TEST(EncodedHandle, InitializeRefusesAComponentLeftWithoutRows) {
   const Model truth = test::truth_model("diag");
   const auto two_rows = engine::encoded_data(sample(truth, 2, 1));
   // Two rows, four components: whatever the draw, two components receive no row.
-  expect_message([&] { two_rows->initialize(truth, 9, 1.0, fp64()); },
-                 {"initialisation 'select' with p = 1", "no rows (2 rows, K = 4)", "--init kmeans++"});
-  expect_message([&] { two_rows->initialize(truth, 9, 0.0, fp64()); }, {"init-p", "(0, 1]"});
+  test::expect_invalid_input([&] { two_rows->initialize(truth, 9, 1.0, fp64()); },
+                             {"initialisation 'select' with p = 1", "no rows (2 rows, K = 4)", "--init kmeans++"});
+  test::expect_invalid_input([&] { two_rows->initialize(truth, 9, 0.0, fp64()); }, {"init-p", "(0, 1]"});
   const auto many = engine::encoded_data(sample(truth, 400, 1));
   const Model m = many->initialize(truth, 9, 0.5, fp64());
   EXPECT_NO_THROW(validate_model(m));
@@ -132,24 +124,26 @@ TEST(EncodedHandle, InitializeRefusesAComponentLeftWithoutRows) {
 TEST(EncodedHandle, AnMStepRefusesStatisticsOfAnotherShape) {
   const Model model = test::truth_model("diag");
   const std::vector<double> three(3, 1.0);
-  expect_message([&] { engine::m_step(model, three, engine::shift_table(model, Precision::fp64), fp64()); },
-                 {"statistics have 3 values", "the model needs " + std::to_string(engine::stat_layout(model).size)});
+  test::expect_invalid_input(
+      [&] { engine::m_step(model, three, engine::shift_table(model, Precision::fp64), fp64()); },
+      {"statistics have 3 values", "the model needs " + std::to_string(engine::stat_layout(model).size)});
 }
 
 std::unique_ptr<engine::EncodedData> no_backend(const Dataset&, const engine::EncodedDataOptions&) { return nullptr; }
 
 TEST(EncodedHandle, RegistrationNeedsANameAndAFactory) {
-  expect_message([] { engine::register_encoded_data_backend("", &no_backend); }, {"non-empty name and a factory"});
-  expect_message([] { engine::register_encoded_data_backend("nameless_factory", nullptr); },
-                 {"non-empty name and a factory"});
+  test::expect_invalid_input([] { engine::register_encoded_data_backend("", &no_backend); },
+                             {"non-empty name and a factory"});
+  test::expect_invalid_input([] { engine::register_encoded_data_backend("nameless_factory", nullptr); },
+                             {"non-empty name and a factory"});
   for (const auto& name : engine::encoded_data_backends()) EXPECT_NE(name, "nameless_factory");
 }
 
 TEST(ComputeDevices, NamesAreCheckedBeforeAnyDeviceIsTouched) {
-  expect_message([] { engine::make_compute("cuda:x", 1); }, {"\"cuda:x\"", "cuda:<index> with index ≥ 0"});
-  expect_message([] { engine::make_compute("cuda:-1", 1); }, {"\"cuda:-1\""});
-  expect_message([] { engine::make_compute("cuda:1x", 1); }, {"\"cuda:1x\""});
-  expect_message([] { engine::make_compute("tpu", 1); }, {"unknown device \"tpu\"", "auto, cpu, cuda"});
+  test::expect_invalid_input([] { engine::make_compute("cuda:x", 1); }, {"\"cuda:x\"", "cuda:<index> with index ≥ 0"});
+  test::expect_invalid_input([] { engine::make_compute("cuda:-1", 1); }, {"\"cuda:-1\""});
+  test::expect_invalid_input([] { engine::make_compute("cuda:1x", 1); }, {"\"cuda:1x\""});
+  test::expect_invalid_input([] { engine::make_compute("tpu", 1); }, {"unknown device \"tpu\"", "auto, cpu, cuda"});
   EXPECT_EQ(engine::make_compute("cpu", 1)->name(), engine::make_cpu_compute(1)->name());
 }
 

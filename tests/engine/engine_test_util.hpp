@@ -1,6 +1,7 @@
 // Helpers shared by the engine tests: small model builders and checks.
 #pragma once
 
+#include <mixle/error.hpp>
 #include <mixle/fit.hpp>
 #include <mixle/model.hpp>
 
@@ -8,11 +9,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
 
 namespace mixle::test {
+
+/// Expects `fn` to throw InvalidInput whose message holds every fragment.
+inline void expect_invalid_input(const std::function<void()>& fn, const std::vector<std::string>& fragments) {
+  try {
+    fn();
+    ADD_FAILURE() << "no InvalidInput";
+  } catch (const InvalidInput& e) {
+    for (const auto& f : fragments)
+      EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << "lacks \"" << f << "\": " << e.what();
+  }
+}
 
 /// The component-parallel and component-sharded tests' truth models: "diag" (gaussian_diag, K=4,
 /// 3 columns), "full" (gaussian_full, K=2, 2 columns), otherwise a mixed record (K=2; gaussian_diag

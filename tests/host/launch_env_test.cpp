@@ -55,6 +55,16 @@ TEST(LaunchEnv, NoLauncherIsSingle) {
   EXPECT_EQ(detect_launch_env(fake({{"TORCHELASTIC_USE_AGENT_STORE", "True"}})).store_port, 0);
 }
 
+// Each launcher has the name messages and receipts show (what `mixle fit` prints as "launcher").
+TEST(LaunchEnv, LaunchersAreNamed) {
+  EXPECT_EQ(to_string(Launcher::torchrun), "torchrun");
+  EXPECT_EQ(to_string(Launcher::mpi), "mpi");
+  EXPECT_EQ(to_string(Launcher::slurm), "slurm");
+  EXPECT_EQ(to_string(Launcher::single), "single");
+  EXPECT_EQ(to_string(detect_launch_env(fake({{"OMPI_COMM_WORLD_SIZE", "2"}, {"OMPI_COMM_WORLD_RANK", "1"}})).launcher),
+            "mpi");
+}
+
 // A local rank must lie in [0, local world size), whichever bound it breaks.
 TEST(LaunchEnv, LocalRankRules) {
   for (const auto& [local_rank, local_size] : {std::pair{"-1", "2"}, std::pair{"2", "2"}, std::pair{"0", "0"}}) {

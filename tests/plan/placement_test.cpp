@@ -8,20 +8,12 @@
 using namespace mixle::plan;
 using mixle::InvalidInput;
 using mixle::MemoryError;
+using mixle::plan::testing::device;
 using mixle::plan::testing::expect_mentions;
+using mixle::plan::testing::gmm;
 using mixle::plan::testing::message_of;
 
 namespace {
-
-DeviceSpec device(std::string name, double throughput, std::optional<std::uint64_t> memory = {}) {
-  DeviceSpec d;
-  d.name = std::move(name);
-  d.throughput = throughput;
-  d.memory_bytes = memory;
-  return d;
-}
-
-ModelSummary gmm(std::size_t k, std::size_t d) { return ModelSummary{k, {PartSummary{"gaussian_diag", d, 0}}}; }
 
 void expect_tiles(const Placement& p) {
   std::uint64_t cursor = 0;

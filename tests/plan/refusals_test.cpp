@@ -14,21 +14,13 @@
 using namespace mixle::plan;
 using mixle::InvalidInput;
 using mixle::MemoryError;
+using mixle::plan::testing::device;
 using mixle::plan::testing::expect_mentions;
+using mixle::plan::testing::gmm;
 using mixle::plan::testing::message_of;
 namespace fs = std::filesystem;
 
 namespace {
-
-DeviceSpec device(std::string name, double throughput, std::optional<std::uint64_t> memory = {}) {
-  DeviceSpec d;
-  d.name = std::move(name);
-  d.throughput = throughput;
-  d.memory_bytes = memory;
-  return d;
-}
-
-ModelSummary gmm(std::size_t k, std::size_t d) { return ModelSummary{k, {PartSummary{"gaussian_diag", d, 0}}}; }
 
 fs::path scratch(const std::string& name) {
   fs::path dir = fs::temp_directory_path() / ("mixle-plan-refusals-" + std::to_string(::getpid()));
