@@ -2,6 +2,7 @@
 // rank's rows → the shared fit driver, with checkpoints, resume and receipts on rank 0.
 #include "comms/local_device.hpp"
 #include "engine/auto_parallel.hpp"
+#include "engine/component_parallel.hpp"
 #include "engine/component_sharded.hpp"
 #include "engine/compute.hpp"
 #include "engine/distributed_handle.hpp"
@@ -18,6 +19,7 @@
 #include <mixle/plan/resources.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <memory>
 #include <optional>
 #include <span>
@@ -71,6 +73,33 @@ std::vector<engine::RowRange> rank_row_ranges(std::size_t rows, std::size_t cols
       bounds[static_cast<std::size_t>(r)] = rows * static_cast<std::size_t>(r) / static_cast<std::size_t>(world);
   }
   return engine::align_row_ranges(bounds, rows);
+}
+
+/// What a rank computes with, by FitOptions::backend: its device's compute (local and its
+/// aliases; distributed, torchrun and mpi name the same thing), or component threads inside
+/// the rank's share of rows (component_parallel and its aliases; CPU only). A backend that
+/// holds every row in one process cannot run inside a process group.
+bool component_threads(const std::string& backend) {
+  std::string name = backend;
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* plain : {"local", "in_process", "single", "distributed", "torchrun", "mpi"})
+    if (name == plain) return false;
+  for (const char* threads : {"component_parallel", "model_parallel", "mp_model"})
+    if (name == threads) return true;
+  if (name == "component_sharded")
+    throw UsageError(
+        "backend component_sharded runs its shards as threads of one process; across processes give the "
+        "shard count instead (--shard-components G, DistributedOptions::shard_components)");
+  throw InvalidInput("backend '" + backend +
+                     "' cannot run inside a process group; accepted: local (or distributed, torchrun, mpi), or "
+                     "component_parallel (component threads inside each rank)");
+}
+
+/// This rank's compute: the device's, or `num_workers` component threads on the CPU.
+std::unique_ptr<engine::Compute> rank_compute(const FitOptions& options, const std::string& device) {
+  if (!component_threads(options.backend)) return engine::make_compute(device, options.threads);
+  // The workers are capped at K where K is known (the M-step's model); here it is not yet.
+  return engine::make_cpu_compute(1, engine::resolve_workers(options.num_workers, 1 << 20));
 }
 
 std::string device_for_rank(const std::string& device, const host::LaunchEnv& env) {
@@ -184,7 +213,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   const bool first_group = mesh.component_group() == 0;
   engine::DistributedEncodedData init_handle(
       first_group ? local : Dataset::from_vector(std::vector<double>{}, 0, info.cols), info.rows, mine.begin, *comm,
-      engine::make_compute(device, options.threads));
+      rank_compute(options, device));
   std::unique_ptr<plan::Resources> resources;
   if (!dist.resources_file.empty())
     resources = std::make_unique<plan::Resources>(plan::Resources::load(dist.resources_file));
@@ -209,7 +238,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
       std::size_t largest = 0;
       for (const auto& c : components) largest = std::max(largest, c.end - c.begin);
       sharded = std::make_unique<engine::ShardedEstimator>(local, mine.begin, ranges, mesh, largest, *comm,
-                                                           engine::make_compute(device, options.threads));
+                                                           rank_compute(options, device));
     }
     Model shard = engine::slice_components(initial, own.begin, own.end);
     initial = Model{};  // the global initial model is not kept beside the shard
@@ -246,8 +275,7 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
                                        const DistributedOptions& dist, const host::LaunchEnv& env,
                                        comms::Communicator& comm, const std::string& device,
                                        const std::string& reason) {
-  engine::DistributedEncodedData handle(local, data_rows, first_row, comm,
-                                        engine::make_compute(device, options.threads));
+  engine::DistributedEncodedData handle(local, data_rows, first_row, comm, rank_compute(options, device));
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, data_rows, source);
   host::RunRecords records = run_records(dist, env, comm, data_rows, options, comm.size(), handle.local_rows(), 0,
                                          checkpoint, comm.collective_bytes());
@@ -261,6 +289,10 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
   result.collective_bytes = comm.collective_bytes();
   result.collective_seconds = handle.collective_seconds();
   result.parallel = reason.empty() ? "data parallel" : "data parallel (" + reason + ")";
+  if (component_threads(options.backend))
+    result.parallel += ", component threads in each rank (" +
+                       std::to_string(engine::resolve_workers(options.num_workers, result.fit.model.components())) +
+                       " workers)";
   result.model_parameter_bytes = engine::model_parameter_bytes(result.fit.model);
   gather_resident(comm, result.model_parameter_bytes,
                   static_cast<std::uint64_t>(engine::stat_layout(result.fit.model).size) * sizeof(double), result);
@@ -280,7 +312,15 @@ DistributedFitResult in_process_group(const FitOptions& options, const Distribut
                         return it->second;
                       });
   try {
-    const std::string device = device_for_rank(options.device, env);
+    std::string device;
+    if (component_threads(options.backend)) {
+      if (options.device != "cpu" && options.device != "auto")
+        throw InvalidInput("the component_parallel backend threads components on the CPU; device \"" + options.device +
+                           "\" is not supported with it (use the local backend for CUDA)");
+      device = "cpu";
+    } else {
+      device = device_for_rank(options.device, env);
+    }
     const bool on_device = device.rfind("cuda", 0) == 0;
     const std::string backend = host::resolve_comm(dist.comm, env, on_device);
     std::shared_ptr<comms::Communicator> comm =

@@ -162,7 +162,10 @@ std::function<int()> setup_fit(CLI::App& app) {
     o.progress = [&](const FitProgress& p) { progress.iteration(p); };
     FitResult result;
     std::string where;
-    if (is_distributed_backend(o.backend)) {
+    // Under a launcher every backend goes through the distributed driver, which runs what can
+    // run in a process group (component threads inside each rank's share) and refuses the rest:
+    // a single-process backend would make every rank fit the whole file.
+    if (is_distributed_backend(o.backend) || host::detect_launch_env().world_size > 1) {
       // A failing rank prints its error before its communicator's teardown: rank 0 then waits
       // for the peers, and a launcher that stops the group when one exits must not cut it short.
       bool reported = false;

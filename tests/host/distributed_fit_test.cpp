@@ -81,6 +81,42 @@ TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
   }
 }
 
+// Under a launcher `--backend component_parallel` threads components inside each rank's share
+// (it used to make every rank fit the whole file): the model is the two-rank local fit's, bit
+// for bit (component threads change no arithmetic), and the run says how it ran. A backend
+// that holds every row in one process is refused there, naming what to use instead.
+TEST(DistributedFit, ComponentThreadsRunInsideEachRanksShare) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
+  TempDir dir;
+  const fs::path data = make_mixed_records(dir, 6000);
+  auto launched = [&](const std::string& name, const std::vector<std::string>& extra) {
+    std::vector<std::string> argv{kCli, "launch", "--nproc", "2", "--"};
+    for (const auto& a : fit_args(data, dir.path / (name + ".json"), 8, "0")) argv.push_back(a);
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_process(argv, {}, dir.path / (name + ".log"), 120s);
+  };
+  Process plain = launched("plain", {});
+  ASSERT_EQ(plain.exit_code(), 0) << plain.output();
+  Process threads = launched("threads", {"--backend", "component_parallel", "--workers", "3"});
+  ASSERT_EQ(threads.exit_code(), 0) << threads.output();
+  EXPECT_NE(threads.output().find("on 2 rank(s) (gloo"), std::string::npos) << threads.output();
+  // The same row split as the plain run: rank 0 prints its share.
+  std::smatch rows_plain, rows_threads;
+  const std::string plain_output = plain.output(), threads_output = threads.output();
+  const std::regex share("this rank's rows \\[0, [0-9]+\\)");
+  ASSERT_TRUE(std::regex_search(plain_output, rows_plain, share)) << plain_output;
+  ASSERT_TRUE(std::regex_search(threads_output, rows_threads, share)) << threads_output;
+  EXPECT_EQ(rows_threads.str(), rows_plain.str());
+  EXPECT_NE(threads.output().find("component threads in each rank (3 workers)"), std::string::npos) << threads.output();
+  EXPECT_EQ(read_file(dir.path / "threads.json"), read_file(dir.path / "plain.json"));
+  Process sharded = launched("sharded", {"--backend", "component_sharded"});
+  EXPECT_EQ(sharded.exit_code(), 2) << sharded.output();
+  EXPECT_NE(sharded.output().find("--shard-components G"), std::string::npos) << sharded.output();
+  Process gpu = launched("gpu", {"--backend", "component_parallel", "--device", "cuda"});
+  EXPECT_EQ(gpu.exit_code(), 1) << gpu.output();
+  EXPECT_NE(gpu.output().find("threads components on the CPU"), std::string::npos) << gpu.output();
+}
+
 TEST(DistributedFit, CalibratedThroughputSplitsRows) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
