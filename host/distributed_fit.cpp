@@ -15,6 +15,10 @@
 
 #include <mixle/distributed.hpp>
 #include <mixle/error.hpp>
+#include <mixle/plan/attestation.hpp>
+#include <mixle/plan/backend_registry.hpp>
+#include <mixle/plan/contracts.hpp>
+#include <mixle/plan/parallel_plan.hpp>
 #include <mixle/plan/placement.hpp>
 #include <mixle/plan/resources.hpp>
 
@@ -142,6 +146,37 @@ std::optional<host::Checkpoint> resume_checkpoint(const DistributedOptions& dist
 }
 
 /// The RunRecords of this rank: rank 0 writes, every rank keeps the counters.
+/// The run's contracts (docs/distributed.md, "Contracts"), checked before any row is read: the
+/// mesh as a ParallelPlan — data groups on dp_replicate, component shards on tp — this rank's
+/// coordinate in it (WorkerTopologyAttestation), and the capabilities registered for the
+/// communicator, which must execute that plan at this precision. Returns the DistributedUpdates
+/// each EM step makes, which every receipt records.
+std::vector<plan::DistributedUpdate> run_contracts(const comms::Communicator& comm, int shard_components,
+                                                   const FitOptions& options) {
+  const int shards = std::max(shard_components, 1);
+  const plan::ParallelPlan mesh({.dp_replicate = comm.size() / shards, .tp = shards});
+  plan::attest_worker_coordinate(mesh, comm.size(), comm.rank());
+  std::string precision = options.precision;
+  for (auto& c : precision) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  plan::get_training_backend(std::string(comm.backend()))->capabilities().validate(mesh, precision);
+  std::vector<plan::DistributedUpdate> updates;
+  if (shards > 1) {
+    plan::DistributedUpdate rows;  // each shard's per-row log-likelihoods, gathered in its component group
+    rows.node_id = "shard_log_likelihoods";
+    rows.payload = plan::PayloadKind::activation;
+    rows.collective = plan::CollectiveKind::all_gather;
+    rows.mesh_axes = {plan::ParallelAxis::tp};
+    rows.state_layout = plan::StateLayout::sharded;
+    rows.contract_exact = true;  // gathered, not summed: every rank combines the same bytes
+    rows.validate();
+    updates.push_back(rows);
+  }
+  plan::DistributedUpdate statistics = plan::em_statistics_update(mesh);
+  if (shards > 1) statistics.state_layout = plan::StateLayout::sharded;  // each shard's own statistics
+  updates.push_back(statistics);
+  return updates;
+}
+
 host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchEnv& env,
                              const comms::Communicator& comm, std::size_t data_rows, const FitOptions& options,
                              int data_parallel_size, std::size_t local_rows, int shard_components,
@@ -155,6 +190,7 @@ host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchE
   facts.shard_components = shard_components;
   facts.precision = options.precision;
   facts.comm = std::string(comm.backend());
+  facts.updates = run_contracts(comm, shard_components, options);
   return host::RunRecords(dist, std::move(facts), checkpoint ? &*checkpoint : nullptr, collective_bytes);
 }
 
@@ -206,6 +242,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
                                  const std::shared_ptr<comms::Communicator>& comm, const DataInfo& info,
                                  const std::string& device, int groups, const std::string& reason) {
   const engine::ShardMesh mesh = engine::make_shard_mesh(comm->size(), comm->rank(), groups);
+  run_contracts(*comm, groups, options);  // before any row is read
   const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, groups);
   const engine::RowRange mine = ranges[static_cast<std::size_t>(mesh.data_group())];
   const Dataset local = read_rows(path, read, info, mine);
@@ -366,6 +403,7 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
           reason = "--shard-components " + std::to_string(groups);
         }
         if (groups > 1) return fit_sharded(path, read, options, dist, env, comm, info, device, groups, reason);
+        run_contracts(*comm, 1, options);  // before any row is read
         const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file);
         const engine::RowRange mine = ranges[static_cast<std::size_t>(comm->rank())];
         return fit_data_parallel(read_rows(path, read, info, mine), info.rows, mine.begin, path, options, dist, env,

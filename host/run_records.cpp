@@ -66,6 +66,19 @@ void RunRecords::record(int restart, const engine::IterationInfo& it, const Mode
   r.extra["restart"] = static_cast<std::int64_t>(restart);
   r.extra["comm"] = facts_.comm;
   if (facts_.shard_components > 0) r.extra["shard_components"] = static_cast<std::int64_t>(facts_.shard_components);
+  // Each DistributedUpdate of the step, flattened (a receipt's extra holds scalars):
+  // update.<node>.{payload, collective, mesh_axes, state_layout, exact, contract_exact}.
+  for (const plan::DistributedUpdate& u : facts_.updates) {
+    const std::string key = "update." + u.node_id + ".";
+    std::string axes;
+    for (plan::ParallelAxis a : u.mesh_axes) axes += (axes.empty() ? "" : ",") + std::string(plan::axis_name(a));
+    r.extra[key + "payload"] = std::string(plan::payload_name(u.payload));
+    r.extra[key + "collective"] = std::string(plan::collective_name(u.collective));
+    r.extra[key + "mesh_axes"] = axes;
+    r.extra[key + "state_layout"] = std::string(plan::state_layout_name(u.state_layout));
+    r.extra[key + "exact"] = u.exact;
+    r.extra[key + "contract_exact"] = u.contract_exact;
+  }
   r.validate();
   receipts_.push_back(r.to_json_line());
   std::string all;

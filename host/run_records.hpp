@@ -9,6 +9,7 @@
 #include <mixle/distributed.hpp>
 #include <mixle/fit.hpp>
 #include <mixle/model.hpp>
+#include <mixle/plan/contracts.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -26,7 +27,8 @@ struct RunFacts {
   std::int64_t local_examples = 0;  // this rank's rows
   int shard_components = 0;         // ranks per component group; 0: not sharded
   std::string precision;
-  std::string comm;  // the communicator's backend name
+  std::string comm;                              // the communicator's backend name
+  std::vector<plan::DistributedUpdate> updates;  // the collectives of one EM step
 };
 
 class RunRecords {

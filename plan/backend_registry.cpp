@@ -38,14 +38,17 @@ class BuiltinBackend final : public TrainingBackend {
   BackendCapabilities caps_;
 };
 
-// EM backends run the data axis only: statistics are all-reduced across data-parallel ranks and
-// every rank runs the same M-step. The component axis joins once component sharding executes.
+// EM communicators run two axes: dp_replicate, the data groups (statistics all-reduced, the same
+// M-step everywhere), and tp, the component shards (each rank holds a contiguous range of the
+// components — a slice of every parameter tensor, as tensor parallelism slices a layer — and the
+// shards exchange per-row log-likelihoods).
 std::shared_ptr<const TrainingBackend> make_em(std::string name, std::vector<std::string> requirements,
                                                std::string execution) {
   BackendCapabilities c;
   c.name = std::move(name);
-  c.axes = {ParallelAxis::dp_replicate};
-  c.precisions = {"fp32", "fp64"};
+  c.axes = {ParallelAxis::dp_replicate, ParallelAxis::tp};
+  // The compute's precision (tf32: CUDA); statistics travel as float64 whatever it is.
+  c.precisions = {"fp32", "fp64", "tf32"};
   c.requirements = std::move(requirements);
   c.execution = std::move(execution);
   return std::make_shared<BuiltinBackend>(std::move(c));
@@ -54,22 +57,23 @@ std::shared_ptr<const TrainingBackend> make_em(std::string name, std::vector<std
 std::shared_ptr<const TrainingBackend> make_single() {
   BackendCapabilities c;
   c.name = "single";
-  c.precisions = {"fp32", "fp64"};
+  c.precisions = {"fp32", "fp64", "tf32"};
   c.max_world_size = 1;
   c.execution = "one process; no collectives";
   return std::make_shared<BuiltinBackend>(std::move(c));
 }
 std::shared_ptr<const TrainingBackend> make_gloo() {
   return make_em("gloo", {"mixle built with Gloo (MIXLE_GLOO)"},
-                 "CPU ranks; statistics all-reduced over TCP with Gloo's ring");
+                 "CPU ranks; statistics all-reduced over TCP with Gloo's ring; component shards on tp");
 }
 std::shared_ptr<const TrainingBackend> make_mpi() {
   return make_em("mpi", {"mixle built with MPI (MIXLE_MPI)", "launched by mpirun or srun"},
                  "CPU ranks; statistics reduced to rank 0 and broadcast, so every rank holds the "
-                 "same bytes");
+                 "same bytes; component shards on tp");
 }
 std::shared_ptr<const TrainingBackend> make_nccl() {
-  return make_em("nccl", {"mixle built with CUDA and NCCL"}, "one GPU per rank; statistics all-reduced with NCCL");
+  return make_em("nccl", {"mixle built with CUDA and NCCL"},
+                 "one GPU per rank; statistics all-reduced with NCCL; component shards on tp");
 }
 std::shared_ptr<const TrainingBackend> make_lightning_fabric() {
   BackendCapabilities c;

@@ -68,6 +68,10 @@ TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
       EXPECT_EQ(j["data_parallel_size"], n);
       EXPECT_GT(j["collective_bytes"].get<long long>(), 0);
       EXPECT_EQ(j["global_examples_observed"], 20000);
+      EXPECT_EQ(j["extra"]["update.em_statistics.collective"], "all_reduce");
+      EXPECT_EQ(j["extra"]["update.em_statistics.mesh_axes"], "dp_replicate");
+      EXPECT_EQ(j["extra"]["update.em_statistics.contract_exact"], true);
+      EXPECT_EQ(j["extra"]["update.em_statistics.exact"], false);
       receipt_seconds += j["extra"]["collective_seconds"].get<double>();
       ++steps;
     }

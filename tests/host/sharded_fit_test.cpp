@@ -79,9 +79,30 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
   // world 4: 2 data groups × 2 component shards, 1 × 4, and data parallel (G = 1).
   for (int G : {2, 4, 1}) {
     const std::string name = "g" + std::to_string(G);
-    Process p = launch(4, {"--shard-components", std::to_string(G)}, data, dir.path / (name + ".json"),
-                       dir.path / (name + ".log"));
+    const fs::path receipts = dir.path / (name + ".jsonl");
+    Process p = launch(4, {"--shard-components", std::to_string(G), "--receipts", receipts.string()}, data,
+                       dir.path / (name + ".json"), dir.path / (name + ".log"));
     ASSERT_EQ(p.exit_code(), 0) << p.output();
+    // Every receipt records the step's collectives: the statistics all-reduced over the data
+    // groups (none when there is one) and, sharded, the per-row log-likelihoods gathered over
+    // the component shards (tp).
+    std::istringstream lines(read_file(receipts));
+    std::string line;
+    int steps = 0;
+    while (std::getline(lines, line)) {
+      const auto extra = nlohmann::json::parse(line).at("extra");
+      EXPECT_EQ(extra.at("update.em_statistics.payload"), "sufficient_statistic");
+      EXPECT_EQ(extra.at("update.em_statistics.collective"), 4 / G > 1 ? "all_reduce" : "none");
+      EXPECT_EQ(extra.at("update.em_statistics.mesh_axes"), 4 / G > 1 ? "dp_replicate" : "");
+      EXPECT_EQ(extra.at("update.em_statistics.state_layout"), G > 1 ? "sharded" : "replicated");
+      EXPECT_EQ(extra.contains("update.shard_log_likelihoods.collective"), G > 1);
+      if (G > 1) {
+        EXPECT_EQ(extra.at("update.shard_log_likelihoods.collective"), "all_gather");
+        EXPECT_EQ(extra.at("update.shard_log_likelihoods.mesh_axes"), "tp");
+      }
+      ++steps;
+    }
+    EXPECT_GT(steps, 1) << "G = " << G;
     const std::string out = p.output();
     EXPECT_NE(out.find("on 4 rank(s) (gloo"), std::string::npos) << out;
     // The line says why: the flag that asked for this mesh.

@@ -270,12 +270,19 @@ TEST(ContractBackends, BuiltinsDescribeWhatTheyExecute) {
   }
   ParallelPlan dp4({.dp_replicate = 4});
   ParallelPlan tp2({.dp_replicate = 2, .tp = 2});
-  for (const char* n : {"gloo", "mpi", "nccl", "ray_train"}) {
+  ParallelPlan pp2({.dp_replicate = 2, .pp = 2});
+  // The EM communicators run data groups and component shards (tp); Ray Train data groups only.
+  for (const char* n : {"gloo", "mpi", "nccl"}) {
     const BackendCapabilities& caps = get_training_backend(n)->capabilities();
     EXPECT_NO_THROW(caps.validate(dp4, "fp64")) << n;
-    expect_mentions(message_of<UnrealizedModelPlacement>([&] { caps.validate(tp2); }),
-                    {n, "does not execute parallel axes tp", "dp_replicate"});
+    EXPECT_NO_THROW(caps.validate(tp2, "fp32")) << n;
+    expect_mentions(message_of<UnrealizedModelPlacement>([&] { caps.validate(pp2); }),
+                    {n, "does not execute parallel axes pp", "dp_replicate, tp"});
   }
+  const BackendCapabilities& ray = get_training_backend("ray_train")->capabilities();
+  EXPECT_NO_THROW(ray.validate(dp4, "fp64"));
+  expect_mentions(message_of<UnrealizedModelPlacement>([&] { ray.validate(tp2); }),
+                  {"ray_train", "does not execute parallel axes tp", "dp_replicate"});
   const BackendCapabilities& single = get_training_backend("single")->capabilities();
   EXPECT_NO_THROW(single.validate(ParallelPlan()));
   expect_mentions(message_of<UnrealizedModelPlacement>([&] { single.validate(dp4); }),
@@ -290,8 +297,8 @@ TEST(ContractBackends, BuiltinsDescribeWhatTheyExecute) {
   EXPECT_NE(get_training_backend("ray_train")->capabilities().execution.find("one worker per plan rank"),
             std::string::npos);
   const std::string gloo = get_training_backend("gloo")->capabilities().to_json();
-  EXPECT_NE(gloo.find(R"("axes":["dp_replicate"])"), std::string::npos) << gloo;
-  EXPECT_NE(gloo.find(R"("precisions":["fp32","fp64"])"), std::string::npos) << gloo;
+  EXPECT_NE(gloo.find(R"("axes":["dp_replicate","tp"])"), std::string::npos) << gloo;
+  EXPECT_NE(gloo.find(R"("precisions":["fp32","fp64","tf32"])"), std::string::npos) << gloo;
   EXPECT_NE(fabric.to_json().find(R"("incompatible_axis_sets":[["dp_replicate","dp_shard"]])"), std::string::npos);
 }
 
