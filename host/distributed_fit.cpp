@@ -33,19 +33,46 @@
 namespace mixle {
 namespace {
 
+/// The devices of a Resources file in rank order: by `global_rank` when every device states one
+/// (each of 0 … ranks−1 exactly once), else in the file's order. A file that states ranks for
+/// some devices and not others, or ranks that do not cover the job, is refused by name.
+std::vector<plan::DeviceSpec> devices_by_rank(const plan::Resources& given, const std::string& file, int ranks) {
+  if (given.size() != static_cast<std::size_t>(ranks))
+    throw InvalidInput(file + ": has " + std::to_string(given.size()) + " devices but the job has " +
+                       std::to_string(ranks) + " ranks; give one device per rank (in rank order, or with global_rank)");
+  const auto& all = given.devices();
+  const auto stated = std::count_if(all.begin(), all.end(), [](const plan::DeviceSpec& d) { return d.global_rank; });
+  if (stated == 0) return all;
+  if (stated != ranks)
+    throw InvalidInput(file + ": " + std::to_string(stated) + " of " + std::to_string(ranks) +
+                       " devices state a global_rank; accepted: all of them (matched by rank) or none (file order)");
+  std::vector<plan::DeviceSpec> out(all.size());
+  std::vector<bool> seen(all.size(), false);
+  for (const plan::DeviceSpec& d : all) {
+    const std::int64_t r = *d.global_rank;
+    if (r < 0 || r >= ranks || seen[static_cast<std::size_t>(r)])
+      throw InvalidInput(file + ": device '" + d.name + "' has global_rank " + std::to_string(r) +
+                         "; accepted: each of 0 … " + std::to_string(ranks - 1) + " exactly once");
+    seen[static_cast<std::size_t>(r)] = true;
+    out[static_cast<std::size_t>(r)] = d;
+  }
+  return out;
+}
+
 /// Split points of `rows` over the ranks (or, sharded, over the data groups: `stride` = G ranks
 /// per group, group d on rank d·G's device): plan() over one device per group (equal
-/// throughput, or the calibrated throughputs of a Resources file), aligned to the row blocks.
+/// throughput, or the devices of a Resources file, with the model's bytes when `model` is
+/// given, so that a device too small is refused naming it), aligned to the row blocks. A device
+/// plan() cuts into several pieces (its share does not fit its memory at once) gets their sum:
+/// its rank streams them as one range.
 std::vector<engine::RowRange> rank_row_ranges(std::size_t rows, std::size_t cols, int ranks,
-                                              const std::string& resources_file, int stride = 1) {
+                                              const std::string& resources_file,
+                                              const std::optional<plan::ModelSummary>& model, int stride = 1) {
   const int world = ranks / stride;  // row groups
   std::vector<plan::DeviceSpec> devices;
   if (!resources_file.empty()) {
-    const plan::Resources given = plan::Resources::load(resources_file);
-    if (given.size() != static_cast<std::size_t>(ranks))
-      throw InvalidInput(resources_file + ": has " + std::to_string(given.size()) + " devices but the job has " +
-                         std::to_string(ranks) + " ranks; give one device per rank (in rank order)");
-    for (int g = 0; g < world; ++g) devices.push_back(given.devices()[static_cast<std::size_t>(g * stride)]);
+    const auto ranked = devices_by_rank(plan::Resources::load(resources_file), resources_file, ranks);
+    for (int g = 0; g < world; ++g) devices.push_back(ranked[static_cast<std::size_t>(g * stride)]);
   } else {
     for (int r = 0; r < world; ++r) {
       plan::DeviceSpec d;
@@ -57,25 +84,18 @@ std::vector<engine::RowRange> rank_row_ranges(std::size_t rows, std::size_t cols
   plan::PlanOptions options;
   options.rows = rows;
   options.columns = std::max<std::size_t>(cols, 1);
+  options.model = model;
   const plan::Placement placement = plan::plan(plan::Resources(devices), options);
-  // Shards come one per device; order them by the device's position (= rank).
+  std::vector<std::size_t> share(static_cast<std::size_t>(world), 0);
+  for (const auto& s : placement.shards) {
+    const auto it = std::find_if(devices.begin(), devices.end(),
+                                 [&](const plan::DeviceSpec& d) { return d.name == s.device.name; });
+    share[static_cast<std::size_t>(it - devices.begin())] += s.size();
+  }
   // Split points after each group (bounds[0], row 0, is implied: align_row_ranges starts there).
   std::vector<std::size_t> bounds(static_cast<std::size_t>(world) + 1, rows);
-  if (placement.shards.size() == static_cast<std::size_t>(world)) {
-    std::vector<std::pair<std::size_t, std::size_t>> by_rank;  // (rank, size)
-    for (const auto& s : placement.shards) {
-      const auto it = std::find_if(devices.begin(), devices.end(),
-                                   [&](const plan::DeviceSpec& d) { return d.name == s.device.name; });
-      by_rank.emplace_back(static_cast<std::size_t>(it - devices.begin()), s.size());
-    }
-    std::sort(by_rank.begin(), by_rank.end());
-    std::size_t at = 0;
-    for (int r = 0; r < world; ++r)
-      bounds[static_cast<std::size_t>(r) + 1] = at += by_rank[static_cast<std::size_t>(r)].second;
-  } else {
-    for (int r = 1; r < world; ++r)
-      bounds[static_cast<std::size_t>(r)] = rows * static_cast<std::size_t>(r) / static_cast<std::size_t>(world);
-  }
+  std::size_t at = 0;
+  for (int r = 0; r < world; ++r) bounds[static_cast<std::size_t>(r) + 1] = at += share[static_cast<std::size_t>(r)];
   return engine::align_row_ranges(bounds, rows);
 }
 
@@ -243,7 +263,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
                                  const std::string& device, int groups, const std::string& reason) {
   const engine::ShardMesh mesh = engine::make_shard_mesh(comm->size(), comm->rank(), groups);
   run_contracts(*comm, groups, options);  // before any row is read
-  const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, groups);
+  const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, std::nullopt, groups);
   const engine::RowRange mine = ranges[static_cast<std::size_t>(mesh.data_group())];
   const Dataset local = read_rows(path, read, info, mine);
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info.rows, path);
@@ -404,7 +424,10 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
         }
         if (groups > 1) return fit_sharded(path, read, options, dist, env, comm, info, device, groups, reason);
         run_contracts(*comm, 1, options);  // before any row is read
-        const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file);
+        // The model's bytes count where devices state their memory (a Resources file).
+        const auto ranges = rank_row_ranges(
+            info.rows, info.cols, comm->size(), dist.resources_file,
+            dist.resources_file.empty() ? std::nullopt : std::optional(engine::summarise(options, info.cols)));
         const engine::RowRange mine = ranges[static_cast<std::size_t>(comm->rank())];
         return fit_data_parallel(read_rows(path, read, info, mine), info.rows, mine.begin, path, options, dist, env,
                                  *comm, device, reason);

@@ -138,6 +138,45 @@ TEST(DistributedFit, CalibratedThroughputSplitsRows) {
   EXPECT_NE(p.output().find("this rank's rows [0, 3200)"), std::string::npos) << p.output();
 }
 
+// The row split is plan()'s, with the model's bytes, whatever the file's order: a device plan()
+// cuts into several pieces (its share does not fit its memory at once) keeps its whole share
+// (the pieces' sum, as `mixle plan` prints them), devices that state a global_rank are matched
+// to ranks by it, and a file that states ranks for some devices only is refused by name.
+TEST(DistributedFit, RowSplitIsThePlansWithMemoryCutDevicesAndRanksByGlobalRank) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
+  TempDir dir;
+  const fs::path data = make_mixed_records(dir, 12800);
+  // Listed rank 1 first; rank 0's device has room for a few hundred rows at a time.
+  std::ofstream(dir.path / "resources.json") << R"({"devices":[
+    {"name":"big","kind":"cpu","throughput":3000.0,"global_rank":1},
+    {"name":"small","kind":"cpu","throughput":1000.0,"global_rank":0,"memory_bytes":40000}]})";
+  Process planned = run_process({kCli, "plan", "--data", data.string(), "--layout", kLayout, "--components", "3",
+                                 "--resources", (dir.path / "resources.json").string(), "--json"},
+                                {}, dir.path / "plan.log", 60s);
+  ASSERT_EQ(planned.exit_code(), 0) << planned.output();
+  const auto placement = nlohmann::json::parse(read_file(dir.path / "plan.log")).at("placement");
+  std::size_t small_rows = 0, small_pieces = 0;
+  for (const auto& shard : placement.at("shards"))
+    if (shard.at("device") == "small")
+      small_rows += shard.at("stop").get<std::size_t>() - shard.at("start").get<std::size_t>(), ++small_pieces;
+  ASSERT_GT(small_pieces, 1u) << "the test needs plan() to cut the small device";
+  ASSERT_EQ(small_rows, 3200u);
+  std::vector<std::string> argv{kCli, "launch", "--nproc", "2", "--"};
+  for (const auto& a : fit_args(data, dir.path / "out.json", 3, "0")) argv.push_back(a);
+  argv.push_back("--resources");
+  argv.push_back((dir.path / "resources.json").string());
+  Process p = run_process(argv, {}, dir.path / "fit.log", 120s);
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  EXPECT_NE(p.output().find("this rank's rows [0, " + std::to_string(small_rows) + ")"), std::string::npos)
+      << p.output();
+  std::ofstream(dir.path / "partial.json") << R"({"devices":[
+    {"name":"a","kind":"cpu","throughput":1.0,"global_rank":1},{"name":"b","kind":"cpu","throughput":1.0}]})";
+  argv.back() = (dir.path / "partial.json").string();
+  Process partial = run_process(argv, {}, dir.path / "partial.log", 120s);
+  EXPECT_EQ(partial.exit_code(), 1) << partial.output();
+  EXPECT_NE(partial.output().find("1 of 2 devices state a global_rank"), std::string::npos) << partial.output();
+}
+
 TEST(DistributedFit, MpirunMatchesOneProcess) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
   TempDir dir;
