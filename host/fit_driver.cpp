@@ -2,6 +2,7 @@
 #include "host/fit_driver.hpp"
 
 #include "engine/initialise.hpp"
+#include "engine/row_hash.hpp"
 
 #include <mixle/error.hpp>
 
@@ -34,6 +35,12 @@ engine::EstimatorOptions estimator_options(const FitOptions& o) {
   e.m_step.rate_floor = o.rate_floor;
   e.precision = engine::precision_from_name(o.precision);
   return e;
+}
+
+// Neighbouring seeds share no start this way (seed + r made `--seed 0 --n-init 5` and
+// `--seed 1 --n-init 5` share four of their five starts).
+std::uint64_t restart_seed(std::uint64_t seed, int restart) {
+  return restart == 0 ? seed : engine::row_draw(seed, 4, static_cast<std::uint64_t>(restart));
 }
 
 namespace {
@@ -108,7 +115,7 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
     have_best = true;
   }
   for (int restart = first; restart < restarts; ++restart) {
-    const std::uint64_t seed = options.seed + static_cast<std::uint64_t>(restart);
+    const std::uint64_t seed = restart_seed(options.seed, restart);
     const bool resumed = hooks.resume_model && restart == first;
     Model initial;
     if (resumed) {

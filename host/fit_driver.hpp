@@ -7,10 +7,14 @@
 
 #include <mixle/fit.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
 namespace mixle::host {
+
+/// Restart r's seed: the fit's seed for restart 0, then a hash of (seed, r).
+std::uint64_t restart_seed(std::uint64_t seed, int restart);
 
 struct FitHooks {
   /// Called after every EM iteration with the iteration's information (info.model is the model

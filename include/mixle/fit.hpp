@@ -41,13 +41,14 @@ struct FitOptions {
   InitMethod init = InitMethod::kmeanspp;
   double init_p = 0.1;              // InitMethod::select
   std::optional<Model> init_model;  // InitMethod::model
-  int n_init = 1;                   // restarts (seeds seed, seed+1, …); the best final fit is kept
-  double reg_covar = 1e-6;          // added to variances / covariance diagonals
-  double pseudo_count = 1e-3;       // categorical / bernoulli prior counts
-  double rate_floor = 1e-6;         // poisson rate and exponential mean floor
-  std::string precision = "fp32";   // fp32 | fp64 (CPU, CUDA) | tf32 (CUDA)
-  std::string device = "cpu";       // auto | cpu | cuda | cuda:i
-  int threads = 0;                  // CPU threads, 0 = all available
+  int n_init =
+      1;  // restarts (restart 0 seeded with seed, restart r by a hash of (seed, r)); the best final fit is kept
+  double reg_covar = 1e-6;         // added to variances / covariance diagonals
+  double pseudo_count = 1e-3;      // categorical / bernoulli prior counts
+  double rate_floor = 1e-6;        // poisson rate and exponential mean floor
+  std::string precision = "fp32";  // fp32 | fp64 (CPU, CUDA) | tf32 (CUDA)
+  std::string device = "cpu";      // auto | cpu | cuda | cuda:i
+  int threads = 0;                 // CPU threads, 0 = all available
   /// local, component_parallel (threaded components), component_sharded (each component shard's
   /// parameters and statistics on its own thread and device), … — docs/engine.md, docs/sharding.md
   std::string backend = "local";

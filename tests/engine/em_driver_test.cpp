@@ -1,15 +1,16 @@
 // The EM driver's contract: a fit from a model first evaluates that model; stopping on
 // |Δ mean log-likelihood| < tol or max_iter; progress once per iteration; restarts keep the best.
 #include "engine_test_util.hpp"
+#include "host/fit_driver.hpp"
 
 #include <mixle/fit.hpp>
 
 #include <gtest/gtest.h>
 
-#include <vector>
-
 #include <cmath>
 #include <numeric>
+#include <set>
+#include <vector>
 
 namespace mixle {
 namespace {
@@ -125,12 +126,23 @@ TEST(EngineEm, RestartsKeepTheBest) {
   for (int s = 0; s < 3; ++s) {
     FitOptions q = o;
     q.n_init = 1;
-    q.seed = o.seed + static_cast<std::uint64_t>(s);
+    q.seed = host::restart_seed(o.seed, s);
     const FitResult r = fit(data, q);
     if (r.final_mean_loglik > top) top = r.final_mean_loglik, arg = s;
   }
   EXPECT_EQ(best.best_restart, arg);
   EXPECT_EQ(best.final_mean_loglik, top);  // the same fit, bit for bit
+}
+
+// Restart 0 keeps the fit's seed; the others hash (seed, r), so fits with neighbouring seeds
+// share no start (seed + r made --seed 0 and --seed 1 share all but one of five).
+TEST(EngineEm, NeighbouringSeedsShareNoRestart) {
+  std::set<std::uint64_t> starts;
+  for (std::uint64_t seed : {0u, 1u, 2u})
+    for (int r = 0; r < 5; ++r) starts.insert(host::restart_seed(seed, r));
+  EXPECT_EQ(starts.size(), 15u);
+  EXPECT_EQ(host::restart_seed(7, 0), 7u);
+  EXPECT_EQ(host::restart_seed(7, 3), host::restart_seed(7, 3));  // a function of (seed, r) only
 }
 
 }  // namespace

@@ -77,5 +77,43 @@ TEST(EngineInit, KmeansPlusPlusSeedsEveryClusterOfIdenticalPoints) {
   }
 }
 
+// Codes are labels, not numbers: k-means++ sees a categorical column as indicators of its code,
+// so renaming the codes (v → π(v) in every row) renames them in the initial model and changes
+// nothing else. As numbers, 0 and 3 would be further apart than 0 and 1, and the start — and,
+// for clusters that differ only in their favourite code, the optimum EM reaches — would depend
+// on how the codes happen to be numbered.
+TEST(EngineInit, KmeansPlusPlusTreatsCodesAsLabels) {
+  constexpr std::size_t K = 4, D = 4, V = 4;
+  const std::size_t pi[V] = {2, 0, 3, 1};
+  Model truth;
+  truth.weights = {0.2, 0.3, 0.25, 0.25};
+  Part c = make_part(Family::categorical, 0, D, V);
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t d = 0; d < D; ++d)
+      for (std::size_t v = 0; v < V; ++v) c.prob.push_back(v == k ? 0.91 : 0.03);
+  truth.parts = {c};
+  const Dataset drawn = sample(truth, 4000, 2);
+  std::vector<double> renamed(drawn.as<double>(), drawn.as<double>() + drawn.rows() * D);
+  for (double& v : renamed) v = static_cast<double>(pi[static_cast<std::size_t>(v)]);
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    SCOPED_TRACE(seed);
+    FitOptions o;
+    o.components = K;
+    o.layout = "categorical:0-4:4";
+    o.seed = seed;
+    o.max_iter = 1;  // the M-step of the initial model's responsibilities
+    o.precision = "fp64";
+    const FitResult a = fit(drawn, o);
+    const FitResult b = fit(Dataset::from_vector(renamed, drawn.rows(), D), o);
+    for (std::size_t k = 0; k < K; ++k) {
+      EXPECT_NEAR(b.model.weights[k], a.model.weights[k], 1e-12);
+      for (std::size_t d = 0; d < D; ++d)
+        for (std::size_t v = 0; v < V; ++v)
+          EXPECT_NEAR(b.model.parts[0].prob[(k * D + d) * V + pi[v]], a.model.parts[0].prob[(k * D + d) * V + v], 1e-12)
+              << "component " << k << " column " << d << " code " << v;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mixle

@@ -28,7 +28,10 @@ FitResult fit_back(const Model& truth, std::size_t rows, std::uint64_t seed, con
   o.layout = layout;
   o.init = InitMethod::kmeanspp;
   o.seed = seed;
-  o.n_init = 2;
+  // One k-means++ start reaches the global optimum of these mixtures only part of the time
+  // (measured over 180 seeds for MixedRecordK6: 52%; 60 for CategoricalK4: 90%), so enough
+  // restarts that the best of them is the truth's optimum whatever the seeds.
+  o.n_init = 6;
   o.max_iter = 300;
   o.tol = 1e-7;
   o.precision = precision;
