@@ -42,7 +42,7 @@ struct CalibrationRecord {
   std::uint64_t sample_size = 0;
   std::uint64_t repeats = 0;
   std::optional<std::string> precision;  ///< canonical
-  std::string estimator_type = "none";  ///< non-blank; "none" as when a catalog omits it
+  std::string estimator_type = "none";   ///< non-blank; "none" as when a catalog omits it
   std::uint64_t row_count = 0;
   std::uint64_t model_bytes = 0;
   std::uint64_t statistic_bytes = 0;
