@@ -84,13 +84,20 @@ double total_loglik(const Model& model, const Dataset& data) {
 }
 }  // namespace
 
+double bic_from_loglik(double loglik_sum, std::size_t free_parameters, std::size_t rows) {
+  return -2.0 * loglik_sum + static_cast<double>(free_parameters) * std::log(static_cast<double>(rows));
+}
+
+double aic_from_loglik(double loglik_sum, std::size_t free_parameters) {
+  return -2.0 * loglik_sum + 2.0 * static_cast<double>(free_parameters);
+}
+
 double bic(const Model& model, const Dataset& data) {
-  return -2.0 * total_loglik(model, data) +
-         static_cast<double>(model.free_parameters()) * std::log(static_cast<double>(data.rows()));
+  return bic_from_loglik(total_loglik(model, data), model.free_parameters(), data.rows());
 }
 
 double aic(const Model& model, const Dataset& data) {
-  return -2.0 * total_loglik(model, data) + 2.0 * static_cast<double>(model.free_parameters());
+  return aic_from_loglik(total_loglik(model, data), model.free_parameters());
 }
 
 Dataset sample(const Model& model, std::size_t rows, std::uint64_t seed, std::vector<std::int64_t>* labels) {

@@ -12,6 +12,7 @@
 #include "host/launch_env.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <chrono>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 
 namespace mixle::host {
 namespace {
@@ -29,7 +32,8 @@ struct FitArgs {
   DataArgs data;
   std::string family = "gaussian_diag";
   std::string layout;
-  std::optional<long long> components;
+  std::string components;  // "K", or "A:B" with --select
+  std::string select;      // bic | aic: pick K in A:B by this criterion
   std::string init = "kmeans++";
   std::string out;
   bool quiet = false;
@@ -85,13 +89,174 @@ bool is_distributed_backend(std::string name) {
   return name == "local" || name == "distributed" || name == "torchrun" || name == "mpi";
 }
 
+/// -k: "K" → {K, K}; "A:B" → {A, B}, 1 ≤ A ≤ B. Text that is no integer is a usage error; an
+/// integer below 1 is a bad value, named as such.
+std::pair<std::size_t, std::size_t> component_range(const std::string& text) {
+  auto number = [&](const std::string& part) {
+    long long v = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (ec != std::errc() || end != part.data() + part.size() || part.empty())
+      throw UsageError("--components \"" + text + "\": expected K or a range A:B of positive integers");
+    if (v < 1) throw InvalidInput("--components " + text + ": a mixture needs K ≥ 1");
+    return static_cast<std::size_t>(v);
+  };
+  const auto colon = text.find(':');
+  const std::size_t a = number(text.substr(0, colon));
+  const std::size_t b = colon == std::string::npos ? a : number(text.substr(colon + 1));
+  if (b < a) throw UsageError("--components " + text + ": the range A:B needs A ≤ B");
+  return {a, b};
+}
+
+/// One fit as the options say: through the distributed driver (any launcher, checkpoints,
+/// receipts) or, for a single-process backend without a launcher, the local one. `where`
+/// describes a distributed run. Returns an exit code when a failure was already reported.
+std::optional<int> fit_once(FitArgs& args, const FitOptions& o, FitResult& result, std::string& where) {
+  // Under a launcher every backend goes through the distributed driver, which runs what can
+  // run in a process group (component threads inside each rank's share) and refuses the rest:
+  // a single-process backend would make every rank fit the whole file.
+  if (!is_distributed_backend(o.backend) && host::detect_launch_env().world_size <= 1) {
+    if (!args.dist.checkpoint_dir.empty() || !args.dist.resume_dir.empty() || !args.dist.receipts_file.empty() ||
+        args.dist.shard_components > 1)
+      throw UsageError(
+          "--checkpoint-dir, --resume, --receipts and --shard-components need the local or distributed backend");
+    result = fit(args.data.read(), o);
+    return std::nullopt;
+  }
+  // A failing rank prints its error before its communicator's teardown: rank 0 then waits for
+  // the peers, and a launcher that stops the group when one exits must not cut it short.
+  bool reported = false;
+  args.dist.on_error = [&reported](const std::exception& e) {
+    const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+    std::fprintf(stderr, "mixle: %s: %s\n", usage ? "usage error" : "error", e.what());
+    std::fflush(stderr);
+    reported = true;
+  };
+  DistributedFitResult d;
+  try {
+    d = fit_distributed(args.data.path, args.data.read_options(), o, args.dist);
+  } catch (const Error& e) {
+    if (!reported) throw;
+    return dynamic_cast<const UsageError*>(&e) ? 2 : 1;  // printed already
+  }
+  result = d.fit;
+  where = " on " + std::to_string(d.world_size) + " rank(s) (" + d.comm + ", " + d.device + ", this rank's rows [" +
+          std::to_string(d.first_row) + ", " + std::to_string(d.first_row + d.local_rows) + "), " +
+          std::to_string(d.collective_bytes) + " collective bytes" +
+          // Timed by the data-parallel path; the component-sharded one leaves it 0.
+          (d.collective_seconds > 0 ? " in " + seconds_text(d.collective_seconds) + " s" : "") +
+          (d.resumed_from_iteration ? ", resumed after iteration " + std::to_string(d.resumed_from_iteration) : "") +
+          ")";
+  where += "\nparallel: " + d.parallel;
+  where += "\nmodel parameter bytes: " + std::to_string(d.model_parameter_bytes);
+  where += "\nresident parameter bytes per rank:";
+  for (auto b : d.resident_parameter_bytes) where += " " + std::to_string(b);
+  where += "\nresident statistic bytes per rank:";
+  for (auto b : d.resident_statistic_bytes) where += " " + std::to_string(b);
+  return std::nullopt;
+}
+
+/// A fit's information criteria from its own final log-likelihood (no second pass).
+struct Criteria {
+  std::size_t components = 0, parameters = 0;
+  double mean_loglik = 0.0, bic = 0.0, aic = 0.0, seconds = 0.0;
+  int iterations = 0;
+};
+
+Criteria criteria_of(const FitResult& r) {
+  Criteria c;
+  c.components = r.model.components();
+  c.parameters = r.model.free_parameters();
+  c.mean_loglik = r.final_mean_loglik;
+  const double loglik = r.final_mean_loglik * static_cast<double>(r.rows);
+  c.bic = bic_from_loglik(loglik, c.parameters, r.rows);
+  c.aic = aic_from_loglik(loglik, c.parameters);
+  c.iterations = r.iterations;
+  c.seconds = r.seconds;
+  return c;
+}
+
+void print_selection(const std::vector<Criteria>& table, std::size_t chosen, const std::string& by) {
+  std::printf("model selection by %s:\n%6s %16s %12s %18s %18s %10s %10s\n", by.c_str(), "K", "mean loglik",
+              "parameters", "BIC", "AIC", "iterations", "seconds");
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const Criteria& c = table[i];
+    std::printf("%6zu %16.6f %12zu %18.6f %18.6f %10d %10.3f%s\n", c.components, c.mean_loglik, c.parameters, c.bic,
+                c.aic, c.iterations, c.seconds, i == chosen ? "  ← selected" : "");
+  }
+}
+
+int run_fit(FitArgs& args) {
+  FitOptions& o = args.options;
+  if (args.init == "select") {
+    o.init = InitMethod::select;
+  } else if (args.init != "kmeans++") {  // kmeans++ is FitOptions' default
+    o.init = InitMethod::model;
+    o.init_model = load_model(args.init);
+  }
+  std::pair<std::size_t, std::size_t> range{0, 0};
+  if (o.init != InitMethod::model) {
+    if (args.components.empty()) throw UsageError("--components K is required (or --init MODEL.json)");
+    range = component_range(args.components);
+  } else if (!args.components.empty() && args.components.find(':') != std::string::npos) {
+    throw UsageError("--components " + args.components +
+                     ": a range needs an initialisation that draws K "
+                     "components (kmeans++ or select), not a model file");
+  }
+  const bool selecting = range.second > range.first;
+  if (!args.select.empty() && !selecting) throw UsageError("--select " + args.select + " needs a range -k A:B");
+  if (selecting &&
+      (!args.dist.checkpoint_dir.empty() || !args.dist.resume_dir.empty() || !args.dist.receipts_file.empty()))
+    throw UsageError("--checkpoint-dir, --resume and --receipts describe one fit; with -k A:B fit the chosen K again");
+  const std::string by = args.select.empty() ? "bic" : args.select;
+  o.layout = args.layout.empty() ? args.family : args.layout;
+  if (!(args.timeout_s > 0)) throw InvalidInput("--timeout must be > 0 seconds");
+  args.dist.timeout = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000.0));
+
+  // Only rank 0 prints progress and writes outputs (docs/design.md §8).
+  const bool rank0 = host::detect_launch_env().is_rank0();
+  ProgressPrinter progress(!args.quiet && rank0);
+  o.progress = [&](const FitProgress& p) { progress.iteration(p); };
+  FitResult result;
+  std::string where;
+  std::vector<Criteria> table;
+  std::size_t chosen = 0;
+  for (std::size_t k = range.first; k <= std::max(range.second, range.first); ++k) {
+    if (o.init != InitMethod::model) o.components = k;
+    FitResult r;
+    std::string w;
+    if (const auto failed = fit_once(args, o, r, w)) return *failed;
+    progress.finish();
+    table.push_back(criteria_of(r));
+    const auto score = [&](const Criteria& c) { return by == "aic" ? c.aic : c.bic; };
+    if (table.size() == 1 || score(table.back()) < score(table[chosen])) {
+      chosen = table.size() - 1;
+      result = std::move(r);
+      where = std::move(w);
+    }
+    if (o.init == InitMethod::model) break;
+  }
+  if (!rank0) return 0;
+  for (const auto& w : result.warnings) std::fprintf(stderr, "mixle: warning: %s\n", w.c_str());
+  if (selecting) print_selection(table, chosen, by);
+  print_summary(result, result.seconds);
+  if (!where.empty()) std::printf("distributed:%s\n", where.c_str());
+  if (!args.out.empty()) {
+    save_model(result.model, args.out);
+    std::printf("model written to %s\n", args.out.c_str());
+  }
+  return 0;
+}
+
 std::function<int()> setup_fit(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
   args->data.add_to(app);
   app.add_option("--family", args->family, "Family for all columns: " + family_names());
   app.add_option("--layout", args->layout,
                  "Mixed record layout, e.g. gaussian_diag:0-4,categorical:4-5:3,poisson:5-7 (overrides --family)");
-  app.add_option("-k,--components", args->components, "Number of components K");
+  app.add_option("-k,--components", args->components,
+                 "Number of components K, or a range A:B to fit each K and keep the one --select picks");
+  app.add_option("--select", args->select, "With -k A:B: the criterion that picks K, bic (default) or aic")
+      ->check(CLI::IsMember({"bic", "aic"}));
   app.add_option("--max-iter", args->options.max_iter, "Maximum EM iterations")->capture_default_str();
   app.add_option("--tol", args->options.tol, "Stop when |Δ mean log-likelihood| < tol")->capture_default_str();
   app.add_option("--seed", args->options.seed, "Random seed")->capture_default_str();
@@ -138,83 +303,7 @@ std::function<int()> setup_fit(CLI::App& app) {
                    "1 = data parallel; 0 = automatic from --resources")
       ->capture_default_str();
 
-  return [args]() -> int {
-    FitOptions& o = args->options;
-    if (args->init == "select") {
-      o.init = InitMethod::select;
-    } else if (args->init != "kmeans++") {  // kmeans++ is FitOptions' default
-      o.init = InitMethod::model;
-      o.init_model = load_model(args->init);
-    }
-    if (o.init != InitMethod::model) {
-      if (!args->components) throw UsageError("--components K is required (or --init MODEL.json)");
-      if (*args->components < 1)
-        throw InvalidInput("--components " + std::to_string(*args->components) + ": a mixture needs K ≥ 1");
-      o.components = static_cast<std::size_t>(*args->components);
-    }
-    o.layout = args->layout.empty() ? args->family : args->layout;
-    if (!(args->timeout_s > 0)) throw InvalidInput("--timeout must be > 0 seconds");
-    args->dist.timeout = std::chrono::milliseconds(static_cast<long long>(args->timeout_s * 1000.0));
-
-    // Only rank 0 prints progress and writes outputs (docs/design.md §8).
-    const bool rank0 = host::detect_launch_env().is_rank0();
-    ProgressPrinter progress(!args->quiet && rank0);
-    o.progress = [&](const FitProgress& p) { progress.iteration(p); };
-    FitResult result;
-    std::string where;
-    // Under a launcher every backend goes through the distributed driver, which runs what can
-    // run in a process group (component threads inside each rank's share) and refuses the rest:
-    // a single-process backend would make every rank fit the whole file.
-    if (is_distributed_backend(o.backend) || host::detect_launch_env().world_size > 1) {
-      // A failing rank prints its error before its communicator's teardown: rank 0 then waits
-      // for the peers, and a launcher that stops the group when one exits must not cut it short.
-      bool reported = false;
-      args->dist.on_error = [&reported](const std::exception& e) {
-        const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
-        std::fprintf(stderr, "mixle: %s: %s\n", usage ? "usage error" : "error", e.what());
-        std::fflush(stderr);
-        reported = true;
-      };
-      DistributedFitResult d;
-      try {
-        d = fit_distributed(args->data.path, args->data.read_options(), o, args->dist);
-      } catch (const Error& e) {
-        if (!reported) throw;
-        return dynamic_cast<const UsageError*>(&e) ? 2 : 1;  // printed already
-      }
-      result = d.fit;
-      where =
-          " on " + std::to_string(d.world_size) + " rank(s) (" + d.comm + ", " + d.device + ", this rank's rows [" +
-          std::to_string(d.first_row) + ", " + std::to_string(d.first_row + d.local_rows) + "), " +
-          std::to_string(d.collective_bytes) + " collective bytes" +
-          // Timed by the data-parallel path; the component-sharded one leaves it 0.
-          (d.collective_seconds > 0 ? " in " + seconds_text(d.collective_seconds) + " s" : "") +
-          (d.resumed_from_iteration ? ", resumed after iteration " + std::to_string(d.resumed_from_iteration) : "") +
-          ")";
-      where += "\nparallel: " + d.parallel;
-      where += "\nmodel parameter bytes: " + std::to_string(d.model_parameter_bytes);
-      where += "\nresident parameter bytes per rank:";
-      for (auto b : d.resident_parameter_bytes) where += " " + std::to_string(b);
-      where += "\nresident statistic bytes per rank:";
-      for (auto b : d.resident_statistic_bytes) where += " " + std::to_string(b);
-    } else {
-      if (!args->dist.checkpoint_dir.empty() || !args->dist.resume_dir.empty() || !args->dist.receipts_file.empty() ||
-          args->dist.shard_components > 1)
-        throw UsageError(
-            "--checkpoint-dir, --resume, --receipts and --shard-components need the local or distributed backend");
-      result = fit(args->data.read(), o);
-    }
-    progress.finish();
-    if (!rank0) return 0;
-    for (const auto& w : result.warnings) std::fprintf(stderr, "mixle: warning: %s\n", w.c_str());
-    print_summary(result, result.seconds);
-    if (!where.empty()) std::printf("distributed:%s\n", where.c_str());
-    if (!args->out.empty()) {
-      save_model(result.model, args->out);
-      std::printf("model written to %s\n", args->out.c_str());
-    }
-    return 0;
-  };
+  return [args]() -> int { return run_fit(*args); };
 }
 
 }  // namespace

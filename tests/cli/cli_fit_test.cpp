@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <sstream>
 
 namespace mixle {
 namespace {
@@ -236,6 +237,65 @@ TEST(CliRoundTrip, GenerateFitScore) {
   // is well under 0.5%; allow 2% of rows.
   constexpr double kMinAgreement = 0.98;
   EXPECT_GE(static_cast<double>(best) / static_cast<double>(N), kMinAgreement);
+}
+
+// -k A:B fits every K and keeps the one the criterion picks: on three clusters eight standard
+// deviations apart, BIC and AIC both pick 3; the table has a row per K whose BIC is
+// −2·N·(mean log-likelihood) + p·ln N, and `mixle score --what bic` gives the selected
+// model's from the data again. A range with a model file, a backwards range, --select without
+// a range and per-row scores without --out are usage errors.
+TEST(CliModelSelection, RangeOfComponentsPicksTheTrueK) {
+  TempDir dir("cli-select");
+  test::write_bytes(dir.file("truth.json"), R"({"format": "mixle-model", "version": 1, "weights": [0.3, 0.3, 0.4],
+    "parts": [{"family": "gaussian_diag", "columns": [0, 2], "mean": [[0, 0], [8, 0], [0, 8]],
+               "var": [[1, 1], [1, 1], [1, 1]]}]})");
+  ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 3000 --seed 1 -o " + dir.file("d.npy")).code,
+            0);
+  const std::string base = "fit --data " + dir.file("d.npy") + " --seed 2 --precision fp64 -q";
+  const std::string fit = base + " -k 1:5";
+  for (const char* by : {"bic", "aic"}) {
+    SCOPED_TRACE(by);
+    const CliRun r = run_cli(dir, fit + " --select " + by + " --out " + dir.file(std::string(by) + ".json"));
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find(std::string("model selection by ") + by), std::string::npos) << r.out;
+    std::istringstream lines(r.out);
+    std::string line;
+    int rows = 0, selected = 0;
+    while (std::getline(lines, line)) {
+      std::istringstream row(line);
+      std::size_t k = 0, parameters = 0;
+      double mean = 0, bic = 0, aic = 0;
+      if (!(row >> k >> mean >> parameters >> bic >> aic)) continue;
+      ++rows;
+      EXPECT_EQ(parameters, 5 * k - 1) << line;  // per component: 2 means, 2 variances, 1 weight
+      EXPECT_NEAR(bic, -2.0 * 3000 * mean + static_cast<double>(parameters) * std::log(3000.0), 0.05) << line;
+      EXPECT_NEAR(aic, -2.0 * 3000 * mean + 2.0 * static_cast<double>(parameters), 0.05) << line;
+      if (line.find("selected") != std::string::npos) selected = static_cast<int>(k);
+    }
+    EXPECT_EQ(rows, 5) << r.out;
+    EXPECT_EQ(selected, 3) << r.out;
+    EXPECT_NE(r.out.find("fitted 3 components"), std::string::npos) << r.out;
+  }
+  const CliRun score =
+      run_cli(dir, "score --data " + dir.file("d.npy") + " -m " + dir.file("bic.json") + " --what bic");
+  ASSERT_EQ(score.code, 0) << score.err;
+  const CliRun fitted = run_cli(dir, fit + " --out " + dir.file("again.json"));
+  const auto at = fitted.out.find("← selected");
+  ASSERT_NE(at, std::string::npos) << fitted.out;
+  std::istringstream selected_row(fitted.out.substr(fitted.out.rfind('\n', at) + 1));
+  std::size_t k = 0, parameters = 0;
+  double mean = 0, bic = 0;
+  selected_row >> k >> mean >> parameters >> bic;
+  ASSERT_EQ(score.out.rfind("bic: ", 0), 0u) << score.out;
+  EXPECT_NEAR(std::stod(score.out.substr(5)), bic, 1e-6 * std::abs(bic)) << score.out << fitted.out;
+  for (const std::string& args :
+       {base + " -k 5:2", base + " -k 3 --select bic",
+        "fit --data " + dir.file("d.npy") + " --init " + dir.file("truth.json") + " -k 1:3",
+        "score --data " + dir.file("d.npy") + " -m " + dir.file("bic.json") + " --what resp"}) {
+    const CliRun bad = run_cli(dir, args);
+    EXPECT_EQ(bad.code, 2) << args << "\n" << bad.err;
+    EXPECT_NE(bad.err.find("usage error: "), std::string::npos) << args << "\n" << bad.err;
+  }
 }
 
 TEST(CliBadInput, ScoreAndGenerateWriteNothingOnError) {
