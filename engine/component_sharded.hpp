@@ -97,12 +97,11 @@ class ShardedEstimator {
   std::uint64_t collective_bytes() const noexcept {
     return comm_.collective_bytes() + component_comm_->collective_bytes() + data_comm_->collective_bytes();
   }
-
- private:
   /// Rows per collective chunk and chunks per E-step (the largest group's), the same on every
-  /// rank; whether the chunk's log-densities fit the budget for keeping them.
+  /// rank; whether every rank's backend keeps a chunk's log-densities between its two passes.
   ShardChunking chunking(Precision precision) const;
 
+ private:
   Dataset data_;
   std::size_t first_row_;
   std::vector<RowRange> group_rows_;

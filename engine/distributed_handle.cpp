@@ -87,8 +87,8 @@ Statistics DistributedEncodedData::accumulate_assigned(const Model& shape, const
 }
 
 Dataset DistributedEncodedData::sample(std::uint64_t seed, std::size_t target) {
-  const double p =
-      std::min(1.0, static_cast<double>(target) / static_cast<double>(std::max<std::size_t>(global_rows_, 1)));
+  // No rows at all gives target / 0 = inf (or NaN for target 0): std::min keeps 1.0 either way.
+  const double p = std::min(1.0, static_cast<double>(target) / static_cast<double>(global_rows_));
   const Dataset mine = sample_local(seed, p);
   const std::size_t C = data_.cols(), W = static_cast<std::size_t>(comm_.size());
   // Gather counts, then every rank's rows padded to the largest count; ranks hold ascending

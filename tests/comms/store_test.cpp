@@ -1,11 +1,15 @@
 // Protocol tests of the rendezvous store: normal operation across clients, deadlines, and that
 // refused, oversized, truncated or garbage connections are dropped without disturbing others.
 #include "comms/store.hpp"
+#include "comms/socket.hpp"
 #include "comms/store_protocol.hpp"
 
 #include <mixle/error.hpp>
 
 #include <gtest/gtest.h>
+
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <thread>
@@ -143,6 +147,29 @@ TEST(Store, AddToAValueThatIsNotACountIsRefusedAndTheKeyKept) {
   } catch (const InvalidInput& e) {
     EXPECT_NE(std::string(e.what()).find("store token is"), std::string::npos) << e.what();
   }
+}
+
+// send_all and recv_all move every byte whatever size each system call takes — one byte
+// included (a send of exactly one byte is progress, not a failure) — and report a peer that
+// closed the connection.
+TEST(Socket, SendAllAndRecvAllMoveEveryByteEvenOneAtATime) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  const Deadline deadline = Clock::now() + 5s;
+  const char one = 'x';
+  EXPECT_EQ(send_all(pair[0], &one, 1, deadline), IoStatus::ok);
+  char got = 0;
+  EXPECT_EQ(recv_all(pair[1], &got, 1, deadline), IoStatus::ok);
+  EXPECT_EQ(got, 'x');
+  const std::string many(100000, 'y');  // more than one call's worth on a socketpair
+  std::thread writer([&] { EXPECT_EQ(send_all(pair[0], many.data(), many.size(), deadline), IoStatus::ok); });
+  std::string back(many.size(), '\0');
+  EXPECT_EQ(recv_all(pair[1], back.data(), back.size(), deadline), IoStatus::ok);
+  writer.join();
+  EXPECT_EQ(back, many);
+  ::close(pair[0]);
+  EXPECT_EQ(recv_all(pair[1], &got, 1, deadline), IoStatus::closed);
+  ::close(pair[1]);
 }
 
 TEST(Store, AddIsAtomicAcrossClients) {

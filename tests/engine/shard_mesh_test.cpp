@@ -1,7 +1,9 @@
 // The component-sharded mesh's arithmetic, which the multi-process tests exercise only at a few
 // world sizes: where each rank sits (data group × component shard), which mesh sizes are
 // refused, the chunks a sharded E-step exchanges, and component slices of every family.
+#include "comms/thread_group.hpp"
 #include "engine/component_sharded.hpp"
+#include "engine/compute.hpp"
 #include "engine/families/family_ops.hpp"
 
 #include <mixle/error.hpp>
@@ -72,6 +74,21 @@ TEST(ShardChunking, ChunksFollowTheKeptBudgetAndTheLargestGroup) {
   EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 0}}).count, 0u);
   EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 0}}).rows, 128u);  // one block even for no rows
   EXPECT_EQ(shard_chunking(4, Precision::fp32, false, {{0, 200'000}, {200'000, 200'001}}).count, 4u);
+}
+
+// Where every rank's backend keeps log-densities (the CPU's does), a sharded E-step folds from
+// the kept values instead of computing them again: the estimator asks its backend once, at
+// construction, and chunks for keeping.
+TEST(ShardChunking, ACpuBackendKeepsLogDensitiesBetweenItsPasses) {
+  auto world = comms::make_thread_group(1, std::chrono::seconds(10));
+  const Dataset rows = Dataset::from_vector(std::vector<double>(200, 0.5), 100, 2);
+  ShardedEstimator estimator(rows, 0, {{0, 100}}, make_shard_mesh(1, 0, 1), 3, *world[0], make_cpu_compute(1));
+  for (Precision p : {Precision::fp32, Precision::fp64}) {
+    const ShardChunking c = estimator.chunking(p);
+    EXPECT_TRUE(c.keep);
+    EXPECT_EQ(c.count, 1u);
+    EXPECT_EQ(c.rows, 128u);
+  }
 }
 
 // A slice keeps its components' parameters (every array of every family) and global weights.
