@@ -100,23 +100,34 @@ TEST(ComponentShardedThreads, AnImpossibleRowIsReportedByTheShardsNotAsAHang) {
   }
 }
 
-TEST(ComponentShardedThreads, EmptyComponentsOfEveryShardAreReportedAsUnsharded) {
-  // Components 1 and 3 start far from every row: they end empty, in shards 0 and 1.
-  const Dataset data = sample(truth_model("diag"), 2000, 6);
+/// Options of a fp64, one-thread fit from the diag truth's shape with these means (K = 4, D = 3,
+/// unit variances, equal weights): a start that puts chosen components far from every row.
+FitOptions from_means(const std::string& means, int max_iter) {
   FitOptions o;
   o.init = InitMethod::model;
   o.init_model = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.25,0.25,0.25,0.25],"parts":[
-      {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[900,900,900],[0,4,0],[-900,0,900]],
-       "var":[[1,1,1],[1,1,1],[1,1,1],[1,1,1]]}]})");
-  o.max_iter = 4;
+      {"family":"gaussian_diag","columns":[0,3],"mean":)" +
+                                 means + R"(,"var":[[1,1,1],[1,1,1],[1,1,1],[1,1,1]]}]})");
+  o.max_iter = max_iter;
   o.tol = 0;
   o.precision = "fp64";
   o.threads = 1;
+  return o;
+}
+
+/// The same options with the components on `shards` threads.
+FitOptions sharded_over(FitOptions o, int shards) {
+  o.backend = "component_sharded";
+  o.num_workers = shards;
+  return o;
+}
+
+TEST(ComponentShardedThreads, EmptyComponentsOfEveryShardAreReportedAsUnsharded) {
+  // Components 1 and 3 start far from every row: they end empty, in shards 0 and 1.
+  const Dataset data = sample(truth_model("diag"), 2000, 6);
+  const FitOptions o = from_means("[[0,0,0],[900,900,900],[0,4,0],[-900,0,900]]", 4);
   const FitResult plain = fit(data, o);
-  FitOptions s = o;
-  s.backend = "component_sharded";
-  s.num_workers = 2;
-  const FitResult sharded = fit(data, s);
+  const FitResult sharded = fit(data, sharded_over(o, 2));
   auto mentions = [](const std::vector<std::string>& warnings, const std::string& what) {
     for (const auto& w : warnings)
       if (w.find(what) != std::string::npos) return true;
@@ -135,19 +146,9 @@ TEST(ComponentShardedThreads, EmptyComponentsOfEveryShardAreReportedAsUnsharded)
 // same per component).
 TEST(ComponentShardedThreads, AShardWhoseComponentsAreAllEmptyKeepsThemAtWeightZero) {
   const Dataset data = sample(truth_model("diag"), 2000, 6);
-  FitOptions o;
-  o.init = InitMethod::model;
-  o.init_model = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.25,0.25,0.25,0.25],"parts":[
-      {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[4,0,0],[900,900,900],[-900,0,900]],
-       "var":[[1,1,1],[1,1,1],[1,1,1],[1,1,1]]}]})");
-  o.max_iter = 3;
-  o.tol = 0;
-  o.precision = "fp64";
-  o.threads = 1;
+  const FitOptions o = from_means("[[0,0,0],[4,0,0],[900,900,900],[-900,0,900]]", 3);
   const FitResult plain = fit(data, o);
-  FitOptions s = o;
-  s.backend = "component_sharded";
-  s.num_workers = 2;  // shard 1 = components 2 and 3
+  const FitOptions s = sharded_over(o, 2);  // shard 1 = components 2 and 3
   const FitResult sharded = fit(data, s);
   for (std::size_t k : {2u, 3u}) {
     EXPECT_EQ(sharded.model.weights[k], 0.0);
