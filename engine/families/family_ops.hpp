@@ -41,7 +41,9 @@ class FamilyOps {
   /// no kernel of its own in any backend.
   virtual Family kernel_family() const { return descriptor().family; }
 
-  /// Sizes the parameter arrays for K components (values unspecified).
+  /// Sizes the parameter arrays for K components, each a valid default component (Gaussians:
+  /// zero mean, unit variance; rates, shapes: 1; categories: uniform). A component that captures
+  /// no row at initialisation keeps these values, with weight 0.
   virtual void resize(Part& part, std::size_t K) const = 0;
   /// Checks shapes and values of component parameters; `where` prefixes messages
   /// (e.g. "model.json: parts[1]"). Throws InvalidInput naming the field, component and value.

@@ -54,6 +54,52 @@ TEST(EngineDegenerate, IdenticalRowsK3GaussianDiag) {
   }
 }
 
+// All rows identical and K = 3: k-means++ finds one centre, the other two components capture no
+// row at initialisation and keep the default component of their family (FamilyOps::resize) with
+// weight 0 — zero mean and unit variance (identity covariance) for the Gaussians, rate 1,
+// uniform categories — in the model written out, not whatever the arrays held.
+TEST(EngineDegenerate, ComponentsEmptyFromTheStartKeepTheFamilysDefaultComponent) {
+  const std::size_t N = 300;
+  struct Case {
+    const char* layout;
+    std::vector<double> row;
+  };
+  for (const Case& c :
+       {Case{"gaussian_diag", {2.5, -1.0}}, Case{"gaussian_spherical", {2.5, -1.0}}, Case{"gaussian_full", {2.5, -1.0}},
+        Case{"poisson", {3.0, 4.0}}, Case{"categorical:0-2:3", {1.0, 2.0}}}) {
+    SCOPED_TRACE(c.layout);
+    std::vector<double> v;
+    for (std::size_t r = 0; r < N; ++r) v.insert(v.end(), c.row.begin(), c.row.end());
+    FitOptions o;
+    o.components = 3;
+    o.layout = c.layout;
+    o.max_iter = 3;
+    o.precision = "fp64";
+    const FitResult r = fit(Dataset::from_vector(v, N, 2), o);
+    const Part& p = r.model.parts[0];
+    std::size_t empty = 0;
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (r.model.weights[k] != 0.0) continue;
+      ++empty;
+      for (double m :
+           std::vector<double>(p.mean.begin() + static_cast<std::ptrdiff_t>(std::min(p.mean.size(), k * 2)),
+                               p.mean.begin() + static_cast<std::ptrdiff_t>(std::min(p.mean.size(), k * 2 + 2))))
+        EXPECT_EQ(m, 0.0) << "component " << k;
+      if (p.family == Family::gaussian_diag)
+        EXPECT_EQ(std::vector<double>(p.var.begin() + k * 2, p.var.begin() + k * 2 + 2), (std::vector<double>{1, 1}));
+      if (p.family == Family::gaussian_spherical) EXPECT_EQ(p.var[k], 1.0);
+      if (p.family == Family::gaussian_full)
+        EXPECT_EQ(std::vector<double>(p.cov.begin() + k * 4, p.cov.begin() + k * 4 + 4),
+                  (std::vector<double>{1, 0, 0, 1}));
+      if (p.family == Family::poisson)
+        EXPECT_EQ(std::vector<double>(p.rate.begin() + k * 2, p.rate.begin() + k * 2 + 2), (std::vector<double>{1, 1}));
+      if (p.family == Family::categorical)
+        for (std::size_t i = 0; i < 6; ++i) EXPECT_DOUBLE_EQ(p.prob[k * 6 + i], 1.0 / 3.0);
+    }
+    EXPECT_EQ(empty, 2u);
+  }
+}
+
 TEST(EngineDegenerate, IdenticalRowsSelectInit) {
   const std::size_t N = 500;
   std::vector<double> v(N, 4.0);
