@@ -81,10 +81,8 @@ TEST(EngineDegenerate, ComponentsEmptyFromTheStartKeepTheFamilysDefaultComponent
     for (std::size_t k = 0; k < 3; ++k) {
       if (r.model.weights[k] != 0.0) continue;
       ++empty;
-      for (double m :
-           std::vector<double>(p.mean.begin() + static_cast<std::ptrdiff_t>(std::min(p.mean.size(), k * 2)),
-                               p.mean.begin() + static_cast<std::ptrdiff_t>(std::min(p.mean.size(), k * 2 + 2))))
-        EXPECT_EQ(m, 0.0) << "component " << k;
+      if (!p.mean.empty())
+        EXPECT_EQ(std::vector<double>(p.mean.begin() + k * 2, p.mean.begin() + k * 2 + 2), (std::vector<double>{0, 0}));
       if (p.family == Family::gaussian_diag)
         EXPECT_EQ(std::vector<double>(p.var.begin() + k * 2, p.var.begin() + k * 2 + 2), (std::vector<double>{1, 1}));
       if (p.family == Family::gaussian_spherical) EXPECT_EQ(p.var[k], 1.0);
