@@ -264,6 +264,10 @@ TEST(BenchLibrary, BadCasesAreRefusedBeforeAnyWork) {
   refused([](mb::BenchCase& c) { c.rows = 0; }, "--rows 0");
   refused([](mb::BenchCase& c) { c.check_rows = 0; }, "check rows must be ≥ 1");
   refused([](mb::BenchCase& c) { c.iters = 0; }, "--iters 0");
+  refused([](mb::BenchCase& c) { c.dims = 0; }, "--dims 0");
+  refused([](mb::BenchCase& c) { c.components = 0; }, "--components 0");
+  refused([](mb::BenchCase& c) { c.warmup = -1; }, "--warmup -1: must be ≥ 0");
+  refused([](mb::BenchCase& c) { c.threads = -2; }, "--threads -2: must be ≥ 0 (0 = all)");
   mb::BenchCase one;
   one.rows = 100;
   one.dims = 2;
