@@ -118,7 +118,9 @@ class ThreadMember final : public Communicator {
     std::unique_lock<std::mutex> lock(s.mutex);
     check_broken(call);
     const std::uint64_t generation = s.generation;
-    s.send[static_cast<std::size_t>(rank())] = buffer ? buffer : s.send[static_cast<std::size_t>(rank())];
+    // Only a posting rendezvous writes the slot: the closing one (nullptr) must not, because other
+    // members may still be reading every slot, outside the lock, between the two.
+    if (buffer) s.send[static_cast<std::size_t>(rank())] = buffer;
     s.arrived[static_cast<std::size_t>(rank())] = 1;
     if (++s.count == s.size) {
       s.count = 0;

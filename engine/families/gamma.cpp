@@ -5,6 +5,7 @@
 // Minka's closed-form start, "Estimating a Gamma distribution", 2002), and β = α / x̄.
 #include "engine/families/checks.hpp"
 #include "engine/families/family_ops.hpp"
+#include "kernels/common/math.hpp"
 
 #include <boost/math/special_functions/digamma.hpp>
 #include <boost/math/special_functions/trigamma.hpp>
@@ -82,9 +83,9 @@ class Gamma final : public FamilyOps {
     double log_norm = 0.0;
     for (std::size_t d = 0; d < D; ++d) {
       const double alpha = p.shape[k * D + d], beta = p.rate[k * D + d];
-      coef[d] = alpha - 1.0;  // on log x
-      coef[D + d] = beta;     // the kernels add −β·x
-      log_norm += alpha * std::log(beta) - std::lgamma(alpha);
+      coef[d] = alpha - 1.0;                                           // on log x
+      coef[D + d] = beta;                                              // the kernels add −β·x
+      log_norm += alpha * std::log(beta) - kernels::log_gamma(alpha);  // not std::lgamma: signgam
     }
     return log_norm;
   }

@@ -53,8 +53,20 @@ MIXLE_HD float exp_nonpositive(float x) {
 /// Double version: exact libm exp with the same flush rule.
 MIXLE_HD double exp_nonpositive(double x) { return x < static_cast<double>(kFlushLogRatio) ? 0.0 : exp(x); }
 
+/// log Γ(x). On the host glibc's lgamma also writes the global `signgam` — a data race when
+/// threads call it at once (component shards, OpenMP tiles) — so the host uses the reentrant
+/// lgamma_r, which returns the sign through its argument instead.
+MIXLE_HD double log_gamma(double x) {
+#if defined(__CUDA_ARCH__)
+  return lgamma(x);
+#else
+  int sign = 0;
+  return lgamma_r(x, &sign);
+#endif
+}
+
 /// −log(x!) for a non-negative integer-valued x (Poisson's per-row term).
-MIXLE_HD double neg_log_factorial(double x) { return -lgamma(x + 1.0); }
+MIXLE_HD double neg_log_factorial(double x) { return -log_gamma(x + 1.0); }
 
 /// log x in the compute precision (logf for float), the same call on host and device.
 MIXLE_HD float log_of(float x) { return logf(x); }
