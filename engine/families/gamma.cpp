@@ -83,9 +83,9 @@ class Gamma final : public FamilyOps {
     double log_norm = 0.0;
     for (std::size_t d = 0; d < D; ++d) {
       const double alpha = p.shape[k * D + d], beta = p.rate[k * D + d];
-      coef[d] = alpha - 1.0;                                           // on log x
-      coef[D + d] = beta;                                              // the kernels add −β·x
-      log_norm += alpha * std::log(beta) - kernels::log_gamma(alpha);  // not std::lgamma: signgam
+      coef[d] = alpha - 1.0;  // on log x
+      coef[D + d] = beta;     // the kernels add −β·x
+      log_norm += alpha * std::log(beta) - kernels::log_gamma(alpha);
     }
     return log_norm;
   }
