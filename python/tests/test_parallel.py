@@ -377,8 +377,9 @@ def test_registry_lazy_factories_and_builtins():
         P.get_training_backend("test-junk")
     gloo = P.get_training_backend("gloo")
     assert gloo is P.get_training_backend("Gloo") and gloo.capabilities.name == "gloo"
-    with pytest.raises(NotImplementedError):
-        gloo.capabilities.validate(P.ParallelPlan(tp=2))
+    gloo.capabilities.validate(P.ParallelPlan(dp_replicate=2, tp=2))  # data groups × component shards
+    with pytest.raises(NotImplementedError, match="pp"):
+        gloo.capabilities.validate(P.ParallelPlan(pp=2))
     with pytest.raises(NotImplementedError, match="world_size=1"):
         P.get_training_backend("single").capabilities.validate(P.ParallelPlan(dp_replicate=2))
     assert {"single", "gloo", "mpi", "nccl", "lightning_fabric", "ray_train"} <= set(P.available_training_backends())
