@@ -55,27 +55,49 @@ double squared_distance(const double* a, const double* b, std::size_t C) {
 
 }  // namespace
 
-namespace {
-
-/// How one modelled column enters k-means++'s distance: standardised (numeric columns), or as
-/// V indicators of its code (columns of a family with categories: codes are labels, so codes 0
-/// and 3 are as far apart as 0 and 1 — as numbers they would not be, and clusters that differ
-/// only in which code they favour would merge).
-struct Feature {
-  std::size_t column = 0;
-  std::size_t categories = 0;  // > 0: one-hot over [0, categories)
-  double mean = 0.0, scale = 1.0;
-};
-
-std::size_t embedded_size(const std::vector<Feature>& features) {
-  std::size_t n = 0;
-  for (const Feature& f : features) n += f.categories ? f.categories : 1;
-  return n;
+// A modelled column enters the distance standardised (numeric columns), or as V indicators of
+// its code (columns of a family with categories: codes are labels, so codes 0 and 3 are as far
+// apart as 0 and 1 — as numbers they would not be, and clusters that differ only in which code
+// they favour would merge). Every column adds 2 on average to the squared distance of two rows
+// of `rows` (all ordered pairs): a numeric column scaled to unit variance, a code column's
+// indicators by 1/√(1 − Σ p_v²), p_v its codes' frequencies (two rows differ in 2 indicators
+// with probability 1 − Σ p_v²).
+KmeansCoordinates::KmeansCoordinates(const Model& shape, const Dataset& rows) {
+  // Only the columns some part models: others may hold anything (NaN, text read as NaN, ids).
+  for (std::size_t c = 0; c < shape.columns(); ++c)
+    for (const Part& p : shape.parts)
+      if (c >= p.col_begin && c < p.col_end) {
+        Feature f{};
+        f.column = c;
+        f.categories = family_descriptor(p.family).categories ? p.categories : 0;
+        features_.push_back(f);
+        break;
+      }
+  const std::size_t n = rows.rows();
+  for (Feature& f : features_) {
+    width_ += f.categories ? f.categories : 1;
+    if (f.categories) {
+      std::vector<double> freq(f.categories, 0.0);
+      for (std::size_t r = 0; r < n; ++r) {
+        const double v = rows.at(r, f.column);
+        if (v >= 0.0 && v < static_cast<double>(f.categories))
+          freq[static_cast<std::size_t>(v)] += 1.0 / static_cast<double>(n);
+      }
+      double same = 0.0;
+      for (double q : freq) same += q * q;
+      f.scale = same < 1.0 ? 1.0 / std::sqrt(1.0 - same) : 1.0;
+      continue;
+    }
+    double mean = 0.0, var = 0.0;
+    for (std::size_t r = 0; r < n; ++r) mean += rows.at(r, f.column) / static_cast<double>(n);
+    for (std::size_t r = 0; r < n; ++r) var += (rows.at(r, f.column) - mean) * (rows.at(r, f.column) - mean);
+    f.mean = mean;
+    f.scale = var > 0.0 ? 1.0 / std::sqrt(var / static_cast<double>(n)) : 1.0;
+  }
 }
 
-/// Row `r` of `rows` in the distance's coordinates.
-void embed(const std::vector<Feature>& features, const Dataset& rows, std::size_t r, double* out) {
-  for (const Feature& f : features) {
+void KmeansCoordinates::embed(const Dataset& rows, std::size_t r, double* out) const {
+  for (const Feature& f : features_) {
     const double v = rows.at(r, f.column);
     if (!f.categories) {
       *out++ = (v - f.mean) * f.scale;
@@ -88,48 +110,17 @@ void embed(const std::vector<Feature>& features, const Dataset& rows, std::size_
   }
 }
 
-}  // namespace
-
 Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed, const EstimatorOptions& options) {
   const std::size_t K = shape.components();
-  // Only the columns some part models: others may hold anything (NaN, text read as NaN, ids).
-  std::vector<Feature> features;
-  for (std::size_t c = 0; c < shape.columns(); ++c)
-    for (const Part& p : shape.parts)
-      if (c >= p.col_begin && c < p.col_end) {
-        features.push_back({c, family_descriptor(p.family).categories ? p.categories : 0});
-        break;
-      }
   const Dataset sample = data.sample(seed, std::max(kKmeansSample, 4 * K));
   const std::size_t n = sample.rows();
   if (n < K)
     throw InvalidInput("kmeans++ initialisation drew " + std::to_string(n) + " sample rows for K = " +
                        std::to_string(K) + " components; use fewer components or --init select");
-  // Standardise: every column adds 2 on average to the squared distance of two sample rows — a
-  // numeric column scaled to unit variance, a code column's indicators by 1/√(1 − Σ p_v²), p_v
-  // its codes' frequencies (two rows differ in 2 indicators with probability 1 − Σ p_v²).
-  for (Feature& f : features) {
-    if (f.categories) {
-      std::vector<double> freq(f.categories, 0.0);
-      for (std::size_t r = 0; r < n; ++r) {
-        const double v = sample.at(r, f.column);
-        if (v >= 0.0 && v < static_cast<double>(f.categories))
-          freq[static_cast<std::size_t>(v)] += 1.0 / static_cast<double>(n);
-      }
-      double same = 0.0;
-      for (double q : freq) same += q * q;
-      f.scale = same < 1.0 ? 1.0 / std::sqrt(1.0 - same) : 1.0;
-      continue;
-    }
-    double mean = 0.0, var = 0.0;
-    for (std::size_t r = 0; r < n; ++r) mean += sample.at(r, f.column) / static_cast<double>(n);
-    for (std::size_t r = 0; r < n; ++r) var += (sample.at(r, f.column) - mean) * (sample.at(r, f.column) - mean);
-    f.mean = mean;
-    f.scale = var > 0.0 ? 1.0 / std::sqrt(var / static_cast<double>(n)) : 1.0;
-  }
-  const std::size_t C = embedded_size(features);
+  const KmeansCoordinates coordinates(shape, sample);
+  const std::size_t C = coordinates.width();
   std::vector<double> pts(n * C);
-  for (std::size_t r = 0; r < n; ++r) embed(features, sample, r, &pts[r * C]);
+  for (std::size_t r = 0; r < n; ++r) coordinates.embed(sample, r, &pts[r * C]);
 
   std::mt19937_64 rng(seed ^ 0x6b6d65616e732b2bull);
   std::vector<double> centres(K * C), d2(n, std::numeric_limits<double>::infinity());
@@ -181,7 +172,7 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
     std::vector<double> x(C);
     std::fill(resp, resp + rows.rows() * Kc, 0.0);
     for (std::size_t r = 0; r < rows.rows(); ++r) {
-      embed(features, rows, r, x.data());
+      coordinates.embed(rows, r, x.data());
       double best = std::numeric_limits<double>::infinity();
       std::size_t arg = 0;
       for (std::size_t k = 0; k < Kc; ++k) {

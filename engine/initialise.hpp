@@ -12,7 +12,28 @@ namespace mixle::engine {
 /// categorical parts with categories = 0 take V from the data (largest code + 1).
 Model model_shape(EncodedData& data, const std::vector<PartSpec>& parts, std::size_t K);
 
-/// k-means++ seeding on a deterministic sample (≤ kKmeansSample rows, columns standardised),
+/// The coordinates k-means++ measures distances in, fitted to `rows` (a sample): one per
+/// modelled numeric column, standardised, and V per column of a family with categories,
+/// indicators of the code scaled by 1/√(1 − Σ p_v²) — so that each column adds 2 on average to
+/// the squared distance of two of those rows (over all ordered pairs).
+class KmeansCoordinates {
+ public:
+  KmeansCoordinates(const Model& shape, const Dataset& rows);
+  /// Coordinates per row.
+  std::size_t width() const noexcept { return width_; }
+  /// Row `r` of `rows` (any rows with the shape's columns) into out[0 … width).
+  void embed(const Dataset& rows, std::size_t r, double* out) const;
+
+ private:
+  struct Feature {
+    std::size_t column, categories;  // categories > 0: indicators over [0, categories)
+    double mean, scale;
+  };
+  std::vector<Feature> features_;
+  std::size_t width_ = 0;
+};
+
+/// k-means++ seeding on a deterministic sample (≤ kKmeansSample rows, KmeansCoordinates),
 /// refined by a few Lloyd iterations on the sample; then every row is assigned to its nearest
 /// centre and one M-step gives the initial model. Same seed ⇒ same model at any world size.
 constexpr std::size_t kKmeansSample = 20000;

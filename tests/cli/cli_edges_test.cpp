@@ -129,6 +129,13 @@ TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {
   const std::string threaded = "fit --data " + dir.file("d.npy") + " -k 2 --seed 3 -q --backend component_parallel";
   EXPECT_EQ(mixle(dir, threaded + " --shard-components 1 --out " + dir.file("t.json")).code, 0);
   EXPECT_EQ(mixle(dir, threaded + " --shard-components 2 --out " + dir.file("t.json")).code, 2);
+  // Checkpoints, resume and receipts belong to the distributed driver: each alone is refused.
+  for (const std::string& option :
+       {"--checkpoint-dir " + dir.file("ck"), "--resume " + dir.file("ck"), "--receipts " + dir.file("r.jsonl")}) {
+    const CliResult refused = mixle(dir, threaded + " " + option + " --out " + dir.file("t.json"));
+    EXPECT_EQ(refused.code, 2) << option;
+    EXPECT_NE(refused.err.find("need the local or distributed backend"), std::string::npos) << option << refused.err;
+  }
   const CliResult b = mixle(dir, "bench --rows 200 --dims 2 --components 2 --iters 1");
   ASSERT_EQ(b.code, 0) << b.err;
   for (const char* phase : {"cpu      e_step", "cpu      m_step", "cpu      iteration"})

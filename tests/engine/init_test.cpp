@@ -1,5 +1,6 @@
 // Initialisation: kmeans++ and select see only the columns the layout uses.
 #include "engine_test_util.hpp"
+#include "engine/initialise.hpp"
 
 #include <mixle/fit.hpp>
 
@@ -113,6 +114,47 @@ TEST(EngineInit, KmeansPlusPlusTreatsCodesAsLabels) {
               << "component " << k << " column " << d << " code " << v;
     }
   }
+}
+
+// k-means++'s coordinates weigh every modelled column alike: over all ordered pairs of the rows
+// they were fitted to, each column's coordinates add exactly 2 on average to the squared
+// distance — a numeric column of any scale and offset, a code column of any frequencies — and
+// an unmodelled column adds nothing.
+TEST(EngineInit, KmeansCoordinatesWeighEveryColumnAlike) {
+  // Columns: 0 numeric (large, offset), 1 unmodelled, 2 codes (skewed frequencies), 3 numeric
+  // (small spread).
+  const std::size_t N = 97;
+  std::vector<double> v;
+  for (std::size_t r = 0; r < N; ++r) {
+    const double i = static_cast<double>(r);
+    v.insert(v.end(),
+             {1000.0 + 37.0 * std::sin(i), 1e9 * i, static_cast<double>((r * r) % 7 % 4), 0.01 * std::cos(3 * i)});
+  }
+  const Dataset rows = Dataset::from_vector(v, N, 4);
+  Model shape;
+  shape.weights = {1.0};
+  Part g = make_part(Family::gaussian_diag, 0, 1);
+  Part c = make_part(Family::categorical, 2, 3, 4);
+  Part h = make_part(Family::gaussian_diag, 3, 4);
+  shape.parts = {g, c, h};
+  const engine::KmeansCoordinates coordinates(shape, rows);
+  ASSERT_EQ(coordinates.width(), 1u + 4u + 1u);
+  std::vector<double> x(N * 6);
+  for (std::size_t r = 0; r < N; ++r) coordinates.embed(rows, r, &x[r * 6]);
+  // Coordinates [0], [1..5), [5]: the three modelled columns.
+  const std::pair<std::size_t, std::size_t> spans[] = {{0, 1}, {1, 5}, {5, 6}};
+  for (const auto& [begin, end] : spans) {
+    double total = 0.0;
+    for (std::size_t a = 0; a < N; ++a)
+      for (std::size_t b = 0; b < N; ++b)
+        for (std::size_t j = begin; j < end; ++j)
+          total += (x[a * 6 + j] - x[b * 6 + j]) * (x[a * 6 + j] - x[b * 6 + j]);
+    EXPECT_NEAR(total / static_cast<double>(N * N), 2.0, 1e-9) << "coordinates [" << begin << ", " << end << ")";
+  }
+  // A code column's row has one non-zero indicator, at its code.
+  for (std::size_t r = 0; r < N; ++r)
+    for (std::size_t code = 0; code < 4; ++code)
+      EXPECT_EQ(x[r * 6 + 1 + code] != 0.0, static_cast<double>(code) == rows.at(r, 2)) << "row " << r;
 }
 
 }  // namespace
