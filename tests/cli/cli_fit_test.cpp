@@ -4,6 +4,7 @@
 #include "common/bad_files.hpp"
 
 #include <mixle/data.hpp>
+#include <mixle/fit.hpp>
 #include <mixle/model.hpp>
 
 #include <gtest/gtest.h>
@@ -288,6 +289,10 @@ TEST(CliModelSelection, RangeOfComponentsPicksTheTrueK) {
   selected_row >> k >> mean >> parameters >> bic;
   ASSERT_EQ(score.out.rfind("bic: ", 0), 0u) << score.out;
   EXPECT_NEAR(std::stod(score.out.substr(5)), bic, 1e-6 * std::abs(bic)) << score.out << fitted.out;
+  const CliRun mean_score =
+      run_cli(dir, "score --data " + dir.file("d.npy") + " -m " + dir.file("bic.json") + " --what loglik-mean");
+  ASSERT_EQ(mean_score.out.rfind("loglik-mean: ", 0), 0u) << mean_score.out;
+  EXPECT_NEAR(std::stod(mean_score.out.substr(13)), mean, 2e-6) << mean_score.out;  // the table prints 6 decimals
   for (const std::string& args :
        {base + " -k 5:2", base + " -k 3 --select bic",
         "fit --data " + dir.file("d.npy") + " --init " + dir.file("truth.json") + " -k 1:3",
@@ -296,6 +301,35 @@ TEST(CliModelSelection, RangeOfComponentsPicksTheTrueK) {
     EXPECT_EQ(bad.code, 2) << args << "\n" << bad.err;
     EXPECT_NE(bad.err.find("usage error: "), std::string::npos) << args << "\n" << bad.err;
   }
+}
+
+// BIC charges ln N per parameter, AIC 2: a small fourth cluster (12 rows beside three of about
+// 1,000) pays AIC's price for four more parameters and one weight, not BIC's — so AIC picks 4
+// and BIC 3, each the lowest of its own column.
+TEST(CliModelSelection, AicAndBicWeighParametersDifferently) {
+  TempDir dir("cli-select-criteria");
+  const Model three = model_from_json(R"({"format": "mixle-model", "version": 1, "weights": [0.34, 0.33, 0.33],
+    "parts": [{"family": "gaussian_diag", "columns": [0, 2], "mean": [[0, 0], [8, 0], [0, 8]],
+               "var": [[1, 1], [1, 1], [1, 1]]}]})");
+  const Model small = model_from_json(R"({"format": "mixle-model", "version": 1, "weights": [1],
+    "parts": [{"family": "gaussian_diag", "columns": [0, 2], "mean": [[4, 4]], "var": [[1, 1]]}]})");
+  const Dataset a = sample(three, 3000, 1), b = sample(small, 12, 2);
+  std::vector<double> values(a.as<double>(), a.as<double>() + 6000);
+  values.insert(values.end(), b.as<double>(), b.as<double>() + 2 * 12);
+  write_matrix(dir.file("d.npy"), values.data(), 3000 + 12, 2);
+  auto selected = [&](const char* by) {
+    const CliRun r =
+        run_cli(dir, "fit --data " + dir.file("d.npy") + " -k 2:5 --seed 2 --precision fp64 -q --select " + by);
+    EXPECT_EQ(r.code, 0) << r.err;
+    const auto at = r.out.find("← selected");
+    if (at == std::string::npos) return std::size_t{0};
+    std::istringstream row(r.out.substr(r.out.rfind('\n', at) + 1));
+    std::size_t k = 0;
+    row >> k;
+    return k;
+  };
+  EXPECT_EQ(selected("bic"), 3u);
+  EXPECT_EQ(selected("aic"), 4u);
 }
 
 TEST(CliBadInput, ScoreAndGenerateWriteNothingOnError) {
