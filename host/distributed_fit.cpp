@@ -165,16 +165,16 @@ std::optional<host::Checkpoint> resume_checkpoint(const DistributedOptions& dist
   return checkpoint;
 }
 
-/// The RunRecords of this rank: rank 0 writes, every rank keeps the counters.
 /// The run's contracts (docs/distributed.md, "Contracts"), checked before any row is read: the
-/// mesh as a ParallelPlan — data groups on dp_replicate, component shards on tp — this rank's
-/// coordinate in it (WorkerTopologyAttestation), and the capabilities registered for the
-/// communicator, which must execute that plan at this precision. Returns the DistributedUpdates
-/// each EM step makes, which every receipt records.
-std::vector<plan::DistributedUpdate> run_contracts(const comms::Communicator& comm, int shard_components,
-                                                   const FitOptions& options) {
+/// mesh the launcher declared (its world size) as a ParallelPlan — data groups on dp_replicate,
+/// component shards on tp — the communicator's coordinate attested in it (a group that formed
+/// with another size or rank than the launcher said fails here, naming both), and the
+/// capabilities registered for the communicator, which must execute that plan at this
+/// precision. Returns the DistributedUpdates each EM step makes, which every receipt records.
+std::vector<plan::DistributedUpdate> run_contracts(const host::LaunchEnv& env, const comms::Communicator& comm,
+                                                   int shard_components, const FitOptions& options) {
   const int shards = std::max(shard_components, 1);
-  const plan::ParallelPlan mesh({.dp_replicate = comm.size() / shards, .tp = shards});
+  const plan::ParallelPlan mesh({.dp_replicate = env.world_size / shards, .tp = shards});
   plan::attest_worker_coordinate(mesh, comm.size(), comm.rank());
   std::string precision = options.precision;
   for (auto& c : precision) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -197,6 +197,7 @@ std::vector<plan::DistributedUpdate> run_contracts(const comms::Communicator& co
   return updates;
 }
 
+/// The RunRecords of this rank: rank 0 writes, every rank keeps the counters.
 host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchEnv& env,
                              const comms::Communicator& comm, std::size_t data_rows, const FitOptions& options,
                              int data_parallel_size, std::size_t local_rows, int shard_components,
@@ -210,7 +211,7 @@ host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchE
   facts.shard_components = shard_components;
   facts.precision = options.precision;
   facts.comm = std::string(comm.backend());
-  facts.updates = run_contracts(comm, shard_components, options);
+  facts.updates = run_contracts(env, comm, shard_components, options);
   return host::RunRecords(dist, std::move(facts), checkpoint ? &*checkpoint : nullptr, collective_bytes);
 }
 
@@ -262,7 +263,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
                                  const std::shared_ptr<comms::Communicator>& comm, const DataInfo& info,
                                  const std::string& device, int groups, const std::string& reason) {
   const engine::ShardMesh mesh = engine::make_shard_mesh(comm->size(), comm->rank(), groups);
-  run_contracts(*comm, groups, options);  // before any row is read
+  run_contracts(env, *comm, groups, options);  // before any row is read
   const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, std::nullopt, groups);
   const engine::RowRange mine = ranges[static_cast<std::size_t>(mesh.data_group())];
   const Dataset local = read_rows(path, read, info, mine);
@@ -423,7 +424,7 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
           reason = "--shard-components " + std::to_string(groups);
         }
         if (groups > 1) return fit_sharded(path, read, options, dist, env, comm, info, device, groups, reason);
-        run_contracts(*comm, 1, options);  // before any row is read
+        run_contracts(env, *comm, 1, options);  // before any row is read
         // The model's bytes count where devices state their memory (a Resources file).
         const auto ranges = rank_row_ranges(
             info.rows, info.cols, comm->size(), dist.resources_file,
