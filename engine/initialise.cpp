@@ -110,9 +110,11 @@ void KmeansCoordinates::embed(const Dataset& rows, std::size_t r, double* out) c
   }
 }
 
+std::size_t kmeans_sample_rows(std::size_t components) { return std::max(kKmeansSample, 4 * components); }
+
 Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed, const EstimatorOptions& options) {
   const std::size_t K = shape.components();
-  const Dataset sample = data.sample(seed, std::max(kKmeansSample, 4 * K));
+  const Dataset sample = data.sample(seed, kmeans_sample_rows(K));
   const std::size_t n = sample.rows();
   if (n < K)
     throw InvalidInput("kmeans++ initialisation drew " + std::to_string(n) + " sample rows for K = " +

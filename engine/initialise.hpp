@@ -37,6 +37,8 @@ class KmeansCoordinates {
 /// refined by a few Lloyd iterations on the sample; then every row is assigned to its nearest
 /// centre and one M-step gives the initial model. Same seed ⇒ same model at any world size.
 constexpr std::size_t kKmeansSample = 20000;
+/// The rows k-means++ samples for K components: kKmeansSample, or 4 per component when more.
+std::size_t kmeans_sample_rows(std::size_t components);
 Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed, const EstimatorOptions& options);
 
 }  // namespace mixle::engine

@@ -130,7 +130,9 @@ TEST(EngineInit, KmeansCoordinatesWeighEveryColumnAlike) {
     v.insert(v.end(),
              {1000.0 + 37.0 * std::sin(i), 1e9 * i, static_cast<double>((r * r) % 7 % 4), 0.01 * std::cos(3 * i)});
   }
-  const Dataset rows = Dataset::from_vector(v, N, 4);
+  // One row more, far away, that the coordinates must never read: they are fitted to N rows.
+  v.insert(v.end(), {1e6, 0.0, 1.0, 1e6});
+  const Dataset rows = Dataset::from_vector(v, N + 1, 4).slice(0, N);
   Model shape;
   shape.weights = {1.0};
   Part g = make_part(Family::gaussian_diag, 0, 1);
@@ -155,6 +157,17 @@ TEST(EngineInit, KmeansCoordinatesWeighEveryColumnAlike) {
   for (std::size_t r = 0; r < N; ++r)
     for (std::size_t code = 0; code < 4; ++code)
       EXPECT_EQ(x[r * 6 + 1 + code] != 0.0, static_cast<double>(code) == rows.at(r, 2)) << "row " << r;
+  // A code outside [0, V) (an impossible row) sets no indicator and leaves its neighbours alone.
+  const Dataset odd = Dataset::from_vector(std::vector<double>{1000.0, 0.0, 4.0, 0.0}, 1, 4);
+  std::vector<double> y(7, -1.0);  // one slot past the width, to see a write there
+  coordinates.embed(odd, 0, y.data());
+  for (std::size_t j = 1; j < 5; ++j) EXPECT_EQ(y[j], 0.0) << "indicator " << j - 1;
+  EXPECT_NE(y[5], 0.0);  // the last column's own coordinate
+  EXPECT_EQ(y[6], -1.0);
+  // The sample: 20,000 rows, or 4 per component when K is larger.
+  EXPECT_EQ(engine::kmeans_sample_rows(10), engine::kKmeansSample);
+  EXPECT_EQ(engine::kmeans_sample_rows(5000), 20000u);
+  EXPECT_EQ(engine::kmeans_sample_rows(6000), 24000u);
 }
 
 }  // namespace
