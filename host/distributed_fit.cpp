@@ -172,8 +172,7 @@ std::optional<host::Checkpoint> resume_checkpoint(const DistributedOptions& dist
 /// capabilities registered for the communicator, which must execute that plan at this
 /// precision. Returns the DistributedUpdates each EM step makes, which every receipt records.
 std::vector<plan::DistributedUpdate> run_contracts(const host::LaunchEnv& env, const comms::Communicator& comm,
-                                                   int shard_components, const FitOptions& options) {
-  const int shards = std::max(shard_components, 1);
+                                                   int shards, const FitOptions& options) {
   const plan::ParallelPlan mesh({.dp_replicate = env.world_size / shards, .tp = shards});
   plan::attest_worker_coordinate(mesh, comm.size(), comm.rank());
   std::string precision = options.precision;
@@ -201,7 +200,8 @@ std::vector<plan::DistributedUpdate> run_contracts(const host::LaunchEnv& env, c
 host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchEnv& env,
                              const comms::Communicator& comm, std::size_t data_rows, const FitOptions& options,
                              int data_parallel_size, std::size_t local_rows, int shard_components,
-                             const std::optional<host::Checkpoint>& checkpoint, std::uint64_t collective_bytes) {
+                             const std::optional<host::Checkpoint>& checkpoint, std::uint64_t collective_bytes,
+                             std::vector<plan::DistributedUpdate> updates) {
   host::RunFacts facts;
   facts.rank0 = env.is_rank0();
   facts.data_rows = data_rows;
@@ -211,7 +211,7 @@ host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchE
   facts.shard_components = shard_components;
   facts.precision = options.precision;
   facts.comm = std::string(comm.backend());
-  facts.updates = run_contracts(env, comm, shard_components, options);
+  facts.updates = std::move(updates);
   return host::RunRecords(dist, std::move(facts), checkpoint ? &*checkpoint : nullptr, collective_bytes);
 }
 
@@ -263,7 +263,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
                                  const std::shared_ptr<comms::Communicator>& comm, const DataInfo& info,
                                  const std::string& device, int groups, const std::string& reason) {
   const engine::ShardMesh mesh = engine::make_shard_mesh(comm->size(), comm->rank(), groups);
-  run_contracts(env, *comm, groups, options);  // before any row is read
+  std::vector<plan::DistributedUpdate> updates = run_contracts(env, *comm, groups, options);  // before any row is read
   const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, std::nullopt, groups);
   const engine::RowRange mine = ranges[static_cast<std::size_t>(mesh.data_group())];
   const Dataset local = read_rows(path, read, info, mine);
@@ -282,7 +282,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   std::unique_ptr<engine::ShardedEstimator> sharded;
   std::uint64_t shard_parameter_bytes = 0, shard_statistic_bytes = 0, model_parameter_bytes = 0;
   host::RunRecords records = run_records(dist, env, *comm, info.rows, options, mesh.data_groups, local.rows(), groups,
-                                         checkpoint, comm->collective_bytes());
+                                         checkpoint, comm->collective_bytes(), std::move(updates));
   host::FitHooks hooks = resume_hooks(checkpoint, records);
   hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
     Model global;  // assembling it is a collective: every rank takes part, rank 0 writes it
@@ -331,12 +331,12 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
 DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_rows, std::size_t first_row,
                                        const std::string& source, const FitOptions& options,
                                        const DistributedOptions& dist, const host::LaunchEnv& env,
-                                       comms::Communicator& comm, const std::string& device,
-                                       const std::string& reason) {
+                                       comms::Communicator& comm, const std::string& device, const std::string& reason,
+                                       std::vector<plan::DistributedUpdate> updates) {
   engine::DistributedEncodedData handle(local, data_rows, first_row, comm, rank_compute(options, device));
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, data_rows, source);
   host::RunRecords records = run_records(dist, env, comm, data_rows, options, comm.size(), handle.local_rows(), 0,
-                                         checkpoint, comm.collective_bytes());
+                                         checkpoint, comm.collective_bytes(), std::move(updates));
   host::FitHooks hooks = resume_hooks(checkpoint, records);
   hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
     records.record(restart, it, it.model, comm.collective_bytes(), handle.collective_seconds());
@@ -424,14 +424,14 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
           reason = "--shard-components " + std::to_string(groups);
         }
         if (groups > 1) return fit_sharded(path, read, options, dist, env, comm, info, device, groups, reason);
-        run_contracts(env, *comm, 1, options);  // before any row is read
+        std::vector<plan::DistributedUpdate> updates = run_contracts(env, *comm, 1, options);  // before any row is read
         // The model's bytes count where devices state their memory (a Resources file).
         const auto ranges = rank_row_ranges(
             info.rows, info.cols, comm->size(), dist.resources_file,
             dist.resources_file.empty() ? std::nullopt : std::optional(engine::summarise(options, info.cols)));
         const engine::RowRange mine = ranges[static_cast<std::size_t>(comm->rank())];
         return fit_data_parallel(read_rows(path, read, info, mine), info.rows, mine.begin, path, options, dist, env,
-                                 *comm, device, reason);
+                                 *comm, device, reason, std::move(updates));
       });
 }
 
@@ -467,7 +467,8 @@ DistributedFitResult fit_distributed(const Dataset& local, const FitOptions& opt
           throw InvalidInput("the ranks passed rows of different widths (columns per rank: " + columns +
                              "); every rank must pass the same columns");
         if (data_rows == 0) throw InvalidInput("no rows: every rank passed 0 rows");
-        return fit_data_parallel(local, data_rows, first_row, "the ranks' rows", options, dist, env, *comm, device, "");
+        return fit_data_parallel(local, data_rows, first_row, "the ranks' rows", options, dist, env, *comm, device, "",
+                                 run_contracts(env, *comm, 1, options));
       });
 }
 
