@@ -1,8 +1,8 @@
 // Communicator base (argument checks, byte accounting) and make_communicator.
 #include "comms/communicator.hpp"
 
-#include "comms/backends.hpp"
-#include "comms/comm_backend.hpp"
+#include "comms/builtin.hpp"
+#include "comms/comm_type.hpp"
 #include "comms/store.hpp"
 
 #include <mixle/error.hpp>
@@ -32,7 +32,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
 }
 
 // Every rank learns every rank's (color, key) and so computes the same groups and child ranks
-// (MPI_Comm_split's rule: order by key, ties by rank here). Backends that split natively (mpi,
+// (MPI_Comm_split's rule: order by key, ties by rank here). Communicators that split natively (mpi,
 // nccl) get the same numbering and use the group for world-rank names in their errors; gloo
 // builds its child contexts from it. The exchange goes through all_gather_impl directly: it is
 // setup, not payload, so it stays out of collective_bytes().
@@ -57,7 +57,7 @@ Communicator::SplitGroup Communicator::split_group(int color, int key) {
 
 void Communicator::check_space(MemorySpace space, std::string_view call) const {
   if (!accepts(space))
-    throw InvalidInput(std::string(call) + ": the " + std::string(backend()) + " communicator takes " +
+    throw InvalidInput(std::string(call) + ": the " + std::string(type()) + " communicator takes " +
                        (memory_space() == MemorySpace::host ? "host" : "device") + " buffers, got a " +
                        (space == MemorySpace::host ? "host" : "device") + " buffer");
 }
@@ -112,8 +112,8 @@ void Communicator::all_gather_bytes(const void* send, std::size_t bytes_per_rank
 
 void Communicator::barrier() { barrier_impl(); }
 
-std::unique_ptr<Communicator> make_communicator(std::string_view backend, CommOptions options) {
-  const CommBackend& b = comm_backend(backend);
+std::unique_ptr<Communicator> make_communicator(std::string_view type, CommOptions options) {
+  const CommType& b = comm_type(type);
   if (!b.built) throw NotCompiled(b.name);
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size)
     throw InvalidInput("communicator rank " + std::to_string(options.rank) + " of world size " +
@@ -122,7 +122,7 @@ std::unique_ptr<Communicator> make_communicator(std::string_view backend, CommOp
     throw InvalidInput("communicator timeout " + std::to_string(options.timeout.count()) + " ms: must be positive");
   if (b.single_process && options.size != 1)
     throw InvalidInput("the " + b.name + " communicator needs world size 1, got " + std::to_string(options.size) +
-                       " (use " + comm_backend_names() + ")");
+                       " (use " + comm_type_names() + ")");
   if (b.rendezvous && !options.store) throw InvalidInput("the " + b.name + " communicator needs a rendezvous store");
   return b.make(std::move(options));
 }

@@ -1,11 +1,11 @@
 // The Communicator: collectives over a fixed group of ranks, one object per process.
 //
-// Backends: `single` (world size 1, always built), `gloo` (CPU, TCP), `mpi` (CPU, OpenMPI, under
+// Communicator types: `single` (world size 1, always built), `gloo` (CPU, TCP), `mpi` (CPU, OpenMPI, under
 // mpirun/srun) and `nccl` (GPU; one process per GPU). Create one with
 // make_communicator(), or from the launch environment with mixle::host::communicator_from_env()
 // (host/launch_env.hpp), which also hosts/joins the rendezvous store.
 //
-// Guarantees every backend keeps (the engine relies on them, docs/design.md §8):
+// Guarantees every communicator keeps (the engine relies on them, docs/design.md §8):
 //  - After all_reduce_sum/all_reduce_max every rank holds the same bytes (bit-identical), so every
 //    rank computes the identical M-step. Gloo's ring and NCCL deliver that; MPI does it by
 //    reduce-to-root + broadcast (see mpi_communicator.cpp for why).
@@ -51,7 +51,7 @@ enum class DataType { float32, float64 };
 /// Reduction operator.
 enum class ReduceOp { sum, max };
 
-/// What a backend needs to join its group.
+/// What a communicator needs to join its group.
 struct CommOptions {
   int rank = 0;  ///< this process's rank in [0, size)
   int size = 1;  ///< world size
@@ -72,7 +72,7 @@ struct CommOptions {
 };
 
 /// Collectives over a group of ranks. Public calls validate their arguments at the door (throwing
-/// InvalidInput with the numbers) and then call the backend's *_impl, which trusts them.
+/// InvalidInput with the numbers) and then call the communicator's *_impl, which trusts them.
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -83,7 +83,7 @@ class Communicator {
   int size() const noexcept { return size_; }
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
   /// "single", "gloo", "mpi" or "nccl".
-  virtual std::string_view backend() const noexcept = 0;
+  virtual std::string_view type() const noexcept = 0;
   /// The memory space collectives work in without copies (host, or device for nccl).
   virtual MemorySpace memory_space() const noexcept = 0;
   /// Whether collectives accept buffers in `space`: memory_space() always; nccl also host buffers
@@ -92,9 +92,9 @@ class Communicator {
 
   /// Splits this communicator into disjoint groups, like MPI_Comm_split. Collective: every rank of
   /// this communicator calls it. Returns a communicator over the ranks that passed the same
-  /// `color` (≥ 0), ranked by (`key`, rank here); it has this communicator's backend and timeout.
+  /// `color` (≥ 0), ranked by (`key`, rank here); it has this communicator's type and timeout.
   /// Costs one all-gather of (color, key) here (not counted in collective_bytes()) plus the
-  /// backend's group setup. Throws InvalidInput for color < 0, CommunicationError on failure.
+  /// communicator type's group setup. Throws InvalidInput for color < 0, CommunicationError on failure.
   std::unique_ptr<Communicator> split(int color, int key);
 
   /// The world rank (rank in the communicator made by make_communicator) of rank `r` here;
@@ -173,10 +173,10 @@ class Communicator {
   std::uint64_t collective_bytes_ = 0;
 };
 
-/// Creates a communicator of the registered backend `backend` (comms/comm_backend.hpp). Throws
-/// UsageError for an unknown name, NotCompiled("gloo") etc. when this build lacks the backend,
+/// Creates a communicator of the registered type `type` (comms/comm_type.hpp). Throws
+/// UsageError for an unknown name, NotCompiled("gloo") etc. when this build lacks the type,
 /// InvalidInput for a bad rank/size or a missing store, CommunicationError when the group cannot be
 /// formed within options.timeout.
-std::unique_ptr<Communicator> make_communicator(std::string_view backend, CommOptions options);
+std::unique_ptr<Communicator> make_communicator(std::string_view type, CommOptions options);
 
 }  // namespace mixle::comms

@@ -1,6 +1,6 @@
 // The `single` communicator: world size 1. Reductions and broadcasts leave the buffer as it is;
 // all-gather copies. Always built, so a one-process run takes the same code path as a group.
-#include "comms/backends.hpp"
+#include "comms/builtin.hpp"
 
 #include <mixle/error.hpp>
 
@@ -16,7 +16,7 @@ namespace {
 class SingleCommunicator final : public Communicator {
  public:
   explicit SingleCommunicator(std::chrono::milliseconds timeout) : Communicator(0, 1, timeout) {}
-  std::string_view backend() const noexcept override { return "single"; }
+  std::string_view type() const noexcept override { return "single"; }
   MemorySpace memory_space() const noexcept override { return MemorySpace::host; }
   bool accepts(MemorySpace) const noexcept override { return true; }  // size 1: nothing moves
 
@@ -46,7 +46,7 @@ class SingleCommunicator final : public Communicator {
 
 }  // namespace
 
-CommBackend single_backend() {
+CommType single_comm_type() {
   return {.name = "single",
           .summary = "one process: every collective is a copy (always built)",
           .built = true,

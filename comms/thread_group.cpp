@@ -36,7 +36,7 @@ class ThreadMember final : public Communicator {
   ~ThreadMember() override {
     if (std::uncaught_exceptions() > 0) abandon();
   }
-  std::string_view backend() const noexcept override { return "threads"; }
+  std::string_view type() const noexcept override { return "threads"; }
   MemorySpace memory_space() const noexcept override { return MemorySpace::host; }
 
   void abandon() noexcept {

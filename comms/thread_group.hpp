@@ -24,7 +24,7 @@ std::vector<std::unique_ptr<Communicator>> make_thread_group(int size, std::chro
 
 /// Marks `member` (of a thread group) as gone: the other members' collectives throw naming it.
 /// Call it from a member's thread when that thread stops early with an error. No-op for members
-/// of other backends.
+/// of other communicator types.
 void abandon_thread_group(Communicator& member) noexcept;
 
 }  // namespace mixle::comms

@@ -189,7 +189,7 @@ ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::ve
   // holders of this rank's shard sum its statistics.
   component_comm_ = comm_.split(mesh_.data_group(), mesh_.component_group());
   data_comm_ = comm_.split(mesh_.component_group(), mesh_.data_group());
-  // Chunking depends on whether every rank's backend keeps log-densities (one flag, once).
+  // Chunking depends on whether every rank's Compute keeps log-densities (one flag, once).
   std::vector<double> cannot{compute_->kept_bytes_per_row(1, Precision::fp32) > 0 ? 0.0 : 1.0};
   comm_.all_reduce_max(std::span<double>(cannot));
   every_rank_keeps_ = cannot[0] == 0.0;
@@ -198,7 +198,7 @@ ShardedEstimator::ShardedEstimator(Dataset local, std::size_t first_row, std::ve
 ShardChunking shard_chunking(std::size_t max_shard_components, Precision precision, bool every_rank_keeps,
                              const std::vector<RowRange>& group_rows) {
   // A collective chunk (a multiple of the kernels' 128-row block) is what one exchange of per-row
-  // shard log-likelihoods covers. Where every rank's backend keeps a chunk's log-densities
+  // shard log-likelihoods covers. Where every rank's Compute keeps a chunk's log-densities
   // between scoring and folding, chunks are sized so that they take kKeptBudget (chunk × K_c
   // values): the kept values stay in cache, and every chunk holds the same number of
   // row-components (≈ 4Mi in fp32), so the per-collective latency weighs the same whatever K_c.

@@ -56,7 +56,7 @@ std::vector<std::string> gather_warnings(const std::vector<std::string>& warning
 /// The collective chunks of a sharded E-step: `rows` per exchange of per-row log-likelihoods (a
 /// multiple of 128, from 128 to 65536, no more than the largest data group needs), `count` of
 /// them (enough for the largest group: every rank walks the same chunks), and whether a chunk's
-/// log-densities are kept between scoring and folding (when every rank's backend keeps them:
+/// log-densities are kept between scoring and folding (when every rank's Compute keeps them:
 /// then chunk × K_c values take 16 MiB). `max_shard_components` (the largest K_c) is ≥ 1.
 struct ShardChunking {
   std::size_t rows = 0, count = 0;
@@ -98,7 +98,7 @@ class ShardedEstimator {
     return comm_.collective_bytes() + component_comm_->collective_bytes() + data_comm_->collective_bytes();
   }
   /// Rows per collective chunk and chunks per E-step (the largest group's), the same on every
-  /// rank; whether every rank's backend keeps a chunk's log-densities between its two passes.
+  /// rank; whether every rank's Compute keeps a chunk's log-densities between its two passes.
   ShardChunking chunking(Precision precision) const;
 
  private:
@@ -111,7 +111,7 @@ class ShardedEstimator {
   std::unique_ptr<comms::Communicator> data_comm_;       // the D ranks holding this rank's shard
   std::unique_ptr<Compute> compute_;
   std::size_t max_shard_components_ = 1;
-  bool every_rank_keeps_ = false;    // every rank's backend keeps log-densities (chunking)
+  bool every_rank_keeps_ = false;    // every rank's Compute keeps log-densities (chunking)
   std::vector<unsigned char> kept_;  // a chunk's log-densities between scoring and folding (reused)
 };
 

@@ -1,4 +1,4 @@
-// A compute backend runs the three passes over rows resident in this process, for a Model:
+// A Compute runs the three passes over rows resident in this process, for a Model:
 // the engine's only view of kernels. CPU always; CUDA when built (else NotCompiled("cuda")).
 #pragma once
 
@@ -41,12 +41,12 @@ class Compute {
   /// global weights), so the shard folds its share of the global posterior without ever storing
   /// rows × K responsibilities. Rows whose normaliser is not finite contribute nothing. Moments
   /// are about shift_table(model, precision); stats[0] and stats[1] are left unchanged (the
-  /// caller owns the log-likelihood and row count). Backends without it throw NotCompiled.
+  /// caller owns the log-likelihood and row count). A Compute without it throws NotCompiled.
   virtual void accumulate_normalised(const Model& model, const Dataset& rows, Precision precision,
                                      const double* log_norm, std::vector<double>& stats);
 
   /// Bytes per row that score_keeping keeps for a `components`-component model at `precision`;
-  /// 0 when this backend does not keep log-densities (then the two calls below fall back to
+  /// 0 when this Compute does not keep log-densities (then the two calls below fall back to
   /// score and accumulate_normalised, recomputing the log-densities).
   virtual std::size_t kept_bytes_per_row(std::size_t components, Precision precision) const;
   /// score(model, rows, precision, loglik, nullptr) that also keeps every row's log-densities in
@@ -55,17 +55,17 @@ class Compute {
   virtual kernels::PassReport score_keeping(const Model& model, const Dataset& rows, Precision precision,
                                             double* loglik, std::vector<unsigned char>& kept);
   /// accumulate_normalised from the log-densities `kept` by score_keeping (bit-identical to
-  /// recomputing them). Consumes `kept` (the CPU backend turns it into responsibilities in
+  /// recomputing them). Consumes `kept` (the CPU kernels turn it into responsibilities in
   /// place): fold once per score_keeping.
   virtual void accumulate_normalised_kept(const Model& model, const Dataset& rows, Precision precision,
                                           const double* log_norm, std::vector<unsigned char>& kept,
                                           std::vector<double>& stats);
 };
 
-/// The CPU backend; `threads` 0 = OpenMP's default. `component_workers` > 1 threads each
+/// The CPU kernels; `threads` 0 = OpenMP's default. `component_workers` > 1 threads each
 /// block's work across component ranges instead of row tiles (bit-identical results).
 std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers = 1);
-/// The CUDA backend on device `device`; throws NotCompiled("cuda") in a CPU-only build and
+/// The CUDA kernels on device `device`; throws NotCompiled("cuda") in a CPU-only build and
 /// InvalidInput when the device does not exist.
 std::unique_ptr<Compute> make_cuda_compute(int device);
 /// Number of CUDA devices (0 in a CPU-only build or without a driver/device).

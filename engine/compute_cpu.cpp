@@ -1,6 +1,6 @@
-// The CPU compute backend: packs the model and calls kernels/cpu.
+// The CPU Compute: packs the model and calls kernels/cpu.
 #include "engine/compute.hpp"
-#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 
 #include <mixle/error.hpp>
 
@@ -9,7 +9,7 @@
 namespace mixle::engine {
 namespace {
 
-constexpr const char* kNoTf32 = "precision tf32 is a CUDA tensor-core mode; the CPU backend computes fp32 or fp64";
+constexpr const char* kNoTf32 = "precision tf32 is a CUDA tensor-core mode; the CPU kernels compute fp32 or fp64";
 
 class CpuCompute final : public Compute {
  public:
@@ -132,11 +132,11 @@ class CpuCompute final : public Compute {
 }  // namespace
 
 void Compute::accumulate_normalised(const Model&, const Dataset&, Precision, const double*, std::vector<double>&) {
-  // Not pure: a backend (the CUDA one is a separate file) need not implement it to build.
-  throw NotCompiled("component-sharded statistics on the \"" + name() + "\" compute backend");
+  // Not pure: a Compute (the CUDA one is a separate file) need not implement it to build.
+  throw NotCompiled("component-sharded statistics on the \"" + name() + "\" Compute");
 }
 
-// Backends that do not keep log-densities recompute them: the fallbacks are the plain passes.
+// A Compute that does not keep log-densities recomputes them: the fallbacks are the plain passes.
 std::size_t Compute::kept_bytes_per_row(std::size_t, Precision) const { return 0; }
 
 kernels::PassReport Compute::score_keeping(const Model& model, const Dataset& rows, Precision precision, double* loglik,

@@ -1,10 +1,10 @@
-// The CUDA compute backend (compiled only with the CUDA backend; compute_cuda_absent.cpp stands
-// in otherwise). It packs the model (pack_model<float|double>, as the CPU backend does), copies
+// The CUDA Compute (compiled only with the CUDA kernels; compute_cuda_absent.cpp stands
+// in otherwise). It packs the model (pack_model<float|double>, as the CPU kernels do), copies
 // the packed arrays to the device and runs kernels/cuda's chunk pass over the rows:
 //
 //   resident   when the whole dataset (converted to the compute precision) and one chunk's
 //              working memory fit in 70% of the device memory available to the pass (free, plus
-//              what this backend already holds and reuses — kernels/cuda/chunk_plan.hpp), the
+//              what this Compute already holds and reuses — kernels/cuda/chunk_plan.hpp), the
 //              rows are uploaded once
 //              and stay on the device for later passes over the same Dataset (identified by its
 //              address, shape and dtype; a copy of the Dataset is held so that owned storage
@@ -36,7 +36,7 @@
 
 #include <mixle/error.hpp>
 
-#if MIXLE_HAVE_CUDA_BACKEND
+#if MIXLE_HAVE_CUDA_KERNELS
 #include "kernels/cuda/pass.hpp"
 
 #include <algorithm>
@@ -116,7 +116,7 @@ class CudaCompute final : public Compute {
     for (int b = 0; b < 2; ++b) h2d_done_[b].emplace(), compute_done_[b].emplace();
   }
 
-  /// Releases every device object with this backend's device current (streams, events and
+  /// Releases every device object with this Compute's device current (streams, events and
   /// handles belong to it), then restores the caller's device.
   ~CudaCompute() override {
     try {
@@ -178,11 +178,10 @@ class CudaCompute final : public Compute {
       throw InvalidInput("the data has " + std::to_string(rows.cols()) + " columns; the model reads " +
                          std::to_string(model.columns()));
     if (rows.cols() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-      throw InvalidInput("the CUDA backend accepts at most 2^31-1 columns, got " + std::to_string(rows.cols()));
+      throw InvalidInput("the CUDA kernels accept at most 2^31-1 columns, got " + std::to_string(rows.cols()));
     // Components index grid.y of the statistics and full-covariance kernels.
     if (model.components() > 65535)
-      throw InvalidInput("the CUDA backend accepts at most 65535 components, got " +
-                         std::to_string(model.components()));
+      throw InvalidInput("the CUDA kernels accept at most 65535 components, got " + std::to_string(model.components()));
     if (stats && static_cast<std::int64_t>(stats->size()) != stat_layout(model).size)
       throw InvalidInput("statistics buffer has " + std::to_string(stats->size()) + " values; the model needs " +
                          std::to_string(stat_layout(model).size));
@@ -444,4 +443,4 @@ std::unique_ptr<Compute> make_cuda_compute(int device) {
 }
 
 }  // namespace mixle::engine
-#endif  // MIXLE_HAVE_CUDA_BACKEND
+#endif  // MIXLE_HAVE_CUDA_KERNELS

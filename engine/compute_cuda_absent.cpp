@@ -1,10 +1,10 @@
-// Without the CUDA backend (CPU-only build, or MIXLE_HAVE_CUDA_BACKEND unset): the CUDA entry points exist, report zero
+// Without the CUDA kernels (CPU-only build, or MIXLE_HAVE_CUDA_KERNELS unset): the CUDA entry points exist, report zero
 // devices and refuse with NotCompiled.
 #include "engine/compute.hpp"
 
 #include <mixle/error.hpp>
 
-#if !MIXLE_HAVE_CUDA_BACKEND
+#if !MIXLE_HAVE_CUDA_KERNELS
 namespace mixle::engine {
 
 std::unique_ptr<Compute> make_cuda_compute(int) { throw NotCompiled("cuda"); }

@@ -1,6 +1,6 @@
 #include "engine/distributed_handle.hpp"
 #include "engine/error_marks.hpp"
-#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 
 #include <mixle/error.hpp>
 

@@ -1,5 +1,5 @@
 // The estimator: how a Model maps onto the kernels (packing, statistics layout) and the M-step
-// that turns reduced statistics into the next Model. Backends never see a Model, only the
+// that turns reduced statistics into the next Model. Kernels never see a Model, only the
 // packed view; the engine never sees a kernel loop.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The in-process `local` handle: all rows in this process, one Compute backend.
+// The in-process `local` handle: all rows in this process, one Compute.
 #pragma once
 
 #include "engine/encoded_data.hpp"

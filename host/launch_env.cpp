@@ -1,7 +1,7 @@
 // Launch-environment detection and communicator creation (host/launch_env.hpp).
 #include "host/launch_env.hpp"
 
-#include "comms/comm_backend.hpp"
+#include "comms/comm_type.hpp"
 #include "comms/store.hpp"
 
 #include <mixle/error.hpp>
@@ -130,35 +130,35 @@ LaunchEnv detect_launch_env(const EnvLookup& env) {
 }
 
 std::string resolve_comm(std::string_view requested, const LaunchEnv& env, bool want_device) {
-  using comms::CommBackend;
-  const std::vector<const CommBackend*> all = comms::comm_backends();
-  // The first registered backend with `property`, built or (for the message) not.
-  auto first = [&](auto property, bool built) -> const CommBackend* {
-    for (const CommBackend* b : all)
+  using comms::CommType;
+  const std::vector<const CommType*> all = comms::comm_types();
+  // The first registered type with `property`, built or (for the message) not.
+  auto first = [&](auto property, bool built) -> const CommType* {
+    for (const CommType* b : all)
       if (property(*b) && (!built || b->built)) return b;
     return nullptr;
   };
-  auto host_rendezvous = [](const CommBackend& b) { return b.rendezvous && !b.device_buffers; };
-  auto device_rendezvous = [](const CommBackend& b) { return b.rendezvous && b.device_buffers; };
-  auto mpi_launch = [](const CommBackend& b) { return b.mpi_launch; };
+  auto host_rendezvous = [](const CommType& b) { return b.rendezvous && !b.device_buffers; };
+  auto device_rendezvous = [](const CommType& b) { return b.rendezvous && b.device_buffers; };
+  auto mpi_launch = [](const CommType& b) { return b.mpi_launch; };
   auto missing = [&](auto property) -> NotCompiled {
-    const CommBackend* b = first(property, false);
+    const CommType* b = first(property, false);
     return NotCompiled(b ? b->name : std::string("a communicator for this launch"));
   };
   if (requested == "auto") {
     if (env.world_size == 1) return "single";
     if (env.launcher == Launcher::mpi) {
-      if (const CommBackend* b = first(mpi_launch, true)) return b->name;
+      if (const CommType* b = first(mpi_launch, true)) return b->name;
       if (!env.master_addr.empty())
-        if (const CommBackend* b = first(host_rendezvous, true)) return b->name;
+        if (const CommType* b = first(host_rendezvous, true)) return b->name;
       throw missing(mpi_launch);
     }
     if (want_device)
-      if (const CommBackend* b = first(device_rendezvous, true)) return b->name;
-    if (const CommBackend* b = first(host_rendezvous, true)) return b->name;
+      if (const CommType* b = first(device_rendezvous, true)) return b->name;
+    if (const CommType* b = first(host_rendezvous, true)) return b->name;
     throw missing(host_rendezvous);
   }
-  const CommBackend& b = comms::comm_backend(requested);
+  const CommType& b = comms::comm_type(requested);
   if (!b.built) throw NotCompiled(b.name);
   if (b.single_process && env.world_size != 1)
     throw UsageError("--comm " + b.name + " needs world size 1, but the " + std::string(to_string(env.launcher)) +
@@ -170,10 +170,10 @@ std::string resolve_comm(std::string_view requested, const LaunchEnv& env, bool 
   return b.name;
 }
 
-std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, std::string_view backend,
+std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, std::string_view type,
                                                            std::chrono::milliseconds timeout,
                                                            const std::function<void(int port)>& on_store_port) {
-  const comms::CommBackend& b = comms::comm_backend(backend);
+  const comms::CommType& b = comms::comm_type(type);
   comms::CommOptions o;
   o.rank = env.rank;
   o.size = env.world_size;

@@ -50,20 +50,20 @@ struct LaunchEnv {
 /// is malformed (not an integer, rank ≥ world size, …).
 LaunchEnv detect_launch_env(const EnvLookup& env = process_env());
 
-/// Resolves `--comm auto` or a registered backend's name (comms/comm_backend.hpp) to the backend
-/// to use, from the backends' properties. auto: world size 1 → single; torchrun/SLURM → a built
-/// rendezvous backend on device buffers (nccl) when `want_device`, else one on host buffers
-/// (gloo); mpirun → an MPI-launched backend (mpi), else gloo when MASTER_ADDR is set. An explicit
+/// Resolves `--comm auto` or a registered type's name (comms/comm_type.hpp) to the type
+/// to use, from the types' properties. auto: world size 1 → single; torchrun/SLURM → a built
+/// rendezvous type on device buffers (nccl) when `want_device`, else one on host buffers
+/// (gloo); mpirun → an MPI-launched type (mpi), else gloo when MASTER_ADDR is set. An explicit
 /// choice must be registered (UsageError), built (NotCompiled) and fit the launcher (mpi under
 /// torchrun is refused: each worker would be its own MPI world).
 std::string resolve_comm(std::string_view requested, const LaunchEnv& env, bool want_device);
 
-/// Creates the communicator for this process: rank 0 hosts the rendezvous store when the backend
+/// Creates the communicator for this process: rank 0 hosts the rendezvous store when the type
 /// needs one (gloo, nccl), every rank connects to it with the run token, and the group forms within
 /// `timeout` — which also becomes the deadline of every later collective. Rank 0 with a store
 /// port of 0 and `on_store_port` binds a port the OS picks and calls on_store_port with it before
 /// the group forms (the caller publishes it to the other ranks, which are given that port).
-std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, std::string_view backend,
+std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, std::string_view type,
                                                            std::chrono::milliseconds timeout,
                                                            const std::function<void(int port)>& on_store_port = {});
 

@@ -1,6 +1,6 @@
-// The contract between the engine and every kernel backend: a model packed into flat arrays in
+// The contract between the engine and both kernel sets (CPU, CUDA): a model packed into flat arrays in
 // the compute precision T, and the layout of the flat float64 statistics buffer. Host-compilable
-// plain data; the pointers refer to host memory (CPU backend) or device memory (CUDA backend).
+// plain data; the pointers refer to host memory (CPU kernels) or device memory (CUDA kernels).
 //
 // Statistics buffer (float64), `stat_size` doubles:
 //   [0]            Σ_rows log p(x)          (total log-likelihood of the rows folded in)

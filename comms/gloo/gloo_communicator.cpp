@@ -1,7 +1,7 @@
 // The `gloo` communicator: Gloo's TCP transport on host buffers, rendezvous through our store.
 // Gloo's ring all-reduce computes each element's sum once and forwards the result, so every rank
 // receives the same bytes (docs/design.md §8).
-#include "comms/backends.hpp"
+#include "comms/builtin.hpp"
 #include "comms/peer_failure.hpp"
 #include "comms/store.hpp"
 
@@ -104,7 +104,7 @@ class GlooCommunicator final : public Communicator {
     if (owns_rendezvous_) leave_rendezvous(options_);
   }
 
-  std::string_view backend() const noexcept override { return "gloo"; }
+  std::string_view type() const noexcept override { return "gloo"; }
   MemorySpace memory_space() const noexcept override { return MemorySpace::host; }
 
  protected:
@@ -217,11 +217,11 @@ class GlooCommunicator final : public Communicator {
 
 }  // namespace
 
-CommBackend gloo_backend() {
-  CommBackend b{.name = "gloo",
-                .summary = "CPU, TCP (Gloo); ranks meet through the rendezvous store",
-                .built = true,
-                .rendezvous = true};
+CommType gloo_comm_type() {
+  CommType b{.name = "gloo",
+             .summary = "CPU, TCP (Gloo); ranks meet through the rendezvous store",
+             .built = true,
+             .rendezvous = true};
   b.prepare = [](CommOptions& o, const std::string& master_addr) {
     // The address peers reach this rank at: MIXLE_GLOO_HOSTNAME, else loopback for a loopback
     // rendezvous, else this host's name.

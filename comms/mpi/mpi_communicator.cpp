@@ -10,7 +10,7 @@
 // and polled with MPI_Test against the deadline. A timed-out collective cannot be cancelled: the
 // communicator is then broken, is not finalised, and the process should exit non-zero, upon which
 // mpirun terminates the whole job (that is also how a killed rank ends an MPI job).
-#include "comms/backends.hpp"
+#include "comms/builtin.hpp"
 
 #include <mixle/error.hpp>
 
@@ -74,7 +74,7 @@ class MpiCommunicator final : public Communicator {
     MPI_Comm_free(&comm_);  // before runtime_ (a member) may finalise MPI
   }
 
-  std::string_view backend() const noexcept override { return "mpi"; }
+  std::string_view type() const noexcept override { return "mpi"; }
   MemorySpace memory_space() const noexcept override { return MemorySpace::host; }
 
  protected:
@@ -216,7 +216,7 @@ std::unique_ptr<Communicator> make_mpi_communicator(const CommOptions& options) 
 
 }  // namespace
 
-CommBackend mpi_backend() {
+CommType mpi_comm_type() {
   return {.name = "mpi",
           .summary = "CPU, MPI (under mpirun or srun --mpi=pmix: the launcher's world)",
           .built = true,

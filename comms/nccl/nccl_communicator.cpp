@@ -17,7 +17,7 @@
 // deadline. Device buffers go to NCCL directly.
 //
 // split() uses ncclCommSplit with the same non-blocking config, polled like init.
-#include "comms/backends.hpp"
+#include "comms/builtin.hpp"
 #include "comms/local_device.hpp"
 #include "comms/peer_failure.hpp"
 
@@ -144,7 +144,7 @@ class NcclCommunicator final : public Communicator {
     if (owns_rendezvous_) leave_rendezvous(options_);
   }
 
-  std::string_view backend() const noexcept override { return "nccl"; }
+  std::string_view type() const noexcept override { return "nccl"; }
   MemorySpace memory_space() const noexcept override { return MemorySpace::device; }
   bool accepts(MemorySpace) const noexcept override { return true; }  // host buffers are staged
 
@@ -317,12 +317,12 @@ class NcclCommunicator final : public Communicator {
 
 }  // namespace
 
-CommBackend nccl_backend() {
-  CommBackend b{.name = "nccl",
-                .summary = "GPU, NCCL (one process per GPU); ranks meet through the rendezvous store",
-                .built = true,
-                .rendezvous = true,
-                .device_buffers = true};
+CommType nccl_comm_type() {
+  CommType b{.name = "nccl",
+             .summary = "GPU, NCCL (one process per GPU); ranks meet through the rendezvous store",
+             .built = true,
+             .rendezvous = true,
+             .device_buffers = true};
   b.prepare = [](CommOptions&, const std::string& master_addr) {
     // NCCL's bootstrap otherwise picks the first non-loopback interface (eth0), which a
     // loopback-only rendezvous cannot reach; an explicit NCCL_SOCKET_IFNAME is kept.

@@ -1,6 +1,6 @@
 // Per-family operations of the engine: parameter validation, data rules, packing into kernel
 // coefficients, the M-step from statistics, sampling. One implementation file per family; the
-// kernels for each backend live in kernels/<backend>/families. Layouts: kernels/model_view.hpp.
+// kernels live in kernels/cpu/families and kernels/cuda. Layouts: kernels/model_view.hpp.
 #pragma once
 
 #include <mixle/data.hpp>
@@ -38,7 +38,7 @@ class FamilyOps {
   bool shifted() const { return descriptor().shifted; }
   /// The family whose kernels evaluate this one: its own, or a family whose coefficients and
   /// statistics it packs and reads (gaussian_spherical runs gaussian_diag's), so that it needs
-  /// no kernel of its own in any backend.
+  /// no kernel of its own, on the CPU or CUDA.
   virtual Family kernel_family() const { return descriptor().family; }
 
   /// Sizes the parameter arrays for K components, each a valid default component (Gaussians:

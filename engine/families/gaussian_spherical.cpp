@@ -3,7 +3,7 @@
 //   log p(x) = −(D/2) log(2π var) − Σ_d (x_d − mean_d)² / (2 var)
 // That is gaussian_diag's density with every column's variance equal, so it packs gaussian_diag's
 // coefficients (the variance repeated) and runs gaussian_diag's kernels and statistics,
-// Σr(x−s) and Σr(x−s)² per column: no kernel of its own in any backend. Its M-step pools the
+// Σr(x−s) and Σr(x−s)² per column: no kernel of its own, on the CPU or CUDA. Its M-step pools the
 // columns' second moments into one variance, var = mean_d E[(x_d − mean_d)²] + reg_covar.
 #include "engine/families/checks.hpp"
 #include "engine/families/family_ops.hpp"

@@ -73,7 +73,7 @@ struct Peak {
 };
 
 /// The in-run correctness check: the device's statistics on the first check_rows rows against
-/// the CPU backend in fp64 (the oracle) on the same rows.
+/// the CPU kernels in fp64 (the oracle) on the same rows.
 struct CheckResult {
   std::size_t rows = 0;
   double max_rel_error = 0.0;  // ‖device − oracle‖∞ / ‖oracle‖∞ over the statistics buffer

@@ -50,7 +50,7 @@ std::string format_comm_table(const comms::Communicator& comm, const std::vector
   std::string s;
   char line[256];
   std::snprintf(line, sizeof line, "# all-reduce (sum, float64) over %d rank(s), %s\n", comm.size(),
-                std::string(comm.backend()).c_str());
+                std::string(comm.type()).c_str());
   s += line;
   s += "#        bytes     count    time(us)  algbw(GB/s)  busbw(GB/s)  check\n";
   for (const auto& r : rows) {
@@ -64,13 +64,13 @@ std::string format_comm_table(const comms::Communicator& comm, const std::vector
 std::string format_comm_json(const comms::Communicator& comm, const std::vector<CommBenchRow>& rows) {
   nlohmann::ordered_json j;
   j["format"] = "mixle-comm-bench";
-  j["schema_version"] = 1;
+  j["schema_version"] = 2;  // 2: the communicator is "comm" (it was "backend")
   j["version"] = MIXLE_VERSION_STRING;
   const std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   j["date"] = date;
-  j["backend"] = std::string(comm.backend());
+  j["comm"] = std::string(comm.type());
   j["ranks"] = comm.size();
   j["definitions"] = {{"algbw", "bytes per rank / seconds, 1e9 B/GB"},
                       {"busbw", "algbw * 2(n-1)/n"},

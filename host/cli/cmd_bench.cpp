@@ -5,7 +5,7 @@
 #include "host/bench/bench.hpp"
 #include "host/bench/report.hpp"
 #include "host/cli/command.hpp"
-#include "comms/comm_backend.hpp"
+#include "comms/comm_type.hpp"
 #include "host/bench/comm_bench.hpp"
 #include "host/launch_env.hpp"
 
@@ -28,7 +28,7 @@ struct BenchArgs {
   int threads = 0, iters = 10, warmup = 2;
   std::uint64_t seed = 0;
   bool comm_bench = false;
-  std::string comm_backend = "auto";
+  std::string comm_type = "auto";
   std::size_t min_bytes = 8, max_bytes = 16u << 20;
 };
 
@@ -75,7 +75,7 @@ bench::BenchCase to_case(const BenchArgs& a) {
 /// `--comm`: rank 0 prints the table (and --json); every rank takes part.
 int run_comm(const BenchArgs& a) {
   const LaunchEnv env = detect_launch_env();
-  auto comm = communicator_from_env(env, resolve_comm(a.comm_backend, env, false), std::chrono::seconds(60));
+  auto comm = communicator_from_env(env, resolve_comm(a.comm_type, env, false), std::chrono::seconds(60));
   if (a.iters < 1 || a.min_bytes > a.max_bytes)
     throw UsageError("--comm needs --iters ≥ 1 and --min-bytes ≤ --max-bytes");
   const auto rows = bench::run_comm_bench(*comm, a.min_bytes, a.max_bytes, a.iters, a.warmup);
@@ -104,7 +104,7 @@ std::function<int()> setup_bench(CLI::App& app) {
   app.add_option("--json", a->json, "Also write the results as JSON here (atomically)");
   auto* comm = app.add_option_group("comm", "All-reduce latency and bandwidth across the ranks of this job");
   comm->add_flag("--comm", a->comm_bench, "Benchmark the communicator (run under torchrun, mpirun or mixle launch)");
-  comm->add_option("--backend", a->comm_backend, "Communicator: auto, or one of " + comms::comm_backend_names())
+  comm->add_option("--comm-type", a->comm_type, "Communicator type: auto, or one of " + comms::comm_type_names())
       ->capture_default_str();
   comm->add_option("--min-bytes", a->min_bytes, "Smallest message per rank")->capture_default_str();
   comm->add_option("--max-bytes", a->max_bytes, "Largest message per rank")->capture_default_str();

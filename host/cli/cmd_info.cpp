@@ -1,6 +1,6 @@
 // `mixle info`: version, build features and devices.
 #include "host/cli/command.hpp"
-#include "comms/comm_backend.hpp"
+#include "comms/comm_type.hpp"
 #include "host/resources_discovery.hpp"
 
 #include <mixle/version.hpp>
@@ -18,11 +18,11 @@ std::function<int()> setup_info(CLI::App& app) {
     std::cout << "mixle " << MIXLE_VERSION_STRING << "\n"
               << "features: cpu" << (MIXLE_HAVE_CUDA ? (MIXLE_CUDA_SIM ? " cuda (simulated)" : " cuda") : "");
     // The communicators this build has, from the registry (single is always there).
-    for (const comms::CommBackend* b : comms::comm_backends())
+    for (const comms::CommType* b : comms::comm_types())
       if (b->built && !b->single_process)
         std::cout << " " << b->name << (b->device_buffers && MIXLE_CUDA_SIM ? " (simulated)" : "");
     std::cout << "\n";
-    for (const comms::CommBackend* b : comms::comm_backends())
+    for (const comms::CommType* b : comms::comm_types())
       std::printf("comm %s: %s\n", b->name.c_str(), b->summary.c_str());
     cpu_set_t set;
     const int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;

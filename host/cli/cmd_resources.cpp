@@ -38,7 +38,7 @@ struct ResourcesArgs {
   int iters = 3;
 };
 
-/// The bench device string for a Resources device: CPU slots run on the CPU backend with their
+/// The bench device string for a Resources device: CPU slots run on the CPU kernels with their
 /// slot's threads; CUDA devices by their local index ("cuda:1" → "cuda:1").
 std::string bench_device(const plan::DeviceSpec& d) {
   if (d.kind == "cpu") return "cpu";

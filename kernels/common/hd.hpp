@@ -1,4 +1,4 @@
-// MIXLE_HD marks math shared by the CPU and CUDA backends: written once, compiled by g++ and
+// MIXLE_HD marks math shared by the CPU and CUDA kernels: written once, compiled by g++ and
 // nvcc, so the CPU tests cover it (docs/design.md §11).
 #pragma once
 

@@ -1,7 +1,7 @@
-// One block of rows in the CPU backend's working layout (internal to kernels/cpu).
+// One block of rows in the CPU kernels' working layout (internal to kernels/cpu).
 #pragma once
 
-#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 
 #include <vector>
 

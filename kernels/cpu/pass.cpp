@@ -1,7 +1,7 @@
-// The CPU backend's passes over rows: accumulate (E-step statistics), score, accumulate_given.
+// The CPU kernels' passes over rows: accumulate (E-step statistics), score, accumulate_given.
 #include "kernels/common/math.hpp"
 #include "kernels/cpu/block.hpp"
-#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 #include "kernels/cpu/families/discrete.hpp"
 #include "kernels/cpu/families/gaussian_diag.hpp"
 #include "kernels/cpu/families/gaussian_full.hpp"

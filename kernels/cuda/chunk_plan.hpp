@@ -1,8 +1,8 @@
-// How the CUDA backend cuts a pass into chunks and whether the rows stay on the device: plain
+// How the CUDA kernels cut a pass into chunks and whether the rows stay on the device: plain
 // host arithmetic with no CUDA header, so every build (and its tests) has it.
 //
 // A pass may plan with kDeviceMemoryShare of the device memory available to it, less the
-// partials' budget: available = what cudaMemGetInfo calls free plus what this backend already
+// partials' budget: available = what cudaMemGetInfo calls free plus what this Compute already
 // holds and will reuse — a cached copy of these very rows, workspaces, staging buffers. Counting
 // the held memory matters: the free memory of the second pass over resident rows no longer
 // includes them, and judged by it alone, data between ~0.4× and ~0.7× of the device would be
@@ -18,8 +18,8 @@
 
 namespace mixle::kernels::cuda {
 
-/// Rows summed in the compute precision before a float64 add (the CPU backend's kBlockRows, so
-/// both backends round the same partial sums when chunks start at multiples of it).
+/// Rows summed in the compute precision before a float64 add (the CPU kernels' kBlockRows, so
+/// both kernel sets round the same partial sums when chunks start at multiples of it).
 constexpr int kSubBlockRows = 128;
 /// Most bytes the per-slot statistics partials of one chunk may take.
 constexpr std::size_t kPartialBudgetBytes = std::size_t(256) << 20;
@@ -78,7 +78,7 @@ struct ChunkRequest {
   std::int64_t forced_stream_rows = 0;  // MIXLE_CUDA_STREAM_ROWS, a multiple of unit, or 0
   std::int64_t max_chunk_rows = 0;      // MIXLE_CUDA_CHUNK_ROWS, a multiple of unit, or 0
   std::size_t free_bytes = 0;           // cudaMemGetInfo
-  std::size_t held_bytes = 0;           // device memory the backend holds and reuses for this pass
+  std::size_t held_bytes = 0;           // device memory the Compute holds and reuses for this pass
 };
 
 struct ChunkPlan {

@@ -112,7 +112,7 @@ struct ShiftedMoment {
 
 /// One thread per (slot, component k, statistic entry j): Σ over the slot's rows, in row order,
 /// of r[n,k]·term(x_n). Sums run in T within kSubBlockRows rows and in float64 across them
-/// (the CPU backend's rounding). Rows with r = 0 are skipped, as on the CPU. Every entry of the
+/// (the CPU kernels' rounding). Rows with r = 0 are skipped, as on the CPU. Every entry of the
 /// slot is written, so the partials need no clearing.
 ///   Term: struct with  __device__ Term(const PartView<T>&, int k, int j)  and
 ///                      __device__ T operator()(const T* x_row_part, T r) const.

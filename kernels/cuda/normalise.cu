@@ -1,6 +1,6 @@
 // Row-wise normalisation on CUDA: L[n,k] = log_const[k] (+ row offset) to start, then one warp
 // per row turns log-densities into responsibilities (log-sum-exp), the per-row log-likelihood
-// and a row status, with the CPU backend's rules (kernels/cpu/pass.cpp normalise):
+// and a row status, with the CPU kernels' rules (kernels/cpu/pass.cpp normalise):
 //   · max over k ignores NaN (comparisons with NaN are false), as on the CPU; a row with any NaN
 //     log-density is a NaN row, whatever its other values (an all-NaN row is not impossible);
 //   · m = +inf: the components at +inf share the row equally, log-likelihood +inf;

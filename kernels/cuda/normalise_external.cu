@@ -1,5 +1,5 @@
 // Normalisation against an external per-row normaliser on CUDA (PassMode::normalised; the CPU
-// backend's normalise_external in kernels/cpu/pass.cpp). The chunk's log-densities L[n,k]
+// kernels' normalise_external in kernels/cpu/pass.cpp). The chunk's log-densities L[n,k]
 // (log weight + log p(x|k), the stacked kernels of the accumulate pass) become
 //
 //   r[n,k] = exp_nonpositive(min(L[n,k] − N_n, 0)),   N_n = (T) log_norm[n]
@@ -8,7 +8,7 @@
 // the whole model while this one holds one shard), so L ≤ N up to rounding and the clamp keeps
 // r ≤ 1. The normaliser stays float64 on the device and is cast to the compute precision T in
 // the kernel, then the difference is taken in T — the CPU's exact arithmetic (cast, subtract,
-// clamp, exp_nonpositive), so both backends see the same r up to the log-densities' own
+// clamp, exp_nonpositive), so both kernel sets see the same r up to the log-densities' own
 // differences. Rows whose float64 normaliser is not finite (±inf, NaN), and NaN differences,
 // get r = 0 for every component: they fold nothing. No reduction across components is needed,
 // so one thread per (row, component) element, on the log-density kernels' grid; nothing is

@@ -1,4 +1,4 @@
-// The chunk pass of the CUDA backend (host orchestration; see pass.hpp).
+// The chunk pass of the CUDA kernels (host orchestration; see pass.hpp).
 #include "kernels/cuda/pass.hpp"
 
 #include "kernels/cuda/launch.hpp"

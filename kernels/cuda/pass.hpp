@@ -1,4 +1,4 @@
-// The CUDA backend's pass over one resident chunk of rows (host API; any C++ compiler with the
+// The CUDA kernels' pass over one resident chunk of rows (host API; any C++ compiler with the
 // CUDA toolkit's headers). The engine (engine/compute_cuda.cpp) owns streaming and residency;
 // this layer runs, on one stream, for rows already on the device:
 //
@@ -18,7 +18,7 @@
 // start at multiples of R), and the fold is sequential over slots across chunks, so the
 // statistics are bit-identical run to run and for any chunking (resident or streamed).
 //
-// Layouts are those of kernels/model_view.hpp; the statistics match the CPU backend's exactly.
+// Layouts are those of kernels/model_view.hpp; the statistics match the CPU kernels' exactly.
 #pragma once
 
 #include "kernels/cuda/chunk_plan.hpp"

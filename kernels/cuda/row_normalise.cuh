@@ -31,7 +31,7 @@ __device__ inline void note_bad_row(DeviceReport* report, bool impossible) {
 
 /// One row's normalisation by one full warp: l (K values, global or shared memory) holds the
 /// row's log-densities and receives its responsibilities; *loglik and *status are written by
-/// lane 0. The rules are those stated at the top of normalise.cu (the CPU backend's).
+/// lane 0. The rules are those stated at the top of normalise.cu (the CPU kernels').
 template <class T>
 __device__ void normalise_row_warp(T* l, int K, int lane, double* loglik, int* status, DeviceReport* report) {
   constexpr T kInf = static_cast<T>(INFINITY);

@@ -15,16 +15,16 @@ TEST(BenchComm, TwoRanksUnderMixleLaunch) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   const auto json = dir.path / "comm.json";
-  Process p =
-      run_process({MIXLE_CLI_PATH, "launch", "--nproc", "2", "--", MIXLE_CLI_PATH, "bench", "--comm", "--min-bytes",
-                   "8", "--max-bytes", "32768", "--iters", "3", "--warmup", "1", "--json", json.string()},
-                  {}, dir.path / "log.txt", 120s);
+  Process p = run_process({MIXLE_CLI_PATH, "launch",      "--nproc",  "2",           "--",     MIXLE_CLI_PATH, "bench",
+                           "--comm",       "--comm-type", "gloo",     "--min-bytes", "8",      "--max-bytes",  "32768",
+                           "--iters",      "3",           "--warmup", "1",           "--json", json.string()},
+                          {}, dir.path / "log.txt", 120s);
   ASSERT_EQ(p.exit_code(), 0) << p.output();
   const auto j = nlohmann::json::parse(read_file(json));
   EXPECT_EQ(j["format"], "mixle-comm-bench");
-  EXPECT_EQ(j["schema_version"], 1);
+  EXPECT_EQ(j["schema_version"], 2);
   EXPECT_EQ(j["ranks"], 2);
-  EXPECT_EQ(j["backend"], "gloo");
+  EXPECT_EQ(j["comm"], "gloo");
   ASSERT_EQ(j["results"].size(), 7u);  // 8, 32, …, 32768 bytes (×4 steps)
   std::size_t bytes = 8;
   for (const auto& r : j["results"]) {
@@ -36,6 +36,13 @@ TEST(BenchComm, TwoRanksUnderMixleLaunch) {
     bytes *= 4;
   }
   EXPECT_NE(p.output().find("busbw(GB/s)"), std::string::npos) << p.output();
+
+  // An unknown communicator type is a usage error naming the registered ones.
+  Process bad =
+      run_process({MIXLE_CLI_PATH, "bench", "--comm", "--comm-type", "carrier-pigeon"}, {}, dir.path / "bad.txt", 60s);
+  EXPECT_EQ(bad.exit_code(), 2) << bad.output();
+  EXPECT_NE(bad.output().find("unknown communicator 'carrier-pigeon'; accepted: single, gloo"), std::string::npos)
+      << bad.output();
 }
 
 }  // namespace

@@ -128,7 +128,7 @@ TEST(BenchLibrary, TheTimedModelIsPerturbedByTheStatedAmounts) {
 class ShortSumCommunicator final : public mixle::comms::Communicator {
  public:
   ShortSumCommunicator() : Communicator(0, 1, std::chrono::seconds(10)) {}
-  std::string_view backend() const noexcept override { return "short-sum"; }
+  std::string_view type() const noexcept override { return "short-sum"; }
   mixle::comms::MemorySpace memory_space() const noexcept override { return mixle::comms::MemorySpace::host; }
 
  protected:

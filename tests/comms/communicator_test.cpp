@@ -1,7 +1,7 @@
 // In-process tests of the Communicator: argument checks at the door, the factory, the single
-// backend, and Gloo with several ranks as threads of one process (fast; the real-process tests
+// communicator, and Gloo with several ranks as threads of one process (fast; the real-process tests
 // are in comm_process_test.cpp).
-#include "comms/comm_backend.hpp"
+#include "comms/comm_type.hpp"
 #include "comms/communicator.hpp"
 #include "comms/store.hpp"
 
@@ -27,27 +27,27 @@ std::unique_ptr<Communicator> make_single() {
   return make_communicator("single", o);
 }
 
-TEST(CommRegistry, KnowsTheBuiltInBackendsBuiltOrNot) {
+TEST(CommRegistry, KnowsTheBuiltInTypesBuiltOrNot) {
   std::vector<std::string> names;
-  for (const CommBackend* b : comm_backends()) names.push_back(b->name);
+  for (const CommType* b : comm_types()) names.push_back(b->name);
   names.resize(std::min<std::size_t>(names.size(), 4));  // the built-ins come first
   EXPECT_EQ(names, (std::vector<std::string>{"single", "gloo", "mpi", "nccl"}));
-  EXPECT_EQ(comm_backend_names().rfind("single, gloo, mpi, nccl", 0), 0u);
-  EXPECT_TRUE(find_comm_backend("single")->built);
-  EXPECT_TRUE(find_comm_backend("single")->single_process);
-  EXPECT_TRUE(comm_backend("gloo").rendezvous);
-  EXPECT_FALSE(comm_backend("gloo").device_buffers);
-  EXPECT_TRUE(comm_backend("nccl").rendezvous && comm_backend("nccl").device_buffers);
-  EXPECT_TRUE(comm_backend("mpi").mpi_launch);
-  EXPECT_EQ(comm_backend("gloo").built, static_cast<bool>(MIXLE_HAVE_GLOO));
-  EXPECT_EQ(comm_backend("mpi").built, static_cast<bool>(MIXLE_HAVE_MPI));
-  EXPECT_EQ(comm_backend("nccl").built, static_cast<bool>(MIXLE_HAVE_NCCL));
-  for (const CommBackend* b : comm_backends())  // a backend's summary says when it is missing
+  EXPECT_EQ(comm_type_names().rfind("single, gloo, mpi, nccl", 0), 0u);
+  EXPECT_TRUE(find_comm_type("single")->built);
+  EXPECT_TRUE(find_comm_type("single")->single_process);
+  EXPECT_TRUE(comm_type("gloo").rendezvous);
+  EXPECT_FALSE(comm_type("gloo").device_buffers);
+  EXPECT_TRUE(comm_type("nccl").rendezvous && comm_type("nccl").device_buffers);
+  EXPECT_TRUE(comm_type("mpi").mpi_launch);
+  EXPECT_EQ(comm_type("gloo").built, static_cast<bool>(MIXLE_HAVE_GLOO));
+  EXPECT_EQ(comm_type("mpi").built, static_cast<bool>(MIXLE_HAVE_MPI));
+  EXPECT_EQ(comm_type("nccl").built, static_cast<bool>(MIXLE_HAVE_NCCL));
+  for (const CommType* b : comm_types())  // a type's summary says when it is missing
     EXPECT_EQ(b->summary.find("not in this build") != std::string::npos, !b->built) << b->name;
-  EXPECT_EQ(find_comm_backend("tcp"), nullptr);
+  EXPECT_EQ(find_comm_type("tcp"), nullptr);
   try {
-    (void)comm_backend("tcp");
-    ADD_FAILURE() << "an unknown backend found";
+    (void)comm_type("tcp");
+    ADD_FAILURE() << "an unknown communicator type found";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("accepted: single, gloo, mpi, nccl"), std::string::npos) << e.what();
   }
@@ -56,7 +56,7 @@ TEST(CommRegistry, KnowsTheBuiltInBackendsBuiltOrNot) {
 // gloo's own preparation picks the address peers reach this rank at: MIXLE_GLOO_HOSTNAME, else
 // this host's name for a rendezvous off this machine, else the loopback default.
 TEST(CommRegistry, GlooPicksTheAddressPeersReach) {
-  const CommBackend& gloo = comm_backend("gloo");
+  const CommType& gloo = comm_type("gloo");
   if (!gloo.built) GTEST_SKIP() << "gloo is not in this build";
   ASSERT_TRUE(gloo.prepare);
   const char* saved = std::getenv("MIXLE_GLOO_HOSTNAME");
@@ -80,10 +80,10 @@ TEST(CommRegistry, GlooPicksTheAddressPeersReach) {
     ::unsetenv("MIXLE_GLOO_HOSTNAME");
 }
 
-// A backend an application registers is made by make_communicator like the built-ins; a taken
-// name, a nameless backend and a built one without a factory are refused.
-TEST(CommRegistry, ARegisteredBackendIsMadeByName) {
-  CommBackend echo;
+// A communicator type an application registers is made by make_communicator like the built-ins; a taken
+// name, a nameless type and a built one without a factory are refused.
+TEST(CommRegistry, ARegisteredTypeIsMadeByName) {
+  CommType echo;
   echo.name = "test-echo";
   echo.summary = "one process, registered by a test";
   echo.built = true;
@@ -93,7 +93,7 @@ TEST(CommRegistry, ARegisteredBackendIsMadeByName) {
     ++made;
     return make_communicator("single", std::move(o));
   };
-  register_comm_backend(echo);
+  register_comm_type(echo);
   CommOptions o;
   o.timeout = 1s;
   auto c = make_communicator("test-echo", o);
@@ -103,15 +103,15 @@ TEST(CommRegistry, ARegisteredBackendIsMadeByName) {
   o.rank = 1;
   EXPECT_THROW(make_communicator("test-echo", o), InvalidInput);  // single_process: size 1 only
   EXPECT_EQ(made, 1);
-  EXPECT_THROW(register_comm_backend(echo), InvalidInput);  // the name is taken
-  CommBackend nameless = echo;
+  EXPECT_THROW(register_comm_type(echo), InvalidInput);  // the name is taken
+  CommType nameless = echo;
   nameless.name = "";
-  EXPECT_THROW(register_comm_backend(nameless), InvalidInput);
-  CommBackend no_factory = echo;
+  EXPECT_THROW(register_comm_type(nameless), InvalidInput);
+  CommType no_factory = echo;
   no_factory.name = "test-no-factory";
   no_factory.make = nullptr;
-  EXPECT_THROW(register_comm_backend(no_factory), InvalidInput);
-  EXPECT_NE(comm_backend_names().find("test-echo"), std::string::npos);
+  EXPECT_THROW(register_comm_type(no_factory), InvalidInput);
+  EXPECT_NE(comm_type_names().find("test-echo"), std::string::npos);
 }
 
 TEST(CommFactory, ValidatesRankSizeAndTimeout) {
@@ -126,9 +126,9 @@ TEST(CommFactory, ValidatesRankSizeAndTimeout) {
   EXPECT_THROW(make_communicator("single", o), InvalidInput);
 }
 
-TEST(CommFactory, UnbuiltBackendsSayNotCompiled) {
+TEST(CommFactory, UnbuiltTypesSayNotCompiled) {
   CommOptions o;
-  if (!find_comm_backend("nccl")->built) {
+  if (!find_comm_type("nccl")->built) {
     try {
       make_communicator("nccl", o);
       FAIL() << "nccl communicator created in a build without NCCL";
@@ -136,15 +136,15 @@ TEST(CommFactory, UnbuiltBackendsSayNotCompiled) {
       EXPECT_EQ(e.feature(), "nccl");
     }
   }
-  if (!find_comm_backend("gloo")->built) EXPECT_THROW(make_communicator("gloo", o), NotCompiled);
-  if (find_comm_backend("gloo")->built) EXPECT_THROW(make_communicator("gloo", o), InvalidInput);  // no store
+  if (!find_comm_type("gloo")->built) EXPECT_THROW(make_communicator("gloo", o), NotCompiled);
+  if (find_comm_type("gloo")->built) EXPECT_THROW(make_communicator("gloo", o), InvalidInput);  // no store
 }
 
 TEST(CommSingle, CollectivesLeaveDataAndCopyGathers) {
   auto c = make_single();
   EXPECT_EQ(c->rank(), 0);
   EXPECT_EQ(c->size(), 1);
-  EXPECT_EQ(c->backend(), "single");
+  EXPECT_EQ(c->type(), "single");
   std::vector<double> x{1.5, -2.0, 3.25};
   c->all_reduce_sum(std::span<double>(x));
   c->all_reduce_max(std::span<double>(x));
@@ -173,7 +173,7 @@ TEST(CommSingle, BadArgumentsAreRejectedAtTheDoor) {
 TEST(CommSingle, SplitGivesAWorkingGroupOfOne) {
   auto c = make_single();
   auto child = c->split(7, -3);
-  EXPECT_EQ(child->backend(), "single");
+  EXPECT_EQ(child->type(), "single");
   EXPECT_EQ(child->rank(), 0);
   EXPECT_EQ(child->size(), 1);
   EXPECT_EQ(child->world_rank(0), 0);
@@ -224,7 +224,7 @@ void on_gloo_ranks(int n, Body body, std::chrono::milliseconds timeout = 10s) {
 TEST(GlooInProcess, SumMaxBroadcastGatherAcrossThreeRanks) {
   on_gloo_ranks(3, [](Communicator& c) {
     const int r = c.rank();
-    EXPECT_EQ(c.backend(), "gloo");
+    EXPECT_EQ(c.type(), "gloo");
     std::vector<double> x(100);
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = double((r + 1) * int(i));
     c.all_reduce_sum(std::span<double>(x));

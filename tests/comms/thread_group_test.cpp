@@ -48,7 +48,7 @@ TEST(ThreadGroup, CollectivesGiveEveryMemberTheSameCorrectBytes) {
   const auto errors = run_group(W, 10s, [&](int r, Communicator& c) {
     EXPECT_EQ(c.rank(), r);
     EXPECT_EQ(c.size(), W);
-    EXPECT_EQ(c.backend(), "threads");
+    EXPECT_EQ(c.type(), "threads");
     // 0.1 · (r + 1) + i: sums that depend on the order of addition in the last bits.
     std::vector<double> v(1000);
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = 0.1 * (r + 1) + static_cast<double>(i) * 1e-3;

@@ -1,5 +1,5 @@
-// categorical: the CUDA backend against the CPU oracle (through engine::Compute).
-#include "common/backend_compare.hpp"
+// categorical: the CUDA kernels against the CPU oracle (through engine::Compute).
+#include "common/kernel_compare.hpp"
 
 #include <mixle/fit.hpp>
 

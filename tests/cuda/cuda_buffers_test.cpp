@@ -1,8 +1,8 @@
-// The CUDA backend's buffers (kernels/cuda/runtime.hpp): reserve() grows, never shrinks, keeps
+// The CUDA kernels' buffers (kernels/cuda/runtime.hpp): reserve() grows, never shrinks, keeps
 // its allocation when asked for less, and leaves an empty buffer — not a stale size — when an
 // allocation fails. On a GPU or on the simulator (whose device memory is configurable); CUDA
-// builds only (the buffers are the CUDA backend's own).
-#include "common/backend_compare.hpp"
+// builds only (the buffers are the CUDA kernels' own).
+#include "common/kernel_compare.hpp"
 
 #include <mixle/error.hpp>
 

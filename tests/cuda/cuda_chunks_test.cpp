@@ -1,7 +1,7 @@
-// How the CUDA backend moves rows: resident data in several chunks, bad rows spread over chunks,
+// How the CUDA kernels move rows: resident data in several chunks, bad rows spread over chunks,
 // residency kept across passes, and the TF32 path's statistics and chunking — on a GPU or on the
 // simulator (the residency test needs the simulator's configurable device memory).
-#include "common/backend_compare.hpp"
+#include "common/kernel_compare.hpp"
 #include "kernels/cuda/chunk_plan.hpp"
 
 #include <cstdio>
@@ -63,9 +63,9 @@ TEST(CudaChunks, BadRowsOverSeveralChunksAreReportedAsOnCpu) {
     SCOPED_TRACE(std::string(env) + "=" + value);
     std::unique_ptr<ScopedEnv> chunking;
     if (std::string(value) != "0") chunking = std::make_unique<ScopedEnv>(env, value);
-    // compare_backends checks the counts and the listed rows against the CPU exactly.
-    compare_backends(*cuda, model, values, rows, DType::f32, Precision::fp32, kDiagFp32);
-    compare_backends(*cuda, model, values, rows, DType::f64, Precision::fp64, kDiagFp64);
+    // compare_kernels checks the counts and the listed rows against the CPU exactly.
+    compare_kernels(*cuda, model, values, rows, DType::f32, Precision::fp32, kDiagFp32);
+    compare_kernels(*cuda, model, values, rows, DType::f64, Precision::fp64, kDiagFp64);
   }
 }
 

@@ -2,7 +2,7 @@
 // (real processes), against the same commands on the CPU; and a launched job whose ranks each
 // see one GPU — on a GPU, or on the simulator.
 #include "common/require.hpp"
-#include "common/backend_compare.hpp"
+#include "common/kernel_compare.hpp"
 #include "host/fit_process_util.hpp"
 
 #include <mixle/data.hpp>

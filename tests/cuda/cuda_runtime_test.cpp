@@ -1,6 +1,6 @@
 // The CUDA entry points as every build sees them: device counting, refusal with the right error,
 // and --device parsing's choice — meaningful with and without a GPU or a CUDA build.
-#include "common/backend_compare.hpp"
+#include "common/kernel_compare.hpp"
 #include "engine/compute.hpp"
 
 #include <mixle/error.hpp>

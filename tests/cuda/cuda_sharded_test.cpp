@@ -1,4 +1,4 @@
-// The component-sharding passes of the CUDA backend against the CPU oracle:
+// The component-sharding passes of the CUDA kernels against the CPU oracle:
 //   accumulate_normalised      a shard's share of the global posterior, r = exp(l − L), with L the
 //                              whole mixture's log-likelihood computed elsewhere (CPU score)
 // on gaussian_diag, gaussian_full and a mixed categorical + poisson record, fp32 and fp64, for a
@@ -7,7 +7,7 @@
 // without a device and fail under MIXLE_REQUIRE_GPU=1. The same comparison also runs CPU
 // against CPU (another thread count) everywhere, so the harness and its bounds are exercised
 // by every build.
-#include "common/backend_compare.hpp"
+#include "common/kernel_compare.hpp"
 #include "engine/component_sharded.hpp"
 
 #include <mixle/fit.hpp>
@@ -145,7 +145,7 @@ std::string trace(const Scenario& s) {
          " data=" + dtype_name(s.dtype) + " rows=" + std::to_string(s.rows);
 }
 
-/// accumulate_normalised on `candidate` against `oracle` (the CPU backend).
+/// accumulate_normalised on `candidate` against `oracle` (the CPU kernels).
 void compare_normalised(engine::Compute& oracle, engine::Compute& candidate, const Scenario& s) {
   SCOPED_TRACE("accumulate_normalised " + trace(s));
   const Dataset data = make_data(s.values, s.rows, s.full.columns(), s.dtype);
@@ -196,7 +196,7 @@ TEST(CudaShardedHarness, CpuAgainstCpuPassesTheSameChecks) {
     }
 }
 
-/// A candidate that is the CPU backend with its normalisers altered by `edit` (to show the
+/// A candidate that is the CPU kernels with its normalisers altered by `edit` (to show the
 /// harness catches a wrong fold).
 class EditedNormaliser final : public engine::Compute {
  public:

@@ -1,7 +1,7 @@
 // Rows at +inf log-density under several components (x = −inf under an exponential): the CUDA
 // normalisation shares them equally among those components with log-likelihood +inf, as the
 // CPU pass does (tests/kernels/cpu_tie_rows_test.cpp) — wherever they lie among finite rows.
-#include "common/backend_compare.hpp"
+#include "common/kernel_compare.hpp"
 #include "engine/compute.hpp"
 
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 // passes are bit-identical to the warm-up's, and the masses add up to the row count. Results are
 // recorded as test properties (ms per pass and the % of the fp32 roofline of docs/design.md §11),
 // which gtest writes to its JSON output.
-#include "common/backend_compare.hpp"
+#include "common/kernel_compare.hpp"
 
 #include <chrono>
 #include <cstdio>

@@ -1,5 +1,5 @@
-// exponential: the CUDA backend against the CPU oracle (through engine::Compute).
-#include "common/backend_compare.hpp"
+// exponential: the CUDA kernels against the CPU oracle (through engine::Compute).
+#include "common/kernel_compare.hpp"
 
 namespace mixle::test {
 namespace {

@@ -1,12 +1,12 @@
-// gaussian_diag: the CUDA backend against the CPU oracle (through engine::Compute).
-#include "common/backend_compare.hpp"
+// gaussian_diag: the CUDA kernels against the CPU oracle (through engine::Compute).
+#include "common/kernel_compare.hpp"
 
 namespace mixle::test {
 namespace {
 
 using engine::Precision;
 
-// fp32: both backends add h·(x − m)² dim by dim in the same order onto log_const; they differ by
+// fp32: both kernel sets add h·(x − m)² dim by dim in the same order onto log_const; they differ by
 // FMA contraction (nvcc fuses) and the log-sum-exp's summation order. All terms share a sign, so
 // the worst case is D·2⁻²⁴·|L| = 1.5e-5·|L| at D = 256. Sums: ≤ 128 float terms, 128·2⁻²⁴.
 constexpr Tolerance kFp32{2e-5, 1e-5};
@@ -88,7 +88,7 @@ TEST(GaussianDiagCuda, NanRowsReportedAsOnCpu) {
   std::mt19937_64 rng(12);
   std::vector<double> values = sample_rows(model, 400, rng);
   for (std::size_t row : {5u, 130u, 399u}) values[row * 3 + 1] = std::numeric_limits<double>::quiet_NaN();
-  compare_backends(*cuda, model, values, 400, DType::f32, Precision::fp32, kFp32);
+  compare_kernels(*cuda, model, values, 400, DType::f32, Precision::fp32, kFp32);
 }
 
 // TF32 (explicit opt-in): the GEMM rounds x², x and the weights to 10-bit mantissas, so each

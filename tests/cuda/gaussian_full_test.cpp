@@ -1,5 +1,5 @@
-// gaussian_full: the CUDA backend against the CPU oracle (through engine::Compute).
-#include "common/backend_compare.hpp"
+// gaussian_full: the CUDA kernels against the CPU oracle (through engine::Compute).
+#include "common/kernel_compare.hpp"
 
 namespace mixle::test {
 namespace {

@@ -1,7 +1,7 @@
 // gaussian_spherical on CUDA: it has no kernel of its own — the engine packs it for
 // gaussian_diag's kernels — so these check that packing and the statistics' M-step path against
 // the CPU oracle (through engine::Compute), resident and streamed.
-#include "common/backend_compare.hpp"
+#include "common/kernel_compare.hpp"
 
 namespace mixle::test {
 namespace {

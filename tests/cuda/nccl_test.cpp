@@ -46,7 +46,7 @@ TEST(CommNccl, WorldSizeOneOnDeviceBuffers) {
   o.timeout = 60s;
   o.store = std::make_shared<StoreClient>("127.0.0.1", server.port(), "tok", 0, 5s, 60s);
   auto comm = make_communicator("nccl", std::move(o));
-  EXPECT_EQ(comm->backend(), "nccl");
+  EXPECT_EQ(comm->type(), "nccl");
   std::vector<double> host{1.0, 2.5, -4.0};
   void* raw = nullptr;
   ASSERT_EQ(cudaMalloc(&raw, host.size() * sizeof(double)), cudaSuccess);
@@ -76,7 +76,7 @@ TEST(CommNccl, WorldSizeOneOnDeviceBuffers) {
   EXPECT_EQ(send, (std::vector<int>{7, 8}));
   // A split child (ncclCommSplit) reduces (host buffers staged); the parent works afterwards too.
   auto child = comm->split(3, 0);
-  EXPECT_EQ(child->backend(), "nccl");
+  EXPECT_EQ(child->type(), "nccl");
   EXPECT_EQ(child->size(), 1);
   child->all_reduce_sum(std::span<double>(staged), MemorySpace::host);
   EXPECT_EQ(staged, host);

@@ -1,5 +1,5 @@
-// poisson: the CUDA backend against the CPU oracle (through engine::Compute).
-#include "common/backend_compare.hpp"
+// poisson: the CUDA kernels against the CPU oracle (through engine::Compute).
+#include "common/kernel_compare.hpp"
 
 namespace mixle::test {
 namespace {
@@ -56,8 +56,8 @@ TEST(PoissonCuda, MixedPartsMatchCpu) {
   model.parts.push_back(random_part(Family::poisson, K, 2, 3, rng));
   model.parts.push_back(random_part(Family::bernoulli, K, 4, 5, rng));
   const std::vector<double> values = sample_rows(model, 611, rng);
-  compare_backends(*cuda, model, values, 611, DType::f32, Precision::fp32, kFp32);
-  compare_backends(*cuda, model, values, 611, DType::f64, Precision::fp64, kFp64);
+  compare_kernels(*cuda, model, values, 611, DType::f32, Precision::fp32, kFp32);
+  compare_kernels(*cuda, model, values, 611, DType::f64, Precision::fp64, kFp64);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// gamma and lognormal: the CUDA backend against the CPU oracle (through engine::Compute).
-#include "common/backend_compare.hpp"
+// gamma and lognormal: the CUDA kernels against the CPU oracle (through engine::Compute).
+#include "common/kernel_compare.hpp"
 
 namespace mixle::test {
 namespace {
@@ -62,8 +62,8 @@ TEST(PositiveFamiliesCudaMixed, MixedPartsMatchCpu) {
   model.parts.push_back(random_part(Family::gamma, K, 3, 4, rng));
   model.parts.push_back(random_part(Family::gaussian_diag, K, 2, 7, rng));
   const std::vector<double> values = sample_rows(model, 611, rng);
-  compare_backends(*cuda, model, values, 611, DType::f32, Precision::fp32, kFp32);
-  compare_backends(*cuda, model, values, 611, DType::f64, Precision::fp64, kFp64);
+  compare_kernels(*cuda, model, values, 611, DType::f32, Precision::fp32, kFp32);
+  compare_kernels(*cuda, model, values, 611, DType::f64, Precision::fp64, kFp64);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // Option validation: bad options are refused up front with InvalidInput naming the option, and
-// the CPU backend treats precisions alike in fit and score.
+// the CPU kernels treat precisions alike in fit and score.
 #include "engine_test_util.hpp"
 
 #include <mixle/error.hpp>

@@ -3,7 +3,7 @@
 // NaN log-densities and then report the rows as "zero probability under every component".
 #include "engine_test_util.hpp"
 
-#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 
 #include <mixle/error.hpp>
 #include <mixle/fit.hpp>

@@ -79,7 +79,7 @@ TEST(ShardChunking, ChunksFollowTheKeptBudgetAndTheLargestGroup) {
 // Where every rank's backend keeps log-densities (the CPU's does), a sharded E-step folds from
 // the kept values instead of computing them again: the estimator asks its backend once, at
 // construction, and chunks for keeping.
-TEST(ShardChunking, ACpuBackendKeepsLogDensitiesBetweenItsPasses) {
+TEST(ShardChunking, TheCpuKernelsKeepLogDensitiesBetweenTheirPasses) {
   auto world = comms::make_thread_group(1, std::chrono::seconds(10));
   const Dataset rows = Dataset::from_vector(std::vector<double>(200, 0.5), 100, 2);
   ShardedEstimator estimator(rows, 0, {{0, 100}}, make_shard_mesh(1, 0, 1), 3, *world[0], make_cpu_compute(1));

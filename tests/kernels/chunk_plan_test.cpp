@@ -1,4 +1,4 @@
-// The CUDA backend's chunk and residency arithmetic (kernels/cuda/chunk_plan.hpp): plain host
+// The CUDA kernels' chunk and residency arithmetic (kernels/cuda/chunk_plan.hpp): plain host
 // code, tested in every build. The device tests exercise the same plan end to end.
 #include "kernels/cuda/chunk_plan.hpp"
 

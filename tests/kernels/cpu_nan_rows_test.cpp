@@ -3,7 +3,7 @@
 // them NaN, counts none of them in the header, and leaves every other row's score bit-identical
 // to a pass without them — in both precisions, in the first block and past it.
 #include "engine/estimator.hpp"
-#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 
 #include <mixle/model.hpp>
 

@@ -3,7 +3,7 @@
 // the header values (stats[0], stats[1]: rows and log-likelihood, counted elsewhere) untouched
 // by both — the caller's values stay.
 #include "engine/estimator.hpp"
-#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 
 #include <mixle/model.hpp>
 

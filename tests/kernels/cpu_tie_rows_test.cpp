@@ -4,7 +4,7 @@
 // among finite rows of its block. (No fit reaches this through validated input; the kernels'
 // contract still holds it, and the CUDA normalisation follows the same rule.)
 #include "engine/estimator.hpp"
-#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 
 #include <mixle/model.hpp>
 

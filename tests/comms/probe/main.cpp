@@ -158,7 +158,7 @@ std::unique_ptr<Communicator> split_and_check(Communicator& parent, int world_ra
         name + ": size " + std::to_string(child->size()) + ", expected " + std::to_string(members.size()));
   check(child->rank() == expected_rank,
         name + ": rank " + std::to_string(child->rank()) + ", expected " + std::to_string(expected_rank));
-  check(child->backend() == parent.backend(), name + ": backend");
+  check(child->type() == parent.type(), name + ": backend");
   check(child->timeout() == parent.timeout(), name + ": timeout");
   if (child->size() != int(members.size())) return child;
   for (int i = 0; i < child->size(); ++i)
@@ -238,7 +238,7 @@ void run_split_fault(Communicator& world, int victim, bool hang) {
   // first failing rank: the other pair enters the world barrier one timeout late, so the
   // partner's pair all-reduce (the message under test) times out first. Gloo's ranks see the
   // failure themselves (the tests check every rank's message there).
-  if (world.backend() == "mpi" && r / 2 != victim / 2) std::this_thread::sleep_for(world.timeout());
+  if (world.type() == "mpi" && r / 2 != victim / 2) std::this_thread::sleep_for(world.timeout());
   world.barrier();
 }
 
@@ -274,7 +274,7 @@ int main(int argc, char** argv) {
     if (scenario == "collectives") {
       run_collectives(*comm);
       if (g_failures) return 1;
-      std::printf("probe: rank %d/%d %s ok\n", comm->rank(), comm->size(), std::string(comm->backend()).c_str());
+      std::printf("probe: rank %d/%d %s ok\n", comm->rank(), comm->size(), std::string(comm->type()).c_str());
       return 0;
     }
     if (scenario == "second") {
@@ -285,13 +285,13 @@ int main(int argc, char** argv) {
       second.reset();
       run_collectives(*comm);
       if (g_failures) return 1;
-      std::printf("probe: rank %d/%d %s second ok\n", comm->rank(), comm->size(), std::string(comm->backend()).c_str());
+      std::printf("probe: rank %d/%d %s second ok\n", comm->rank(), comm->size(), std::string(comm->type()).c_str());
       return 0;
     }
     if (scenario == "split") {
       run_split(*comm);
       if (g_failures) return 1;
-      std::printf("probe: rank %d/%d %s split ok\n", comm->rank(), comm->size(), std::string(comm->backend()).c_str());
+      std::printf("probe: rank %d/%d %s split ok\n", comm->rank(), comm->size(), std::string(comm->type()).c_str());
       return 0;
     }
     if (scenario == "split-die" || scenario == "split-hang") {

@@ -1,4 +1,4 @@
-// The CPU backend (always built; the oracle every other backend is tested against).
+// The CPU kernels (always built; the oracle the CUDA kernels are tested against).
 //
 // A pass walks the rows in blocks of kBlockRows: each block is transposed into the compute
 // precision T, the K log-densities of all its rows are computed at once (stacked over

@@ -1,5 +1,5 @@
 // Shared by the per-family backend tests: random models and data, the "CUDA or skip" gate, and
-// the comparison of the CUDA backend against the CPU oracle through engine::Compute.
+// the comparison of the CUDA kernels against the CPU oracle through engine::Compute.
 #pragma once
 
 #include "engine/compute.hpp"
@@ -29,11 +29,11 @@ inline bool gpu_required() {
   return v && std::string(v) == "1";
 }
 
-/// The CUDA backend on device 0, or null with the reason in `why`.
+/// The CUDA kernels on device 0, or null with the reason in `why`.
 inline std::unique_ptr<engine::Compute> cuda_or_reason(std::string& why) {
   if (engine::cuda_device_count() == 0) {
     why = MIXLE_HAVE_CUDA ? "no CUDA device: cuda_device_count() is 0 on this machine"
-                          : "no CUDA device: this build has no CUDA backend (MIXLE_CUDA=OFF or no nvcc)";
+                          : "no CUDA device: this build has no CUDA kernels (MIXLE_CUDA=OFF or no nvcc)";
     return nullptr;
   }
   try {
@@ -44,7 +44,7 @@ inline std::unique_ptr<engine::Compute> cuda_or_reason(std::string& why) {
   }
 }
 
-/// Binds `var` to the CUDA backend or skips the test visibly (fails under MIXLE_REQUIRE_GPU=1).
+/// Binds `var` to the CUDA kernels or skips the test visibly (fails under MIXLE_REQUIRE_GPU=1).
 #define MIXLE_CUDA_OR_SKIP(var)                                                             \
   std::string var##_why;                                                                    \
   std::unique_ptr<::mixle::engine::Compute> var = ::mixle::test::cuda_or_reason(var##_why); \
@@ -123,8 +123,8 @@ void check_component_statistics(const Model& model, const std::vector<double>& v
 ///   · the bad-row reports agree exactly, and bad rows fold nothing: with any, the oracle
 ///     statistics are the CPU's over the data without them;
 ///   · a second CUDA accumulate gives bit-identical statistics (deterministic reduction).
-void compare_backends(engine::Compute& cuda, const Model& model, const std::vector<double>& values, std::size_t rows,
-                      DType dtype, engine::Precision precision, Tolerance tol);
+void compare_kernels(engine::Compute& cuda, const Model& model, const std::vector<double>& values, std::size_t rows,
+                     DType dtype, engine::Precision precision, Tolerance tol);
 
 /// A model of one part of `family` over columns [0, D), random parameters from `seed`.
 Model random_model(Family family, std::size_t K, std::size_t D, std::uint64_t seed, std::size_t V = 0);
@@ -136,7 +136,7 @@ struct Case {
   engine::Precision precision;
 };
 
-/// A fresh random model and data for `c`, compared with compare_backends.
+/// A fresh random model and data for `c`, compared with compare_kernels.
 void run_case(engine::Compute& cuda, Family family, const Case& c, Tolerance tol);
 
 /// The CUDA statistics of `c` in one resident chunk and in chunks of `chunk_rows` rows — streamed

@@ -1,8 +1,8 @@
 // Checks the comparison harness itself on the CPU, so that the GPU tests are known to work
-// before any GPU runs them: the CPU backend with 3 threads passes as the candidate (no false
+// before any GPU runs them: the CPU kernels with 3 threads pass as the candidate (no false
 // failures, the tolerance arithmetic is sound), and a candidate with one statistic or one
 // responsibility slightly wrong is caught (the tests can fail).
-#include "common/backend_compare.hpp"
+#include "common/kernel_compare.hpp"
 
 #include <gtest/gtest-spi.h>
 
@@ -14,7 +14,7 @@ using engine::Precision;
 constexpr Tolerance kFp32{2e-5, 1e-5};  // as in the family tests
 constexpr Tolerance kFp64{1e-13, 1e-13};
 
-TEST(BackendCompareHarness, CpuCandidatePassesForEveryFamily) {
+TEST(KernelCompareHarness, CpuCandidatePassesForEveryFamily) {
   auto candidate = engine::make_cpu_compute(3);
   run_case(*candidate, Family::gaussian_diag, Case{1037, 37, 5, 0, DType::f32, Precision::fp32}, kFp32);
   run_case(*candidate, Family::gaussian_full, Case{300, 5, 9, 0, DType::f64, Precision::fp64}, kFp64);
@@ -30,7 +30,7 @@ TEST(BackendCompareHarness, CpuCandidatePassesForEveryFamily) {
   expect_chunking_invariant(*candidate, Family::categorical, Case{1037, 6, 5, 4, DType::f32, Precision::fp32}, 200);
 }
 
-/// The CPU backend with one deliberate error: statistic `stat` off by `stat_delta` (relative),
+/// The CPU kernels with one deliberate error: statistic `stat` off by `stat_delta` (relative),
 /// or responsibility [0, 0] off by `resp_delta`.
 class PerturbedCompute final : public engine::Compute {
  public:
@@ -62,17 +62,17 @@ void run_perturbed(std::int64_t stat, double stat_delta, double resp_delta) {
   run_case(candidate, Family::gaussian_diag, Case{517, 3, 4, 0, DType::f32, Precision::fp32}, kFp32);
 }
 
-TEST(BackendCompareHarness, CatchesOneWrongSecondMoment) {
+TEST(KernelCompareHarness, CatchesOneWrongSecondMoment) {
   // Component 1's Σ r (x − s)² for dim 2, 1e-3 relative off: far above float rounding.
   const std::int64_t entry = kernels::stat_header_size(3) + 1 * 8 + 4 + 2;
   EXPECT_NONFATAL_FAILURE(run_perturbed(entry, 1e-3, 0.0), "gaussian_diag part 0 component 1 entry 6");
 }
 
-TEST(BackendCompareHarness, CatchesOneWrongMass) {
+TEST(KernelCompareHarness, CatchesOneWrongMass) {
   EXPECT_NONFATAL_FAILURE(run_perturbed(kernels::kStatHeader + 2, 1e-3, 0.0), "mass of component 2");
 }
 
-TEST(BackendCompareHarness, CatchesOneWrongResponsibility) {
+TEST(KernelCompareHarness, CatchesOneWrongResponsibility) {
   EXPECT_NONFATAL_FAILURE(run_perturbed(0, 0.0, 0.05), "row 0 component 0 responsibility");
 }
 

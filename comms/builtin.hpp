@@ -1,19 +1,19 @@
-// Internal: the built-in backends' registry entries (comms/comm_backend.cpp lists them). Each is
-// defined in its backend's own file, and only when that backend is compiled
+// Internal: the built-in types' registry entries (comms/comm_type.cpp lists them). Each is
+// defined in its type's own file, and only when that type is compiled
 // (MIXLE_HAVE_GLOO/MPI/NCCL).
 #pragma once
 
-#include "comms/comm_backend.hpp"
+#include "comms/comm_type.hpp"
 #include "comms/communicator.hpp"
 
 #include <memory>
 
 namespace mixle::comms::detail {
 
-CommBackend single_backend();
-CommBackend gloo_backend();
-CommBackend mpi_backend();
-CommBackend nccl_backend();
+CommType single_comm_type();
+CommType gloo_comm_type();
+CommType mpi_comm_type();
+CommType nccl_comm_type();
 
 /// Bytes of one element of `type`.
 constexpr std::size_t element_bytes(DataType type) noexcept { return type == DataType::float64 ? 8 : 4; }

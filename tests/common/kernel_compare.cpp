@@ -1,5 +1,5 @@
-// Random models, sampled data and the CPU-vs-CUDA comparison (see backend_compare.hpp).
-#include "common/backend_compare.hpp"
+// Random models, sampled data and the CPU-vs-CUDA comparison (see kernel_compare.hpp).
+#include "common/kernel_compare.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -268,8 +268,8 @@ std::vector<double> sample_rows(const Model& model, std::size_t rows, std::mt199
   return x;
 }
 
-void compare_backends(engine::Compute& cuda, const Model& model, const std::vector<double>& values, std::size_t rows,
-                      DType dtype, engine::Precision precision, Tolerance tol) {
+void compare_kernels(engine::Compute& cuda, const Model& model, const std::vector<double>& values, std::size_t rows,
+                     DType dtype, engine::Precision precision, Tolerance tol) {
   validate_model(model);
   const std::size_t K = model.components();
   const Dataset data = make_dataset(values, rows, model.columns(), dtype);
@@ -365,7 +365,7 @@ void run_case(engine::Compute& cuda, Family family, const Case& c, Tolerance tol
   const Model model = random_model(family, c.K, c.D, seed, c.V);
   std::mt19937_64 rng(seed + 1);
   const std::vector<double> values = sample_rows(model, c.rows, rng);
-  compare_backends(cuda, model, values, c.rows, c.dtype, c.precision, tol);
+  compare_kernels(cuda, model, values, c.rows, c.dtype, c.precision, tol);
 }
 
 void expect_chunking_invariant(engine::Compute& cuda, Family family, const Case& c, std::size_t chunk_rows,

@@ -1,8 +1,8 @@
-// Communicator backends by registration: a backend is a name, what the launch rules need to know
+// Communicator types by registration: a type is a name, what the launch rules need to know
 // about it, and a factory. The built-in ones (single, gloo, mpi, nccl) are registered from their
-// own files (comms/comm_backend.cpp lists them, one line each); an application registers more with
-// register_comm_backend(). The launch rules (host/launch_env), `mixle fit --comm`, `mixle info`
-// and make_communicator() read this registry — nothing else names a backend.
+// own files (comms/comm_type.cpp lists them, one line each); an application registers more with
+// register_comm_type(). The launch rules (host/launch_env), `mixle fit --comm`, `mixle info`
+// and make_communicator() read this registry — nothing else names a type.
 #pragma once
 
 #include "comms/communicator.hpp"
@@ -15,10 +15,10 @@
 
 namespace mixle::comms {
 
-struct CommBackend {
+struct CommType {
   std::string name;     ///< what --comm takes ("gloo")
   std::string summary;  ///< one line: what it runs on and how ranks meet
-  /// Compiled into this build. A backend mixle knows but was built without is registered with
+  /// Compiled into this build. A type mixle knows but was built without is registered with
   /// built = false, so asking for it says "not compiled" rather than "unknown".
   bool built = false;
   bool single_process = false;  ///< a world of one process only (single)
@@ -27,24 +27,24 @@ struct CommBackend {
   bool rendezvous = false;
   bool device_buffers = false;  ///< collectives on GPU memory: `auto` takes it for CUDA devices
   bool mpi_launch = false;      ///< its world is the MPI launcher's (mpirun, srun --mpi=pmix)
-  /// Rendezvous backends: fills this backend's own options from the launch (`master_addr` is
+  /// Rendezvous types: fills this type's own options from the launch (`master_addr` is
   /// rank 0's host) before `make`; may be empty.
   std::function<void(CommOptions& options, const std::string& master_addr)> prepare = nullptr;
   /// Joins the group; CommOptions were checked (rank, size, timeout). Empty when not built.
   std::function<std::unique_ptr<Communicator>(CommOptions options)> make = nullptr;
 };
 
-/// Registers `backend` (after the built-ins, in call order). Throws InvalidInput for an empty
+/// Registers `type` (after the built-ins, in call order). Throws InvalidInput for an empty
 /// name, a name already taken, or built = true without a factory.
-void register_comm_backend(CommBackend backend);
-/// The backend registered as `name` (exact, lower case), or nullptr.
-const CommBackend* find_comm_backend(std::string_view name) noexcept;
-/// The backend registered as `name`; UsageError listing the registered names otherwise.
-const CommBackend& comm_backend(std::string_view name);
-/// Every registered backend, in registration order (the built-ins first: single, gloo, mpi, nccl).
-std::vector<const CommBackend*> comm_backends();
+void register_comm_type(CommType type);
+/// The type registered as `name` (exact, lower case), or nullptr.
+const CommType* find_comm_type(std::string_view name) noexcept;
+/// The type registered as `name`; UsageError listing the registered names otherwise.
+const CommType& comm_type(std::string_view name);
+/// Every registered type, in registration order (the built-ins first: single, gloo, mpi, nccl).
+std::vector<const CommType*> comm_types();
 /// "single, gloo, mpi, nccl": the registered names, for messages and help.
-std::string comm_backend_names();
+std::string comm_type_names();
 /// Whether `host` names this machine's loopback interface (localhost, ::1, 127.x.y.z).
 bool is_loopback_address(std::string_view host) noexcept;
 
