@@ -5,6 +5,7 @@
 #include "engine/initialise.hpp"
 #include "engine/local_handle.hpp"
 #include "engine/report.hpp"
+#include "host/backend_shape.hpp"
 #include "host/component_sharded_fit.hpp"
 #include "host/fit_driver.hpp"
 
@@ -20,7 +21,8 @@ namespace mixle {
 
 FitResult fit(const Dataset& data, const FitOptions& options) {
   if (data.empty()) throw InvalidInput(data.source() + ": no data rows");
-  if (host::is_component_sharded_backend(options.backend)) return host::fit_component_sharded(data, options);
+  if (host::backend_shape(options.backend) == host::BackendShape::component_sharded)
+    return host::fit_component_sharded(data, options);
   engine::EncodedDataOptions enc;
   enc.backend = options.backend;
   enc.device = options.device;

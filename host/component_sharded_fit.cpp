@@ -10,7 +10,6 @@
 #include <mixle/error.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <exception>
 #include <thread>
@@ -36,12 +35,6 @@ std::string shard_device(const std::string& device, int g) {
 }
 
 }  // namespace
-
-bool is_component_sharded_backend(const std::string& backend) {
-  std::string name = backend;
-  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name == "component_sharded";
-}
 
 FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) {
   if (data.empty()) throw InvalidInput(data.source() + ": no data rows");

@@ -12,9 +12,6 @@
 
 namespace mixle::host {
 
-/// Whether `backend` names the in-process component-sharded fit ("component_sharded", any case).
-bool is_component_sharded_backend(const std::string& backend);
-
 /// Fits `data` with options.num_workers component shards (0: one per CUDA device when the
 /// device is CUDA and there are ≥ 2, else 2). Throws UsageError when K < shards.
 FitResult fit_component_sharded(const Dataset& data, const FitOptions& options);

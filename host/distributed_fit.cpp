@@ -7,7 +7,9 @@
 #include "engine/compute.hpp"
 #include "engine/distributed_handle.hpp"
 #include "engine/encoded_data.hpp"
+#include "engine/estimator.hpp"
 #include "engine/model_summary.hpp"
+#include "host/backend_shape.hpp"
 #include "host/checkpoint.hpp"
 #include "host/fit_driver.hpp"
 #include "host/launch_env.hpp"
@@ -23,7 +25,6 @@
 #include <mixle/plan/resources.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <memory>
 #include <optional>
 #include <span>
@@ -104,16 +105,15 @@ std::vector<engine::RowRange> rank_row_ranges(std::size_t rows, std::size_t cols
 /// the rank's share of rows (component_parallel and its aliases; CPU only). A backend that
 /// holds every row in one process cannot run inside a process group.
 bool component_threads(const std::string& backend) {
-  std::string name = backend;
-  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* plain : {"local", "in_process", "single", "distributed", "torchrun", "mpi"})
-    if (name == plain) return false;
-  for (const char* threads : {"component_parallel", "model_parallel", "mp_model"})
-    if (name == threads) return true;
-  if (name == "component_sharded")
-    throw UsageError(
-        "backend component_sharded runs its shards as threads of one process; across processes give the "
-        "shard count instead (--shard-components G, DistributedOptions::shard_components)");
+  switch (host::backend_shape(backend)) {
+    case host::BackendShape::data_parallel: return false;
+    case host::BackendShape::component_threads: return true;
+    case host::BackendShape::component_sharded:
+      throw UsageError(
+          "backend component_sharded runs its shards as threads of one process; across processes give the "
+          "shard count instead (--shard-components G, DistributedOptions::shard_components)");
+    case host::BackendShape::registered: break;
+  }
   throw InvalidInput("backend '" + backend +
                      "' cannot run inside a process group; accepted: local (or distributed, torchrun, mpi), or "
                      "component_parallel (component threads inside each rank)");
@@ -175,9 +175,9 @@ std::vector<plan::DistributedUpdate> run_contracts(const host::LaunchEnv& env, c
                                                    int shards, const FitOptions& options) {
   const plan::ParallelPlan mesh({.dp_replicate = env.world_size / shards, .tp = shards});
   plan::attest_worker_coordinate(mesh, comm.size(), comm.rank());
-  std::string precision = options.precision;
-  for (auto& c : precision) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  plan::get_training_backend(std::string(comm.backend()))->capabilities().validate(mesh, precision);
+  // The capabilities name precisions as the engine does (fp32, fp64, tf32): "float32" is fp32.
+  const std::string precision = engine::precision_name(engine::precision_from_name(options.precision));
+  plan::get_training_backend(std::string(comm.type()))->capabilities().validate(mesh, precision);
   std::vector<plan::DistributedUpdate> updates;
   if (shards > 1) {
     plan::DistributedUpdate rows;  // each shard's per-row log-likelihoods, gathered in its component group
@@ -210,7 +210,7 @@ host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchE
   facts.local_examples = static_cast<std::int64_t>(local_rows);
   facts.shard_components = shard_components;
   facts.precision = options.precision;
-  facts.comm = std::string(comm.backend());
+  facts.comm = std::string(comm.type());
   facts.updates = std::move(updates);
   return host::RunRecords(dist, std::move(facts), checkpoint ? &*checkpoint : nullptr, collective_bytes);
 }
@@ -236,7 +236,7 @@ void describe_rank(DistributedFitResult& result, const comms::Communicator& comm
                    std::size_t first_row, std::size_t local_rows, const std::optional<host::Checkpoint>& checkpoint) {
   result.rank = comm.rank();
   result.world_size = comm.size();
-  result.comm = std::string(comm.backend());
+  result.comm = std::string(comm.type());
   result.device = device;
   result.first_row = first_row;
   result.local_rows = local_rows;

@@ -1,6 +1,6 @@
 // `mixle fit`: fit a mixture to a data file and write the model JSON.
 #include "host/cli/command.hpp"
-#include "comms/comm_backend.hpp"
+#include "comms/comm_type.hpp"
 #include "host/cli/data_args.hpp"
 #include "host/progress.hpp"
 
@@ -9,9 +9,9 @@
 #include <mixle/distributed.hpp>
 #include <mixle/fit.hpp>
 
+#include "host/backend_shape.hpp"
 #include "host/launch_env.hpp"
 
-#include <cctype>
 #include <charconv>
 #include <chrono>
 
@@ -82,13 +82,6 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
-/// The local backend runs through the distributed path too: as one process it is a world of
-/// size 1, and checkpoints, resume and receipts work the same way.
-bool is_distributed_backend(std::string name) {
-  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return name == "local" || name == "distributed" || name == "torchrun" || name == "mpi";
-}
-
 /// -k: "K" → {K, K}; "A:B" → {A, B}, 1 ≤ A ≤ B. Text that is no integer is a usage error; an
 /// integer below 1 is a bad value, named as such.
 std::pair<std::size_t, std::size_t> component_range(const std::string& text) {
@@ -114,7 +107,10 @@ std::optional<int> fit_once(FitArgs& args, const FitOptions& o, FitResult& resul
   // Under a launcher every backend goes through the distributed driver, which runs what can
   // run in a process group (component threads inside each rank's share) and refuses the rest:
   // a single-process backend would make every rank fit the whole file.
-  if (!is_distributed_backend(o.backend) && host::detect_launch_env().world_size <= 1) {
+  // The data-parallel backends run through the distributed path even as one process (a world
+  // of size 1), so that checkpoints, resume and receipts work the same way.
+  if (host::backend_shape(o.backend) != host::BackendShape::data_parallel &&
+      host::detect_launch_env().world_size <= 1) {
     if (!args.dist.checkpoint_dir.empty() || !args.dist.resume_dir.empty() || !args.dist.receipts_file.empty() ||
         args.dist.shard_components > 1)
       throw UsageError(
@@ -280,12 +276,12 @@ std::function<int()> setup_fit(CLI::App& app) {
   app.add_option("--receipts", args->dist.receipts_file, "Rank 0 writes one JSON StepReceipt per iteration here");
   app.add_flag("-q,--quiet", args->quiet, "No progress on stderr");
   auto* dist = app.add_option_group("distributed", "Across processes (torchrun, mpirun, srun, mixle launch)");
-  dist->add_option("--comm", args->dist.comm, "Communicator: auto, or one of " + comms::comm_backend_names())
+  dist->add_option("--comm", args->dist.comm, "Communicator: auto, or one of " + comms::comm_type_names())
       ->check(CLI::Validator(
           [](std::string& name) {
-            return name == "auto" || comms::find_comm_backend(name)
+            return name == "auto" || comms::find_comm_type(name)
                        ? std::string()
-                       : "unknown communicator '" + name + "'; accepted: auto, " + comms::comm_backend_names();
+                       : "unknown communicator '" + name + "'; accepted: auto, " + comms::comm_type_names();
           },
           "COMM"))
       ->capture_default_str();

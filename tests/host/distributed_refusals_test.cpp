@@ -3,6 +3,7 @@
 // negative shard count, and the options an in-memory fit cannot honour. Each is refused before
 // any EM step, naming the option, the file or the value.
 #include "comms/process_util.hpp"
+#include "host/backend_shape.hpp"
 #include "host/checkpoint.hpp"
 
 #include <mixle/data.hpp>
@@ -102,6 +103,47 @@ TEST(DistributedRefusals, ShardCountsAndInMemoryRows) {
   DistributedOptions plain;
   plain.shard_components = 1;
   EXPECT_EQ(fit_distributed(rows, two_components(), plain).fit.rows, 200u);
+}
+
+// One rule for backend names, case and aliases included, shared by fit, fit_distributed and
+// `mixle fit`.
+TEST(BackendShape, NamesAliasesAndCase) {
+  using host::BackendShape;
+  for (const char* name : {"local", "IN_PROCESS", "single", "Distributed", "torchrun", "mpi"})
+    EXPECT_EQ(host::backend_shape(name), BackendShape::data_parallel) << name;
+  for (const char* name : {"component_parallel", "Model_Parallel", "mp_model"})
+    EXPECT_EQ(host::backend_shape(name), BackendShape::component_threads) << name;
+  EXPECT_EQ(host::backend_shape("COMPONENT_SHARDED"), BackendShape::component_sharded);
+  for (const char* name : {"mine", "", "local2", "gloo"})
+    EXPECT_EQ(host::backend_shape(name), BackendShape::registered) << name;
+}
+
+// In a process group, the local backend's aliases run as local does, a precision the engine
+// names two ways ("float32" is fp32) meets the communicator's capabilities as fp32, and the
+// shapes that cannot run across processes are refused naming the backend.
+TEST(DistributedRefusals, BackendAliasesAndPrecisionNamesAsTheEngineReadsThem) {
+  const Dataset rows = rows_of_two_clusters(200);
+  FitOptions reference = two_components();
+  reference.precision = "fp32";
+  const Model expected = fit_distributed(rows, reference, {}).fit.model;
+  for (const char* backend : {"SINGLE", "in_process"}) {
+    for (const char* precision : {"fp32", "float32"}) {
+      FitOptions o = reference;
+      o.backend = backend;
+      o.precision = precision;
+      const Model got = fit_distributed(rows, o, {}).fit.model;
+      EXPECT_EQ(got.weights, expected.weights) << backend << " " << precision;
+      EXPECT_EQ(got.parts[0].mean, expected.parts[0].mean) << backend << " " << precision;
+    }
+  }
+  FitOptions sharded = reference;
+  sharded.backend = "Component_Sharded";
+  expect_refused<UsageError>([&] { fit_distributed(rows, sharded, {}); },
+                             {"component_sharded runs its shards as threads of one process", "--shard-components G"});
+  FitOptions other = reference;
+  other.backend = "mine";
+  expect_refused<InvalidInput>([&] { fit_distributed(rows, other, {}); },
+                               {"backend 'mine' cannot run inside a process group", "component_parallel"});
 }
 
 }  // namespace
