@@ -30,6 +30,7 @@ How a fit runs (docs/python.md, "Spark"):
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import numpy as np
@@ -206,6 +207,14 @@ def _run_barrier_fit(dataset, features_col: str, num_workers, fit_kwargs: dict, 
             raise RuntimeError(
                 f"mixle.spark: the fit needs {data.rdd.getNumPartitions()} task slots at once (one per rank) and the "
                 "cluster has fewer; set numWorkers lower. Spark said: " + text.split("\n")[0]
+            ) from e
+        # A task that failed rather than report (its Python worker or executor died): Spark stops
+        # the whole barrier stage and names the task by (stage, partition); the partition is the rank.
+        failed = re.search(r"barrier task \w+\((\d+), (\d+)\) finished unsuccessfully\.\s*(.*)", text)
+        if failed:
+            raise RuntimeError(
+                f"mixle.spark fit: rank {failed.group(2)}'s task failed, so Spark stopped the barrier stage and every "
+                f"rank with it. Spark said: {failed.group(3)}"
             ) from e
         raise
     rows.sort(key=lambda r: r["rank"])

@@ -1,9 +1,11 @@
 """mixle.spark with a real local Spark (local[3]: three task slots, so three barrier tasks at once):
 fits of Spark DataFrames equal one-process fits of the same rows from the same initial model; an
-empty partition, vector and array columns, repartitioning, transform and save/load work."""
+empty partition, vector and array columns, repartitioning, transform and save/load work; a rank's
+Python worker killed mid-fit fails the fit with one error, in bounded time."""
 
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -154,3 +156,69 @@ def test_clear_errors(spark, rows):
     bad[250, 1] = np.nan
     with pytest.raises(ValueError, match="value nan is not valid"):
         mixle.spark.GaussianMixture(k=2, timeout=20).fit(frame(spark, bad, [100, 100, 100]))
+
+
+def _ranks_in_the_world():
+    """{pid: TCP connections} of Spark's Python workers (forked by a pyspark.daemon under this
+    session's JVM) that hold three or more: a worker holds one, to the JVM; a rank in the Gloo world
+    also holds the store's and its peers' (rank 0 the most: it serves the store)."""
+    import psutil  # installed with distributed (requirements-test.txt)
+
+    ranks = {}
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if "pyspark.daemon" not in " ".join(p.parent().cmdline()):
+                continue
+            count = len(p.net_connections(kind="tcp") if hasattr(p, "net_connections") else p.connections(kind="tcp"))
+        except psutil.Error:  # it ended meanwhile
+            continue
+        if count >= 3:
+            ranks[p.pid] = count
+    return ranks
+
+
+def test_a_python_worker_killed_mid_fit_fails_the_fit_in_bounded_time(spark, rows):
+    # A rank's Python worker dies in EM (SIGKILL): Spark fails the barrier stage (a result stage,
+    # which it does not retry; local mode retries no task), and the driver raises one error naming
+    # the rank, within the fit's timeout plus a bound. tol = 0: EM runs until the kill.
+    import signal
+    import threading
+    import time
+
+    df = frame(spark, rows, [3000, 3000, 3000])
+    timeout = 10
+    gm = mixle.spark.GaussianMixture(k=3, maxIter=10**6, tol=0.0, seed=0, timeout=timeout)
+    errors = []
+
+    def fit():
+        try:
+            gm.fit(df)
+        except Exception as e:  # noqa: BLE001 - the test inspects it
+            errors.append(e)
+
+    t = threading.Thread(target=fit)
+    t.start()
+    # Wait until the three ranks are in the Gloo world, then kill one that is not rank 0.
+    ranks, deadline = {}, time.monotonic() + 60
+    while len(ranks) < 3 and time.monotonic() < deadline:
+        ranks = _ranks_in_the_world()
+        time.sleep(0.05)
+    assert len(ranks) == 3, f"the fit's ranks never connected: {ranks}"
+    time.sleep(1.0)  # well inside EM
+    assert t.is_alive(), "the fit ended before the kill"
+    killed_at = time.monotonic()
+    os.kill(min(ranks, key=ranks.get), signal.SIGKILL)
+    t.join(timeout=120)
+    assert not t.is_alive(), "the fit hung after a rank's worker was killed"
+    assert time.monotonic() - killed_at < timeout + 30, "failed within the timeout plus a bound"
+    assert len(errors) == 1, "one exception reaches the driver"
+    assert isinstance(errors[0], RuntimeError), repr(errors[0])
+    assert re.search(r"rank [12]'s task failed", str(errors[0])), errors[0]
+    assert "Python worker exited unexpectedly" in str(errors[0]), errors[0]
+    # No rank is left in the world (Spark killed them, or they saw the lost peer and returned),
+    # and the session fits again.
+    while _ranks_in_the_world() and time.monotonic() - killed_at < timeout + 30:
+        time.sleep(0.1)
+    assert not _ranks_in_the_world(), "a surviving rank still holds the Gloo world"
+    again = mixle.spark.GaussianMixture(k=2).fit(frame(spark, rows[:300], [100, 100, 100]))
+    assert again.rowsPerRank == [100, 100, 100]
