@@ -162,7 +162,7 @@ def _ranks_in_the_world():
     """{pid: TCP connections} of Spark's Python workers (forked by a pyspark.daemon under this
     session's JVM) that hold three or more: a worker holds one, to the JVM; a rank in the Gloo world
     also holds the store's and its peers' (rank 0 the most: it serves the store)."""
-    import psutil  # installed with distributed (requirements-test.txt)
+    import psutil  # requirements-test.txt
 
     ranks = {}
     for p in psutil.Process().children(recursive=True):
