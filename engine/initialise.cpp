@@ -4,8 +4,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
+
+#include <omp.h>
+
+// x86-64 with GCC: also an AVX2 build of the function, chosen at load time where the CPU has it.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MIXLE_WITH_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#else
+#define MIXLE_WITH_AVX2_CLONE
+#endif
 
 namespace mixle::engine {
 
@@ -47,13 +57,52 @@ Model model_shape(EncodedData& data, const std::vector<PartSpec>& parts, std::si
 
 namespace {
 
-double squared_distance(const double* a, const double* b, std::size_t C) {
-  double s = 0.0;
-  for (std::size_t c = 0; c < C; ++c) s += (a[c] - b[c]) * (a[c] - b[c]);
-  return s;
+// The k-means distances are the initialisation's whole cost. Every squared distance is summed
+// over the coordinates in order 0 … C−1, so its bits do not depend on how the loops around it
+// are arranged; the loops run across centres (or points) in SIMD lanes and across points in
+// threads, and every choice — nearest centre, ties to the lowest index — is the plain loop's.
+
+int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
+
+/// Points per thread's share of a seeding step (the SIMD loop's length).
+constexpr std::size_t kPointBlock = 1024;
+
+/// `rows` (n × C, row-major) stored by coordinate: C × n.
+std::vector<double> by_coordinate(const std::vector<double>& rows, std::size_t n, std::size_t C) {
+  std::vector<double> t(rows.size());
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t c = 0; c < C; ++c) t[c * n + r] = rows[r * C + c];
+  return t;
 }
 
 }  // namespace
+
+// Centres go eight at a time, their distances held in registers while the
+// coordinates stream past; built for AVX2 too where the CPU has it (no FMA: the same bits).
+MIXLE_WITH_AVX2_CLONE
+std::size_t nearest_centre(const double* x, const double* centres_t, std::size_t K, std::size_t C) {
+  constexpr std::size_t kLanes = 8;
+  std::size_t arg = 0;
+  double best = std::numeric_limits<double>::infinity();
+  std::size_t k0 = 0;
+  for (; k0 + kLanes <= K; k0 += kLanes) {
+    double d2[kLanes] = {};
+    for (std::size_t c = 0; c < C; ++c) {
+      const double xc = x[c];
+      const double* centre_c = centres_t + c * K + k0;
+#pragma omp simd
+      for (std::size_t j = 0; j < kLanes; ++j) d2[j] += (xc - centre_c[j]) * (xc - centre_c[j]);
+    }
+    for (std::size_t j = 0; j < kLanes; ++j)
+      if (d2[j] < best) best = d2[j], arg = k0 + j;
+  }
+  for (std::size_t k = k0; k < K; ++k) {
+    double d2 = 0.0;
+    for (std::size_t c = 0; c < C; ++c) d2 += (x[c] - centres_t[c * K + k]) * (x[c] - centres_t[c * K + k]);
+    if (d2 < best) best = d2, arg = k;
+  }
+  return arg;
+}
 
 // A modelled column enters the distance standardised (numeric columns), or as V indicators of
 // its code (columns of a family with categories: codes are labels, so codes 0 and 3 are as far
@@ -97,8 +146,18 @@ KmeansCoordinates::KmeansCoordinates(const Model& shape, const Dataset& rows) {
 }
 
 void KmeansCoordinates::embed(const Dataset& rows, std::size_t r, double* out) const {
+  // The row read once through its element type (this runs for every row of the data).
+  const std::size_t offset = r * rows.cols();
+  if (rows.dtype() == DType::f32)
+    embed_values(static_cast<const float*>(rows.data()) + offset, out);
+  else
+    embed_values(static_cast<const double*>(rows.data()) + offset, out);
+}
+
+template <class T>
+void KmeansCoordinates::embed_values(const T* row, double* out) const {
   for (const Feature& f : features_) {
-    const double v = rows.at(r, f.column);
+    const double v = static_cast<double>(row[f.column]);
     if (!f.categories) {
       *out++ = (v - f.mean) * f.scale;
       continue;
@@ -112,7 +171,8 @@ void KmeansCoordinates::embed(const Dataset& rows, std::size_t r, double* out) c
 
 std::size_t kmeans_sample_rows(std::size_t components) { return std::max(kKmeansSample, 4 * components); }
 
-Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed, const EstimatorOptions& options) {
+Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed, const EstimatorOptions& options,
+                           int threads) {
   const std::size_t K = shape.components();
   const Dataset sample = data.sample(seed, kmeans_sample_rows(K));
   const std::size_t n = sample.rows();
@@ -124,14 +184,33 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
   std::vector<double> pts(n * C);
   for (std::size_t r = 0; r < n; ++r) coordinates.embed(sample, r, &pts[r * C]);
 
+  const int workers = thread_count(threads);
   std::mt19937_64 rng(seed ^ 0x6b6d65616e732b2bull);
   std::vector<double> centres(K * C), d2(n, std::numeric_limits<double>::infinity());
   std::size_t first = std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
   std::copy_n(pts.begin() + first * C, C, centres.begin());
+  // Seeding: each new centre lowers every point's distance to its nearest centre so far. The
+  // points are stored by coordinate here so that the loop over points is the SIMD one.
+  const std::vector<double> pts_t = by_coordinate(pts, n, C);
+  std::vector<double> to_new(n);
+  const auto blocks = static_cast<std::int64_t>((n + kPointBlock - 1) / kPointBlock);
   for (std::size_t k = 1; k < K; ++k) {
+    const double* centre = &centres[(k - 1) * C];
+#pragma omp parallel for num_threads(workers) if (workers > 1 && blocks > 1) schedule(static)
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::size_t r0 = static_cast<std::size_t>(b) * kPointBlock, r1 = std::min(n, r0 + kPointBlock);
+      std::fill(to_new.begin() + static_cast<std::ptrdiff_t>(r0), to_new.begin() + static_cast<std::ptrdiff_t>(r1),
+                0.0);
+      for (std::size_t c = 0; c < C; ++c) {
+        const double* coordinate = &pts_t[c * n];
+        const double m = centre[c];
+#pragma omp simd
+        for (std::size_t r = r0; r < r1; ++r) to_new[r] += (coordinate[r] - m) * (coordinate[r] - m);
+      }
+    }
     double total = 0.0;
     for (std::size_t r = 0; r < n; ++r) {
-      d2[r] = std::min(d2[r], squared_distance(&pts[r * C], &centres[(k - 1) * C], C));
+      d2[r] = std::min(d2[r], to_new[r]);
       total += d2[r];
     }
     // With total = 0 every sample point coincides with a centre already chosen, so any pick
@@ -150,16 +229,14 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
     }
     std::copy_n(pts.begin() + pick * C, C, centres.begin() + k * C);
   }
-  // A few Lloyd iterations on the sample.
-  std::vector<std::size_t> label(n);
-  for (int it = 0; it < 10; ++it) {
-    for (std::size_t r = 0; r < n; ++r) {
-      double best = std::numeric_limits<double>::infinity();
-      for (std::size_t k = 0; k < K; ++k) {
-        const double d = squared_distance(&pts[r * C], &centres[k * C], C);
-        if (d < best) best = d, label[r] = k;
-      }
-    }
+  // A few Lloyd iterations on the sample; once no label changes, the centres cannot either.
+  std::vector<std::size_t> label(n, K), previous;
+  for (int it = 0; it < kLloydIterations; ++it) {
+    const std::vector<double> centres_t = by_coordinate(centres, K, C);
+    previous = label;
+#pragma omp parallel for num_threads(workers) if (workers > 1) schedule(static)
+    for (std::size_t r = 0; r < n; ++r) label[r] = nearest_centre(&pts[r * C], centres_t.data(), K, C);
+    if (label == previous) break;
     std::vector<double> sum(K * C, 0.0);
     std::vector<std::size_t> count(K, 0);
     for (std::size_t r = 0; r < n; ++r) {
@@ -170,18 +247,18 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
       if (count[k])  // an empty cluster keeps its centre
         for (std::size_t c = 0; c < C; ++c) centres[k * C + c] = sum[k * C + c] / static_cast<double>(count[k]);
   }
+  const std::vector<double> centres_t = by_coordinate(centres, K, C);
   Assigner nearest = [&](const Dataset& rows, std::size_t, std::size_t Kc, double* resp) {
-    std::vector<double> x(C);
+    const auto m = static_cast<std::int64_t>(rows.rows());
     std::fill(resp, resp + rows.rows() * Kc, 0.0);
-    for (std::size_t r = 0; r < rows.rows(); ++r) {
-      coordinates.embed(rows, r, x.data());
-      double best = std::numeric_limits<double>::infinity();
-      std::size_t arg = 0;
-      for (std::size_t k = 0; k < Kc; ++k) {
-        const double d = squared_distance(x.data(), &centres[k * C], C);
-        if (d < best) best = d, arg = k;
+#pragma omp parallel num_threads(workers) if (workers > 1 && m >= 1024)
+    {
+      std::vector<double> x(C);
+#pragma omp for schedule(static)
+      for (std::int64_t r = 0; r < m; ++r) {
+        coordinates.embed(rows, static_cast<std::size_t>(r), x.data());
+        resp[static_cast<std::size_t>(r) * Kc + nearest_centre(x.data(), centres_t.data(), K, C)] = 1.0;
       }
-      resp[r * Kc + arg] = 1.0;
     }
   };
   const Statistics s = data.accumulate_assigned(shape, nearest);

@@ -38,6 +38,7 @@ void save_checkpoint(const std::string& dir, const Checkpoint& c) {
     best["converged"] = b.converged;
     best["mean_loglik"] = b.mean_loglik;
     best["iteration_seconds"] = b.iteration_seconds;
+    best["init_seconds"] = b.init_seconds;
     best["warnings"] = b.warnings;
     best["model"] = nlohmann::ordered_json::parse(model_to_json(b.model, -1));
     j["best"] = std::move(best);
@@ -88,6 +89,7 @@ std::optional<Checkpoint> load_checkpoint(const std::string& dir) {
       best.converged = b.at("converged").get<bool>();
       best.mean_loglik = b.at("mean_loglik").get<std::vector<double>>();
       best.iteration_seconds = b.at("iteration_seconds").get<std::vector<double>>();
+      best.init_seconds = b.value("init_seconds", 0.0);  // absent in checkpoints of earlier versions
       best.warnings = b.at("warnings").get<std::vector<std::string>>();
     } catch (const nlohmann::json::exception& e) {
       throw InvalidInput(path + ": best: " + e.what());

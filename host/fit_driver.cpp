@@ -118,15 +118,19 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
     const std::uint64_t seed = restart_seed(options.seed, restart);
     const bool resumed = hooks.resume_model && restart == first;
     Model initial;
+    const auto init_start = clock::now();
     if (resumed) {
       initial = *hooks.resume_model;
     } else {
       switch (options.init) {
         case InitMethod::model: initial = shape; break;
         case InitMethod::select: initial = handle.initialize(shape, seed, options.init_p, est); break;
-        case InitMethod::kmeanspp: initial = engine::initialise_kmeans_pp(handle, shape, seed, est); break;
+        case InitMethod::kmeanspp:
+          initial = engine::initialise_kmeans_pp(handle, shape, seed, est, options.threads);
+          break;
       }
     }
+    const double init_seconds = std::chrono::duration<double>(clock::now() - init_start).count();
     engine::EmOptions em;
     em.max_iter = options.max_iter;
     em.tol = options.tol;
@@ -154,6 +158,7 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
       best.model = std::move(r.model);
       best.mean_loglik = std::move(r.mean_loglik);
       best.iteration_seconds = std::move(r.iteration_seconds);
+      best.init_seconds = resumed ? 0.0 : init_seconds;  // a resumed restart was initialised elsewhere
       best.iterations = r.iterations;
       best.converged = r.converged;
       best.final_mean_loglik = final_ll;

@@ -54,8 +54,10 @@ void print_summary(const FitResult& r, double seconds) {
   for (double s : r.iteration_seconds) em_seconds += s;
   const double per_iter = r.iterations ? em_seconds / r.iterations : 0.0;
   if (per_iter > 0)
-    std::printf("throughput: %.4g rows/s (%.4g s per EM iteration; %.3f s in total with initialisation)\n",
-                r.rows / per_iter, per_iter, seconds);
+    std::printf(
+        "throughput: %.4g rows/s (%.4g s per EM iteration; %.3f s initialisation; %.3f s in total with "
+        "initialisation)\n",
+        r.rows / per_iter, per_iter, r.init_seconds, seconds);
   for (std::size_t k = 0; k < m.components(); ++k) {
     std::printf("  component %zu  weight %.4f", k, m.weights[k]);
     for (const Part& p : m.parts) {

@@ -62,6 +62,7 @@ struct FitResult {
   Model model;
   std::vector<double> mean_loglik;        // per iteration of the kept restart
   std::vector<double> iteration_seconds;  // wall time of each of those iterations (E + M step)
+  double init_seconds = 0.0;              // wall time of that restart's initial model (0: resumed)
   int iterations = 0;
   bool converged = false;
   double final_mean_loglik = 0.0;  // of the returned model (one extra E-step)

@@ -1,5 +1,6 @@
 // Initialisation: kmeans++ and select see only the columns the layout uses.
 #include "engine_test_util.hpp"
+#include "engine/encoded_data.hpp"
 #include "engine/initialise.hpp"
 
 #include <mixle/fit.hpp>
@@ -8,6 +9,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <random>
 #include <vector>
 
 namespace mixle {
@@ -168,6 +171,89 @@ TEST(EngineInit, KmeansCoordinatesWeighEveryColumnAlike) {
   EXPECT_EQ(engine::kmeans_sample_rows(10), engine::kKmeansSample);
   EXPECT_EQ(engine::kmeans_sample_rows(5000), 20000u);
   EXPECT_EQ(engine::kmeans_sample_rows(6000), 24000u);
+}
+
+// The k-means steps' one rule, against the plain loop: each squared distance summed over the
+// coordinates in order, the lowest index at the least distance. K from 1 to 19 covers whole
+// blocks of eight centres and the tails after them; ties are built at the blocks' edges.
+TEST(EngineInit, NearestCentreIsTheLowestIndexAtTheLeastDistance) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> z(0.0, 1.0);
+  for (std::size_t C : {1u, 3u, 32u}) {
+    for (std::size_t K = 1; K <= 19; ++K) {
+      std::vector<double> centres(K * C), centres_t(K * C), x(C);
+      for (double& v : centres) v = z(rng);
+      for (std::size_t k = 0; k < K; ++k)
+        for (std::size_t c = 0; c < C; ++c) centres_t[c * K + k] = centres[k * C + c];
+      for (int trial = 0; trial < 20; ++trial) {
+        for (double& v : x) v = z(rng);
+        std::size_t want = 0;
+        double best = std::numeric_limits<double>::infinity();
+        for (std::size_t k = 0; k < K; ++k) {
+          double d = 0.0;
+          for (std::size_t c = 0; c < C; ++c) d += (x[c] - centres[k * C + c]) * (x[c] - centres[k * C + c]);
+          if (d < best) best = d, want = k;
+        }
+        ASSERT_EQ(engine::nearest_centre(x.data(), centres_t.data(), K, C), want) << "C " << C << " K " << K;
+      }
+    }
+  }
+  // Ties: the point sits on centres 7 and 8 (the first block's last, the second's first), and on
+  // centres 16 and 17 (in the tail); every other centre is further away.
+  constexpr std::size_t K = 18, C = 2;
+  std::vector<double> centres_t(K * C);
+  for (std::size_t k = 0; k < K; ++k) centres_t[k] = 100.0 + static_cast<double>(k), centres_t[K + k] = 0.0;
+  const double on_7_and_8[C] = {0.0, 0.0}, on_16_and_17[C] = {-5.0, 0.0};
+  centres_t[7] = centres_t[8] = 0.0;
+  centres_t[16] = centres_t[17] = -5.0;
+  EXPECT_EQ(engine::nearest_centre(on_7_and_8, centres_t.data(), K, C), 7u);
+  EXPECT_EQ(engine::nearest_centre(on_16_and_17, centres_t.data(), K, C), 16u);
+}
+
+// The initial model does not depend on the thread count, nor on whether the same values arrive
+// as float32 or float64: threads split rows, never a sum, and every value is read as a double.
+TEST(EngineInit, KmeansPlusPlusIsTheSameAtAnyThreadCountAndElementType) {
+  Model truth;
+  truth.weights.assign(9, 1.0 / 9.0);
+  Part g = make_part(Family::gaussian_diag, 0, 3);
+  for (std::size_t k = 0; k < 9; ++k)
+    g.mean.insert(g.mean.end(),
+                  {10.0 * static_cast<double>(k % 3), 10.0 * static_cast<double>(k / 3), 0.5 * static_cast<double>(k)});
+  g.var.assign(27, 1.0);
+  truth.parts = {g};
+  // 30,000 rows: a sample of 20,000 (seeding blocks on several threads) and assignment chunks
+  // of thousands of rows (threaded too).
+  const Dataset drawn = sample(truth, 30000, 5);
+  std::vector<float> as_float(drawn.as<double>(), drawn.as<double>() + drawn.rows() * drawn.cols());
+  std::vector<double> rounded(as_float.begin(), as_float.end());
+  const Dataset f32 = Dataset::view(as_float.data(), drawn.rows(), drawn.cols());
+  const Dataset f64 = Dataset::view(rounded.data(), drawn.rows(), drawn.cols());
+  Model shape = truth;
+  engine::EstimatorOptions est;
+  est.precision = engine::Precision::fp64;
+  auto initial = [&](const Dataset& rows, int threads) {
+    const auto handle = engine::encoded_data(rows, {});
+    return engine::initialise_kmeans_pp(*handle, shape, 21, est, threads);
+  };
+  const Model one = initial(f64, 1);
+  for (int threads : {2, 3}) {
+    const Model m = initial(f64, threads);
+    EXPECT_EQ(m.weights, one.weights) << threads << " threads";
+    EXPECT_EQ(m.parts[0].mean, one.parts[0].mean) << threads << " threads";
+    EXPECT_EQ(m.parts[0].var, one.parts[0].var) << threads << " threads";
+  }
+  const Model from_float = initial(f32, 2);
+  EXPECT_EQ(from_float.weights, one.weights);
+  EXPECT_EQ(from_float.parts[0].mean, one.parts[0].mean);
+  // And it found the nine clusters: every component holds about a ninth of the rows.
+  for (double w : one.weights) EXPECT_NEAR(w, 1.0 / 9.0, 0.02);
+  // A fit reports the time its initialisation took, a part of its whole time.
+  FitOptions o;
+  o.components = 9;
+  o.max_iter = 2;
+  const FitResult r = fit(f64, o);
+  EXPECT_GT(r.init_seconds, 0.0);
+  EXPECT_LT(r.init_seconds, r.seconds);
 }
 
 }  // namespace

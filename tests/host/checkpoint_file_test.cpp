@@ -36,6 +36,7 @@ host::Checkpoint with_best() {
   best.converged = true;
   best.mean_loglik = {-3.0, -2.75};
   best.iteration_seconds = {0.5, 0.25};
+  best.init_seconds = 0.125;
   best.warnings = {"component 1 captured no rows"};
   best.model = two_components();
   best.model.weights = {0.5, 0.5};
@@ -86,6 +87,7 @@ TEST(CheckpointFile, RoundTripsEveryFieldAndTheBestRestart) {
   EXPECT_TRUE(back->best->converged);
   EXPECT_EQ(back->best->mean_loglik, c.best->mean_loglik);
   EXPECT_EQ(back->best->iteration_seconds, c.best->iteration_seconds);
+  EXPECT_EQ(back->best->init_seconds, 0.125);
   EXPECT_EQ(back->best->warnings, c.best->warnings);
   EXPECT_EQ(model_to_json(back->best->model), model_to_json(c.best->model));
   // Without a best restart the field is absent and reads back absent.
