@@ -255,9 +255,14 @@ TEST(MpiChunks, AMalformedChunkSizeIsNamed) {
   TempDir dir;
   std::vector<std::string> argv = mpirun(1, {"--comm", "mpi", "--timeout-ms", "20000"});
   argv.insert(argv.begin() + 1, {"-x", "MIXLE_MPI_MAX_CHUNK"});
-  Process p = run_process(argv, {{"MIXLE_MPI_MAX_CHUNK", "0"}}, dir.path / "mpi.log", 40s);
-  EXPECT_NE(p.exit_code(), 0);
-  EXPECT_TRUE(contains(p.output(), "MIXLE_MPI_MAX_CHUNK='0': expected an integer from 1 to 1073741824")) << p.output();
+  // 0, past 2^30, not a number; and a negative number strtoull would wrap around to 1.
+  for (const char* bad : {"0", "1073741825", "12x", "-18446744073709551615"}) {
+    Process p = run_process(argv, {{"MIXLE_MPI_MAX_CHUNK", bad}}, dir.path / "mpi.log", 40s);
+    EXPECT_NE(p.exit_code(), 0) << bad;
+    EXPECT_TRUE(contains(p.output(),
+                         std::string("MIXLE_MPI_MAX_CHUNK='") + bad + "': expected an integer from 1 to 1073741824"))
+        << p.output();
+  }
 }
 
 TEST(MpiSplit, SubCommunicatorsUnderMpirun) {
