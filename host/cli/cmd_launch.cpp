@@ -1,7 +1,9 @@
-// `mixle launch --nproc N [--master-port P] -- CMD…`: a torchrun stand-in for hosts without it.
-// Starts N local processes with torchrun's worker variables, forwards SIGINT/SIGTERM/SIGHUP to
-// them, and fails the group when one fails: the others get SIGTERM, then SIGKILL after a grace
-// period, and the launcher exits non-zero naming the failed rank (docs/distributed.md).
+// `mixle launch --nproc N [--master-port P] [--max-restarts R] -- CMD…`: a torchrun stand-in for
+// hosts without it. Starts N local processes with torchrun's worker variables, forwards
+// SIGINT/SIGTERM/SIGHUP to them, and fails the group when one fails: the others get SIGTERM, then
+// SIGKILL after a grace period. With restarts left the whole group starts again, as torchrun's
+// agent does (TORCHELASTIC_RESTART_COUNT counts them; a `mixle fit --checkpoint-dir` then
+// resumes); otherwise the launcher exits non-zero naming the failed rank (docs/distributed.md).
 #include "host/cli/command.hpp"
 
 #include "comms/socket.hpp"
@@ -28,6 +30,7 @@ using Clock = std::chrono::steady_clock;
 struct LaunchOptions {
   int nproc = 1;
   int master_port = 0;          // 0: pick a free port
+  int max_restarts = 0;         // group restarts after a failure
   double grace_seconds = 10.0;  // SIGTERM → SIGKILL
   std::vector<std::string> command;
 };
@@ -64,8 +67,8 @@ int exit_code_for(int status) {
   return 1;
 }
 
-[[noreturn]] void exec_child(const LaunchOptions& o, int rank, int port, const std::string& run_id, pid_t launcher,
-                             const sigset_t& old_mask) {
+[[noreturn]] void exec_child(const LaunchOptions& o, int rank, int port, const std::string& run_id, int restart,
+                             pid_t launcher, const sigset_t& old_mask) {
   // Own process group: a signal for the group reaches the child's own children too, and the
   // terminal's Ctrl-C reaches only the launcher, which forwards it once.
   ::setpgid(0, 0);
@@ -85,8 +88,8 @@ int exit_code_for(int status) {
   set("MASTER_PORT", std::to_string(port));
   set("TORCHELASTIC_RUN_ID", run_id);
   set("TORCHELASTIC_USE_AGENT_STORE", "False");  // no agent store: rank 0 binds MASTER_PORT
-  set("TORCHELASTIC_RESTART_COUNT", "0");
-  set("TORCHELASTIC_MAX_RESTARTS", "0");
+  set("TORCHELASTIC_RESTART_COUNT", std::to_string(restart));
+  set("TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts));
   if (o.nproc > 1) ::setenv("OMP_NUM_THREADS", "1", 0);  // as torchrun: only when not already set
   std::vector<char*> argv;
   for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -101,36 +104,34 @@ void signal_all(std::vector<Child>& children, int sig) {
     if (c.running) ::kill(-c.pid, sig);
 }
 
-int run_launch(const LaunchOptions& o) {
-  if (o.command.empty()) throw UsageError("launch: no command given after --");
-  const int port = o.master_port > 0 ? o.master_port : comms::find_free_port("127.0.0.1");
-  const std::string run_id = random_run_id();
+/// How one start of the group ended.
+struct GroupEnd {
+  int failed_rank = -1;  // the first rank that failed (-1: none)
+  int failed_status = 0;
+  int interrupted_by = 0;  // a signal the launcher received and forwarded
+};
 
-  // Block the signals we handle before forking, so none is lost between fork and the wait loop.
-  sigset_t handled, old_mask;
-  sigemptyset(&handled);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&handled, s);
-  ::sigprocmask(SIG_BLOCK, &handled, &old_mask);
-
+/// Starts the group once (restart `restart`) and waits until every rank has ended. The handled
+/// signals are blocked in the caller.
+GroupEnd run_group(const LaunchOptions& o, int port, const std::string& run_id, int restart, sigset_t& handled,
+                   const sigset_t& old_mask) {
+  GroupEnd end;
   std::vector<Child> children(static_cast<std::size_t>(o.nproc));
   const pid_t self = ::getpid();
   for (int r = 0; r < o.nproc; ++r) {
     pid_t pid = ::fork();
-    if (pid == 0) exec_child(o, r, port, run_id, self, old_mask);
+    if (pid == 0) exec_child(o, r, port, run_id, restart, self, old_mask);
     if (pid < 0) {
       std::cerr << "mixle launch: fork failed for rank " << r << ": " << std::strerror(errno) << "\n";
       signal_all(children, SIGKILL);
       for (auto& c : children)
         if (c.running) ::waitpid(c.pid, nullptr, 0);
-      ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-      return 1;
+      return GroupEnd{r, 1 << 8, 0};  // as if the rank had exited with status 1
     }
     ::setpgid(pid, pid);  // also here, so a signal sent right after fork reaches the group
     children[static_cast<std::size_t>(r)] = Child{pid, r, true, 0};
   }
 
-  const Child* first_failure = nullptr;
-  int interrupted_by = 0;
   constexpr auto kNever = Clock::time_point::max();
   Clock::time_point kill_at = kNever;  // when the SIGTERMed ranks get SIGKILL
   const auto grace = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.grace_seconds));
@@ -140,7 +141,7 @@ int run_launch(const LaunchOptions& o) {
     siginfo_t info;
     int sig = ::sigtimedwait(&handled, &info, &tick);
     if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
-      if (!interrupted_by) interrupted_by = sig;
+      if (!end.interrupted_by) end.interrupted_by = sig;
       signal_all(children, sig);
       if (kill_at == kNever) kill_at = Clock::now() + grace;
     }
@@ -154,8 +155,9 @@ int run_launch(const LaunchOptions& o) {
         c.status = status;
         --running;
         bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        if (failed && !first_failure && !interrupted_by) {
-          first_failure = &c;
+        if (failed && end.failed_rank < 0 && !end.interrupted_by) {
+          end.failed_rank = c.rank;
+          end.failed_status = status;
           std::cerr << "mixle launch: rank " << c.rank << " (pid " << c.pid << ") " << describe_status(status)
                     << "; stopping the other ranks\n";
           signal_all(children, SIGTERM);
@@ -172,16 +174,38 @@ int run_launch(const LaunchOptions& o) {
       kill_at = kNever;
     }
   }
+  return end;
+}
+
+int run_launch(const LaunchOptions& o) {
+  if (o.command.empty()) throw UsageError("launch: no command given after --");
+  const std::string run_id = random_run_id();
+
+  // Block the signals we handle before forking, so none is lost between fork and the wait loop.
+  sigset_t handled, old_mask;
+  sigemptyset(&handled);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&handled, s);
+  ::sigprocmask(SIG_BLOCK, &handled, &old_mask);
+
+  GroupEnd end;
+  for (int restart = 0;; ++restart) {
+    // A fresh port for every start unless one was given: the last group's store may still hold it.
+    const int port = o.master_port > 0 ? o.master_port : comms::find_free_port("127.0.0.1");
+    end = run_group(o, port, run_id, restart, handled, old_mask);
+    if (end.interrupted_by || end.failed_rank < 0 || restart >= o.max_restarts) break;
+    std::cerr << "mixle launch: restarting the group (restart " << restart + 1 << " of " << o.max_restarts
+              << ", TORCHELASTIC_RESTART_COUNT=" << restart + 1 << ")\n";
+  }
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
 
-  if (interrupted_by) {
-    std::cerr << "mixle launch: interrupted by signal " << interrupted_by << "; forwarded to all ranks\n";
-    return 128 + interrupted_by;
+  if (end.interrupted_by) {
+    std::cerr << "mixle launch: interrupted by signal " << end.interrupted_by << "; forwarded to all ranks\n";
+    return 128 + end.interrupted_by;
   }
-  if (first_failure) {
-    std::cerr << "mixle launch: failed: rank " << first_failure->rank << " " << describe_status(first_failure->status)
-              << "\n";
-    return exit_code_for(first_failure->status);
+  if (end.failed_rank >= 0) {
+    std::cerr << "mixle launch: failed: rank " << end.failed_rank << " " << describe_status(end.failed_status)
+              << (o.max_restarts > 0 ? " (no restarts left)" : "") << "\n";
+    return exit_code_for(end.failed_status);
   }
   return 0;
 }
@@ -197,11 +221,15 @@ std::function<int()> setup_launch(CLI::App& app) {
       ->check(CLI::Range(1, 65535));
   app.add_option("--grace-period", o->grace_seconds, "Seconds between SIGTERM and SIGKILL when stopping the ranks")
       ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--max-restarts", o->max_restarts,
+                 "Start the whole group again this many times after a rank fails (as torchrun's "
+                 "--max-restarts; TORCHELASTIC_RESTART_COUNT counts the restarts)")
+      ->check(CLI::Range(0, 1000));
   app.add_option("command", o->command, "The command each rank runs (after --)")->required();
   app.footer(
       "Every rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK=0,\n"
-      "MASTER_ADDR=127.0.0.1, MASTER_PORT, TORCHELASTIC_RUN_ID and\n"
-      "TORCHELASTIC_USE_AGENT_STORE=False, as torchrun would set them.");
+      "MASTER_ADDR=127.0.0.1, MASTER_PORT, TORCHELASTIC_RUN_ID, TORCHELASTIC_RESTART_COUNT,\n"
+      "TORCHELASTIC_MAX_RESTARTS and TORCHELASTIC_USE_AGENT_STORE=False, as torchrun would set them.");
   return [o] { return run_launch(*o); };
 }
 

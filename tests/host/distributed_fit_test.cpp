@@ -262,5 +262,40 @@ TEST(DistributedFit, KilledRankFailsTheOthersAndResumeAtAnotherWorldSizeFinishes
   EXPECT_LT(max_relative_difference(dir.path / "ref.json", dir.path / "resumed.json"), kResumeRtol);
 }
 
+// Elastic: under `mixle launch --max-restarts 1` a rank SIGKILLed mid-fit fails the group, the
+// launcher starts it again with TORCHELASTIC_RESTART_COUNT=1, and every rank of the new group
+// resumes from --checkpoint-dir by itself — finishing with the uninterrupted fit's model.
+TEST(DistributedFit, AnElasticRestartResumesFromTheCheckpointAndFinishes) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
+  TempDir dir;
+  const fs::path data = make_mixed_records(dir, 120000);
+  constexpr int kIterations = 200;
+  Process ref = run_process(fit_args(data, dir.path / "ref.json", kIterations, "0"), {}, dir.path / "ref.log", 240s);
+  ASSERT_EQ(ref.exit_code(), 0) << ref.output();
+
+  const fs::path ckpt = dir.path / "ckpt";
+  // Rank 1 of the first start runs the fit in the background and SIGKILLs it once a checkpoint
+  // exists (at most 60 s of waiting); every other start runs the fit as it is.
+  const std::string script =
+      "if [ \"$TORCHELASTIC_RESTART_COUNT\" = 0 ] && [ \"$RANK\" = 1 ]; then \"$@\" & pid=$!; i=0; "
+      "while [ ! -e '" +
+      (ckpt / "checkpoint.json").string() +
+      "' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; kill -9 $pid; wait $pid; exit 137; fi; exec \"$@\"";
+  std::vector<std::string> argv{kCli, "launch", "--nproc", "2", "--max-restarts", "1", "--", "sh", "-c", script, "sh"};
+  for (const auto& a : fit_args(data, dir.path / "elastic.json", kIterations, "0")) argv.push_back(a);
+  for (const char* a : {"--checkpoint-dir", "--timeout"})
+    argv.push_back(a), argv.push_back(a[2] == 'c' ? ckpt.string() : "10");
+  Process elastic = run_process(argv, {}, dir.path / "elastic.log", 300s);
+  const std::string out = elastic.output();
+  ASSERT_EQ(elastic.exit_code(), 0) << out;
+  EXPECT_NE(out.find("rank 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("restarting the group (restart 1 of 1"), std::string::npos) << out;
+  const std::regex resumed("resumed after iteration ([0-9]+)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, resumed)) << "the restarted group did not resume:\n" << out;
+  EXPECT_LT(std::stoi(m[1]), kIterations) << "the first start finished before the kill; make it longer";
+  EXPECT_LT(max_relative_difference(dir.path / "ref.json", dir.path / "elastic.json"), kResumeRtol);
+}
+
 }  // namespace
 }  // namespace mixle::test

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <sstream>
 
 namespace mixle::test {
 namespace {
@@ -76,6 +77,52 @@ TEST(LaunchCli, KilledRankIsReportedWithItsSignal) {
   EXPECT_EQ(p.exit_code(), 128 + 9) << out;
   EXPECT_TRUE(contains(out, "rank 1")) << out;
   EXPECT_TRUE(contains(out, "signal 9")) << out;
+}
+
+// --max-restarts: a failed rank restarts the whole group, as torchrun's agent does: every rank
+// of the new group sees TORCHELASTIC_RESTART_COUNT one higher, the same run id and
+// TORCHELASTIC_MAX_RESTARTS; a group that then succeeds ends the launch with 0.
+TEST(LaunchCli, AFailedRankRestartsTheWholeGroup) {
+  TempDir dir;
+  // Rank 1 fails in the first two starts; rank 0 would wait a minute there unless stopped.
+  const std::string script = "echo $TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS $TORCHELASTIC_RUN_ID >> " +
+                             dir.path.string() +
+                             "/starts.$RANK; "
+                             "if [ $TORCHELASTIC_RESTART_COUNT -lt 2 ]; then if [ $RANK = 1 ]; then exit 3; fi; "
+                             "sleep 60; fi";
+  Process p = launch({"--nproc", "2", "--max-restarts", "3", "--", "sh", "-c", script}, dir);
+  const std::string out = p.output();
+  ASSERT_EQ(p.exit_code(), 0) << out;
+  EXPECT_TRUE(contains(out, "restarting the group (restart 1 of 3, TORCHELASTIC_RESTART_COUNT=1)")) << out;
+  EXPECT_TRUE(contains(out, "restarting the group (restart 2 of 3, TORCHELASTIC_RESTART_COUNT=2)")) << out;
+  EXPECT_FALSE(contains(out, "restart 3 of 3")) << out;
+  for (int r = 0; r < 2; ++r) {
+    std::istringstream starts(read_file(dir.path / ("starts." + std::to_string(r))));
+    std::string run_id;
+    for (int expected = 0; expected < 3; ++expected) {
+      int count = -1, max = -1;
+      std::string id;
+      ASSERT_TRUE(starts >> count >> max >> id) << "rank " << r << " start " << expected;
+      EXPECT_EQ(count, expected) << "rank " << r;
+      EXPECT_EQ(max, 3) << "rank " << r;
+      if (run_id.empty()) run_id = id;
+      EXPECT_EQ(id, run_id) << "a restarted group keeps the run id";
+    }
+    int more = 0;
+    EXPECT_FALSE(starts >> more) << "rank " << r << " started more than three times";
+  }
+}
+
+// With no restarts left the launcher fails as without them, naming the rank.
+TEST(LaunchCli, AGroupOutOfRestartsFailsNamingTheRank) {
+  TempDir dir;
+  const std::string script =
+      "echo x >> " + dir.path.string() + "/starts.$RANK; if [ $RANK = 1 ]; then exit 3; fi; sleep 60";
+  Process p = launch({"--nproc", "2", "--max-restarts", "1", "--", "sh", "-c", script}, dir);
+  const std::string out = p.output();
+  EXPECT_EQ(p.exit_code(), 3) << out;
+  EXPECT_TRUE(contains(out, "failed: rank 1 exited with status 3 (no restarts left)")) << out;
+  EXPECT_EQ(read_file(dir.path / "starts.0"), "x\nx\n");
 }
 
 TEST(LaunchCli, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
