@@ -84,12 +84,15 @@ TEST(LaunchCli, KilledRankIsReportedWithItsSignal) {
 // TORCHELASTIC_MAX_RESTARTS; a group that then succeeds ends the launch with 0.
 TEST(LaunchCli, AFailedRankRestartsTheWholeGroup) {
   TempDir dir;
-  // Rank 1 fails in the first two starts; rank 0 would wait a minute there unless stopped.
+  // Rank 1 fails in the first two starts, once rank 0 has recorded that start; rank 0 would wait
+  // a minute there unless stopped.
+  const std::string starts = dir.path.string() + "/starts.";
   const std::string script = "echo $TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS $TORCHELASTIC_RUN_ID >> " +
-                             dir.path.string() +
-                             "/starts.$RANK; "
-                             "if [ $TORCHELASTIC_RESTART_COUNT -lt 2 ]; then if [ $RANK = 1 ]; then exit 3; fi; "
-                             "sleep 60; fi";
+                             starts +
+                             "$RANK; "
+                             "if [ $TORCHELASTIC_RESTART_COUNT -lt 2 ]; then if [ $RANK = 1 ]; then "
+                             "until grep -q \"^$TORCHELASTIC_RESTART_COUNT \" " +
+                             starts + "0 2>/dev/null; do sleep 0.01; done; exit 3; fi; sleep 60; fi";
   Process p = launch({"--nproc", "2", "--max-restarts", "3", "--", "sh", "-c", script}, dir);
   const std::string out = p.output();
   ASSERT_EQ(p.exit_code(), 0) << out;
@@ -122,7 +125,7 @@ TEST(LaunchCli, AGroupOutOfRestartsFailsNamingTheRank) {
   const std::string out = p.output();
   EXPECT_EQ(p.exit_code(), 3) << out;
   EXPECT_TRUE(contains(out, "failed: rank 1 exited with status 3 (no restarts left)")) << out;
-  EXPECT_EQ(read_file(dir.path / "starts.0"), "x\nx\n");
+  EXPECT_EQ(read_file(dir.path / "starts.1"), "x\nx\n");  // two starts (rank 0 may be stopped before it writes)
 }
 
 TEST(LaunchCli, RankIgnoringSigtermIsKilledAfterTheGracePeriod) {
