@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -104,10 +105,16 @@ void signal_all(std::vector<Child>& children, int sig) {
     if (c.running) ::kill(-c.pid, sig);
 }
 
+/// The first rank of a start that failed: what happened and the exit code the launcher reports.
+struct Failure {
+  int rank;
+  std::string what;  // "exited with status 3", "was killed by signal 9 (SIGKILL)", …
+  int exit_code;
+};
+
 /// How one start of the group ended.
 struct GroupEnd {
-  int failed_rank = -1;  // the first rank that failed (-1: none)
-  int failed_status = 0;
+  std::optional<Failure> failure;
   int interrupted_by = 0;  // a signal the launcher received and forwarded
 };
 
@@ -126,7 +133,7 @@ GroupEnd run_group(const LaunchOptions& o, int port, const std::string& run_id, 
       signal_all(children, SIGKILL);
       for (auto& c : children)
         if (c.running) ::waitpid(c.pid, nullptr, 0);
-      return GroupEnd{r, 1 << 8, 0};  // as if the rank had exited with status 1
+      return GroupEnd{Failure{r, "could not be started (fork failed)", 1}, 0};
     }
     ::setpgid(pid, pid);  // also here, so a signal sent right after fork reaches the group
     children[static_cast<std::size_t>(r)] = Child{pid, r, true, 0};
@@ -155,9 +162,8 @@ GroupEnd run_group(const LaunchOptions& o, int port, const std::string& run_id, 
         c.status = status;
         --running;
         bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        if (failed && end.failed_rank < 0 && !end.interrupted_by) {
-          end.failed_rank = c.rank;
-          end.failed_status = status;
+        if (failed && !end.failure && !end.interrupted_by) {
+          end.failure = Failure{c.rank, describe_status(status), exit_code_for(status)};
           std::cerr << "mixle launch: rank " << c.rank << " (pid " << c.pid << ") " << describe_status(status)
                     << "; stopping the other ranks\n";
           signal_all(children, SIGTERM);
@@ -192,7 +198,7 @@ int run_launch(const LaunchOptions& o) {
     // A fresh port for every start unless one was given: the last group's store may still hold it.
     const int port = o.master_port > 0 ? o.master_port : comms::find_free_port("127.0.0.1");
     end = run_group(o, port, run_id, restart, handled, old_mask);
-    if (end.interrupted_by || end.failed_rank < 0 || restart >= o.max_restarts) break;
+    if (end.interrupted_by || !end.failure || restart >= o.max_restarts) break;
     std::cerr << "mixle launch: restarting the group (restart " << restart + 1 << " of " << o.max_restarts
               << ", TORCHELASTIC_RESTART_COUNT=" << restart + 1 << ")\n";
   }
@@ -202,10 +208,10 @@ int run_launch(const LaunchOptions& o) {
     std::cerr << "mixle launch: interrupted by signal " << end.interrupted_by << "; forwarded to all ranks\n";
     return 128 + end.interrupted_by;
   }
-  if (end.failed_rank >= 0) {
-    std::cerr << "mixle launch: failed: rank " << end.failed_rank << " " << describe_status(end.failed_status)
+  if (end.failure) {
+    std::cerr << "mixle launch: failed: rank " << end.failure->rank << " " << end.failure->what
               << (o.max_restarts > 0 ? " (no restarts left)" : "") << "\n";
-    return exit_code_for(end.failed_status);
+    return end.failure->exit_code;
   }
   return 0;
 }
