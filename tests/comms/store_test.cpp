@@ -367,6 +367,13 @@ TEST(Store, ServerGoneIsAnErrorNotAHang) {
   EXPECT_THROW(c->wait({"never"}, 20s), CommunicationError);
   t.join();
   EXPECT_LT(Clock::now() - start, 5s);
+  // After a failed exchange the stream's position is unknown: the client never sends on it again.
+  try {
+    c->set("later", "1");
+    FAIL() << "a request went out on a failed connection";
+  } catch (const CommunicationError& e) {
+    EXPECT_NE(std::string(e.what()).find("connection already closed"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
