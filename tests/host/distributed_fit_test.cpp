@@ -201,14 +201,22 @@ TEST(DistributedFit, MpirunMatchesOneProcess) {
   EXPECT_LT(max_relative_difference(dir.path / "w1.json", dir.path / "m4.json"), kWorldSizeRtol);
 }
 
+// The interrupted-fit tests: 120,000 rows and kIterations iterations (tol 0: exactly that many),
+// long enough for a rank to be killed mid-fit.
+constexpr int kIterations = 200;
+
+/// The uninterrupted reference fit, as one process, into `out`.
+bool fit_uninterrupted(const fs::path& data, const fs::path& out) {
+  Process ref = run_process(fit_args(data, out, kIterations, "0"), {}, out.string() + ".log", 240s);
+  EXPECT_EQ(ref.exit_code(), 0) << ref.output();
+  return ref.exit_code() == 0;
+}
+
 TEST(DistributedFit, KilledRankFailsTheOthersAndResumeAtAnotherWorldSizeFinishes) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   const fs::path data = make_mixed_records(dir, 120000);
-  constexpr int kIterations = 200;
-  // The uninterrupted reference run (tol 0: exactly kIterations iterations).
-  Process ref = run_process(fit_args(data, dir.path / "ref.json", kIterations, "0"), {}, dir.path / "ref.log", 240s);
-  ASSERT_EQ(ref.exit_code(), 0) << ref.output();
+  ASSERT_TRUE(fit_uninterrupted(data, dir.path / "ref.json"));
 
   // Three ranks as torchrun starts them; rank 1 is SIGKILLed once a checkpoint exists.
   const fs::path ckpt = dir.path / "ckpt";
@@ -269,9 +277,7 @@ TEST(DistributedFit, AnElasticRestartResumesFromTheCheckpointAndFinishes) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
   const fs::path data = make_mixed_records(dir, 120000);
-  constexpr int kIterations = 200;
-  Process ref = run_process(fit_args(data, dir.path / "ref.json", kIterations, "0"), {}, dir.path / "ref.log", 240s);
-  ASSERT_EQ(ref.exit_code(), 0) << ref.output();
+  ASSERT_TRUE(fit_uninterrupted(data, dir.path / "ref.json"));
 
   const fs::path ckpt = dir.path / "ckpt";
   // Rank 1 of the first start runs the fit in the background and SIGKILLs it once a checkpoint
