@@ -60,16 +60,17 @@ TEST(ErrorMarks, TheOtherRanksQuoteTheFailingRanksReason) {
   EXPECT_EQ(rows[1], std::vector<std::size_t>{300});
 }
 
-/// Rank 1 of 3 fails with `failure`; raise_marks on every rank. Returns each rank's exception.
-std::vector<std::exception_ptr> raise_on_three(const std::function<void()>& failure) {
-  auto members = comms::make_thread_group(3, 30s);
-  std::vector<std::exception_ptr> raised(3);
+/// Rank `failing` of `size` fails with `failure`; raise_marks on every rank. Returns each rank's
+/// exception.
+std::vector<std::exception_ptr> raise_in_group(int size, int failing, const std::function<void()>& failure) {
+  auto members = comms::make_thread_group(size, 30s);
+  std::vector<std::exception_ptr> raised(static_cast<std::size_t>(size));
   std::vector<std::thread> threads;
-  for (int r = 0; r < 3; ++r)
+  for (int r = 0; r < size; ++r)
     threads.emplace_back([&, r] {
       comms::Communicator& comm = *members[static_cast<std::size_t>(r)];
       std::exception_ptr error;
-      if (r == 1) try {
+      if (r == failing) try {
           failure();
         } catch (...) {
           error = std::current_exception();
@@ -84,6 +85,28 @@ std::vector<std::exception_ptr> raise_on_three(const std::function<void()>& fail
     });
   for (auto& t : threads) t.join();
   return raised;
+}
+
+/// Rank 1 of 3 fails with `failure`.
+std::vector<std::exception_ptr> raise_on_three(const std::function<void()>& failure) {
+  return raise_in_group(3, 1, failure);
+}
+
+std::string message_of(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& got) {
+    return got.what();
+  }
+}
+
+// Marks are powers of two in a double: up to 52 ranks each failing rank is named; beyond, the
+// marks cannot tell ranks apart and the message says "some rank".
+TEST(ErrorMarks, FiftyTwoRanksNameTheFailingRankAndMoreSaySomeRank) {
+  const auto named = raise_in_group(52, 51, [] { throw InvalidInput("row 5: NaN"); });
+  EXPECT_NE(message_of(named[0]).find("failed on rank 51"), std::string::npos) << message_of(named[0]);
+  const auto unnamed = raise_in_group(53, 52, [] { throw InvalidInput("row 5: NaN"); });
+  EXPECT_NE(message_of(unnamed[0]).find("some rank"), std::string::npos) << message_of(unnamed[0]);
 }
 
 /// Rethrows `e` and expects type E on it, with the failing rank named in the message.

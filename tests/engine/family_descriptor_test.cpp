@@ -87,6 +87,7 @@ TEST(FamilyDescriptors, LayoutSummariesCountUnknownCategories) {
   EXPECT_EQ(s.parts[0].family, "gaussian_full");
   EXPECT_EQ(s.parts[0].dims, 2u);
   EXPECT_EQ(s.parts[0].categories, 0u);
+  EXPECT_EQ(s.parts[1].dims, 2u);  // columns [2, 4): its width, wherever it starts
   EXPECT_EQ(s.parts[1].categories, 5u);
   EXPECT_EQ(engine::summarise(3, parse_layout("categorical:0-2:7", 2), 5).parts[0].categories, 7u);
 }

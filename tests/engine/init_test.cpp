@@ -173,6 +173,19 @@ TEST(EngineInit, KmeansCoordinatesWeighEveryColumnAlike) {
   EXPECT_EQ(engine::kmeans_sample_rows(6000), 24000u);
 }
 
+// A categorical part without V takes it from the largest code in the data — every row counts,
+// the first one too.
+TEST(EngineInit, CategoriesComeFromTheLargestCodeInAnyRow) {
+  std::vector<double> v{4.0};
+  for (int i = 0; i < 59; ++i) v.push_back(static_cast<double>(i % 3));
+  FitOptions o;
+  o.components = 2;
+  o.layout = "categorical:0-1";
+  o.max_iter = 2;
+  const FitResult r = fit(Dataset::from_vector(std::move(v), 60, 1), o);
+  EXPECT_EQ(r.model.parts.at(0).categories, 5u);
+}
+
 // The k-means steps' one rule, against the plain loop: each squared distance summed over the
 // coordinates in order, the lowest index at the least distance. K from 1 to 19 covers whole
 // blocks of eight centres and the tails after them; ties are built at the blocks' edges.

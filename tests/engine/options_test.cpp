@@ -47,6 +47,19 @@ TEST(EngineOptions, BadOptionsRefusedBeforeAnyIteration) {
   FitOptions e = o;
   e.n_init = 0;
   expect_invalid_naming(e, "n_init");
+  // Also when the fit starts from a model (one start whatever n_init says): 0 is still no count.
+  Model start;
+  start.weights = {0.5, 0.5};
+  Part normal;
+  normal.family = Family::gaussian_diag;
+  normal.col_begin = 0;
+  normal.col_end = 1;
+  normal.mean = {1.0, 6.0};
+  normal.var = {1.0, 1.0};
+  start.parts = {normal};
+  e.init = InitMethod::model;
+  e.init_model = start;
+  expect_invalid_naming(e, "n_init");
   FitOptions f = o;
   f.init = InitMethod::select;
   f.init_p = 1.5;

@@ -46,6 +46,25 @@ TEST(EnginePrecisionRange, TinyVarianceInFp32) {
                      -0.5 * std::log(2.0 * std::numbers::pi * 1e-300));
 }
 
+// The range check reads every component's coefficients: here the second of two, in a part of
+// two columns, holds the variance float32 cannot invert — fp32 refuses it by name.
+TEST(EnginePrecisionRange, TheComponentOutOfRangeIsNamedWhicheverItIs) {
+  Model m;
+  m.weights = {0.5, 0.5};
+  Part g = make_part(Family::gaussian_diag, 0, 2);
+  g.mean = {0.0, 0.0, 5.0, 5.0};
+  g.var = {1.0, 1.0, 1.0, 1e-300};
+  m.parts = {g};
+  const Dataset row = Dataset::from_vector(std::vector<double>{0.0, 0.0}, 1, 2);
+  try {
+    (void)score_samples(m, row, "cpu", 1, "fp32");
+    ADD_FAILURE() << "fp32 scored a model it cannot represent";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("component 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fp32"), std::string::npos) << e.what();
+  }
+}
+
 TEST(EnginePrecisionRange, HugeExponentialRateInFp32) {
   Model m;
   m.weights = {1.0};

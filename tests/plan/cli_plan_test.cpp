@@ -238,6 +238,18 @@ TEST_F(PlanCli, PlanTableBytesStopAtPiB) {
   EXPECT_NE(r.out.find("3.0 GiB"), std::string::npos) << r.out;
 }
 
+// --categories sizes a one-part categorical model: K weights and K·V probabilities (8 bytes
+// each), and statistics of 2 header values, K masses and K·V counts.
+TEST_F(PlanCli, CategoriesSizeAOnePartCategoricalModel) {
+  Resources::single_cpu().save(path("res.json"));
+  CliRun r = run("plan --rows 100 --family categorical --components 2 --categories 7 --resources " + path("res.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("fixed: model " + std::to_string(8 * (2 + 2 * 7)) + " B + statistics " +
+                       std::to_string(8 * (2 + 2 + 2 * 7)) + " B"),
+            std::string::npos)
+      << r.out;
+}
+
 // --data reads the rows, the element type and (for a one-part model without --dims) the columns
 // from the file's header — never its values — and excludes --rows.
 TEST_F(PlanCli, PlanTakesRowsDtypeAndColumnsFromTheDataFile) {
