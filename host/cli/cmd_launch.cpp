@@ -40,7 +40,6 @@ struct Child {
   pid_t pid = -1;
   int rank = 0;
   bool running = false;
-  int status = 0;  // waitpid status once reaped
 };
 
 std::string random_run_id() {
@@ -136,7 +135,7 @@ GroupEnd run_group(const LaunchOptions& o, int port, const std::string& run_id, 
       return GroupEnd{Failure{r, "could not be started (fork failed)", 1}, 0};
     }
     ::setpgid(pid, pid);  // also here, so a signal sent right after fork reaches the group
-    children[static_cast<std::size_t>(r)] = Child{pid, r, true, 0};
+    children[static_cast<std::size_t>(r)] = Child{pid, r, true};
   }
 
   constexpr auto kNever = Clock::time_point::max();
@@ -159,12 +158,11 @@ GroupEnd run_group(const LaunchOptions& o, int port, const std::string& run_id, 
       for (auto& c : children) {
         if (c.pid != pid || !c.running) continue;
         c.running = false;
-        c.status = status;
         --running;
         bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         if (failed && !end.failure && !end.interrupted_by) {
           end.failure = Failure{c.rank, describe_status(status), exit_code_for(status)};
-          std::cerr << "mixle launch: rank " << c.rank << " (pid " << c.pid << ") " << describe_status(status)
+          std::cerr << "mixle launch: rank " << c.rank << " (pid " << c.pid << ") " << end.failure->what
                     << "; stopping the other ranks\n";
           signal_all(children, SIGTERM);
           kill_at = Clock::now() + grace;
