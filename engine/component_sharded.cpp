@@ -284,7 +284,12 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
             report.listed[report.num_listed++] = static_cast<std::int64_t>(begin + i);
           continue;
         }
-        if (counts_rows) out.loglik += L, out.rows += 1.0;
+        if (!counts_rows) continue;
+        if (const double* w = rows.weights()) {  // sample weights: the row counts w times
+          if (w[i] != 0.0) out.loglik += w[i] * L, out.rows += w[i];
+        } else {
+          out.loglik += L, out.rows += 1.0;
+        }
       }
       raise_for(report, data_.source(), first_row_);
       // r_k = w_k p(x|k) / p(x), folded without storing rows × K_c responsibilities.

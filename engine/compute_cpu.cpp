@@ -38,10 +38,10 @@ class CpuCompute final : public Compute {
     const auto packed = pack_model<double>(model, rows.cols(), /*zero_shift=*/true);
     if (rows.dtype() == DType::f32)
       kernels::cpu::accumulate_given(packed.view, rows.as<float>(), rows.rows(), rows.cols(), resp, stats.data(),
-                                     options_);
+                                     weighted(rows));
     else
       kernels::cpu::accumulate_given(packed.view, rows.as<double>(), rows.rows(), rows.cols(), resp, stats.data(),
-                                     options_);
+                                     weighted(rows));
   }
 
   void accumulate_normalised(const Model& model, const Dataset& rows, Precision precision, const double* log_norm,
@@ -74,8 +74,10 @@ class CpuCompute final : public Compute {
   kernels::PassReport run(const Model& model, const Dataset& rows, std::vector<double>& stats) {
     const auto packed = pack_model<T>(model, rows.cols());
     if (rows.dtype() == DType::f32)
-      return kernels::cpu::accumulate(packed.view, rows.as<float>(), rows.rows(), rows.cols(), stats.data(), options_);
-    return kernels::cpu::accumulate(packed.view, rows.as<double>(), rows.rows(), rows.cols(), stats.data(), options_);
+      return kernels::cpu::accumulate(packed.view, rows.as<float>(), rows.rows(), rows.cols(), stats.data(),
+                                      weighted(rows));
+    return kernels::cpu::accumulate(packed.view, rows.as<double>(), rows.rows(), rows.cols(), stats.data(),
+                                    weighted(rows));
   }
 
   template <class T>
@@ -101,10 +103,10 @@ class CpuCompute final : public Compute {
     T* cache = reinterpret_cast<T*>(kept.data());
     if (rows.dtype() == DType::f32)
       kernels::cpu::accumulate_normalised_kept(packed.view, rows.as<float>(), rows.rows(), rows.cols(), cache, log_norm,
-                                               stats.data(), options_);
+                                               stats.data(), weighted(rows));
     else
       kernels::cpu::accumulate_normalised_kept(packed.view, rows.as<double>(), rows.rows(), rows.cols(), cache,
-                                               log_norm, stats.data(), options_);
+                                               log_norm, stats.data(), weighted(rows));
   }
 
   template <class T>
@@ -112,10 +114,10 @@ class CpuCompute final : public Compute {
     const auto packed = pack_model<T>(model, rows.cols());
     if (rows.dtype() == DType::f32)
       kernels::cpu::accumulate_normalised(packed.view, rows.as<float>(), rows.rows(), rows.cols(), log_norm,
-                                          stats.data(), options_);
+                                          stats.data(), weighted(rows));
     else
       kernels::cpu::accumulate_normalised(packed.view, rows.as<double>(), rows.rows(), rows.cols(), log_norm,
-                                          stats.data(), options_);
+                                          stats.data(), weighted(rows));
   }
 
   template <class T>
@@ -124,6 +126,13 @@ class CpuCompute final : public Compute {
     if (rows.dtype() == DType::f32)
       return kernels::cpu::score(packed.view, rows.as<float>(), rows.rows(), rows.cols(), loglik, resp, options_);
     return kernels::cpu::score(packed.view, rows.as<double>(), rows.rows(), rows.cols(), loglik, resp, options_);
+  }
+
+  /// The pass options for `rows`: their sample weights, if any, fold into the statistics.
+  kernels::cpu::Options weighted(const Dataset& rows) const {
+    kernels::cpu::Options o = options_;
+    o.weights = rows.weights();
+    return o;
   }
 
   kernels::cpu::Options options_;

@@ -22,9 +22,9 @@
 // rows rounded up to that multiple (tests use it to exercise the streamed path on small data);
 // MIXLE_CUDA_CHUNK_ROWS=<rows> only caps the chunk (resident data in several chunks).
 //
-// Per-row inputs from the host — given responsibilities (rows × K, converted to T on the host)
-// and external normalisers (rows, kept float64) — are staged chunk by chunk through the same
-// two pinned/device buffer pairs and events as streamed rows, resident or not.
+// Per-row inputs from the host — given responsibilities (rows × K, converted to T on the host),
+// external normalisers and sample weights (rows, kept float64) — are staged chunk by chunk
+// through the same two pinned/device buffer pairs and events as streamed rows, resident or not.
 //
 // Component-sharded EM (engine/component_sharded.hpp) uses one more pass:
 //   accumulate_normalised      PassMode::normalised: the accumulate pass's log-densities (tf32:
@@ -91,6 +91,8 @@ struct TypedState {
   std::array<kc::PinnedBuffer<T>, 2> x_host, given_host;
   std::array<kc::DeviceBuffer<double>, 2> norm;  // external normalisers (normalised mode)
   std::array<kc::PinnedBuffer<double>, 2> norm_host;
+  std::array<kc::DeviceBuffer<double>, 2> weights;  // sample weights (weighted rows)
+  std::array<kc::PinnedBuffer<double>, 2> weights_host;
   kc::PinnedBuffer<T> resp_out;
   kc::PinnedBuffer<double> loglik_out;
   kc::DeviceBuffer<T> resident;
@@ -102,7 +104,8 @@ struct TypedState {
     std::size_t b = resident.size() * sizeof(T) + ws.resp.size() * sizeof(T) + ws.row_offset.size() * sizeof(T) +
                     ws.loglik.size() * sizeof(double) + ws.status.size() * sizeof(int) +
                     ws.partials.size() * sizeof(double);
-    for (int i = 0; i < 2; ++i) b += (x[i].size() + given[i].size()) * sizeof(T) + norm[i].size() * sizeof(double);
+    for (int i = 0; i < 2; ++i)
+      b += (x[i].size() + given[i].size()) * sizeof(T) + (norm[i].size() + weights[i].size()) * sizeof(double);
     return b;
   }
 };
@@ -254,6 +257,7 @@ class CudaCompute final : public Compute {
     if (n == 0) return report;
     const double* given = mode == kc::PassMode::given ? in.given : nullptr;
     const double* log_norm = mode == kc::PassMode::normalised ? in.log_norm : nullptr;
+    const double* weights = mode == kc::PassMode::score ? nullptr : rows.weights();  // staged like log_norm
     kc::DeviceGuard guard(device_);
     TypedState<T>& st = state<T>();
     const auto packed = pack_model<T>(model, rows.cols(), /*zero_shift=*/mode == kc::PassMode::given);
@@ -274,7 +278,8 @@ class CudaCompute final : public Compute {
     kc::ChunkRequest request;
     request.rows = n;
     request.row_bytes = static_cast<std::size_t>(cols) * sizeof(T);
-    request.work_bytes_per_row = kc::work_bytes_per_row(host_view, given != nullptr, log_norm != nullptr, tf32);
+    request.work_bytes_per_row =
+        kc::work_bytes_per_row(host_view, given != nullptr, log_norm != nullptr, tf32, weights != nullptr);
     request.unit = kc::slot_rows(host_view.stat_size);  // chunks start at multiples
     request.forced_stream_rows = env_rows("MIXLE_CUDA_STREAM_ROWS", request.unit);
     request.max_chunk_rows = env_rows("MIXLE_CUDA_CHUNK_ROWS", request.unit);
@@ -322,6 +327,9 @@ class CudaCompute final : public Compute {
             st.given_host[b].reserve(static_cast<std::size_t>(chunk) * K);
       if (log_norm)
         st.norm[b].reserve(static_cast<std::size_t>(chunk)), st.norm_host[b].reserve(static_cast<std::size_t>(chunk));
+      if (weights)
+        st.weights[b].reserve(static_cast<std::size_t>(chunk)),
+            st.weights_host[b].reserve(static_cast<std::size_t>(chunk));
     }
     if (mode == kc::PassMode::score) {
       st.resp_out.reserve(static_cast<std::size_t>(chunk) * K);
@@ -335,16 +343,21 @@ class CudaCompute final : public Compute {
       const T* x = nullptr;
       const T* given_dev = nullptr;
       const double* norm_dev = nullptr;
-      if (!resident || given || log_norm) {
+      const double* weights_dev = nullptr;
+      if (!resident || given || log_norm || weights) {
         // The pinned buffers of slot b are free once their previous copy has completed.
         h2d_done_[b]->synchronize();
         if (!resident) convert_rows(rows, r0, m, st.x_host[b].data());
         if (given) {
+          // Weighted rows' given responsibilities are scaled here, in T as the CPU kernels do.
           const double* g = given + static_cast<std::size_t>(r0) * K;
           for (std::size_t i = 0; i < static_cast<std::size_t>(m) * K; ++i)
-            st.given_host[b].data()[i] = static_cast<T>(g[i]);
+            st.given_host[b].data()[i] =
+                weights ? static_cast<T>(g[i]) * static_cast<T>(weights[r0 + static_cast<std::int64_t>(i) / K])
+                        : static_cast<T>(g[i]);
         }
         if (log_norm) std::copy(log_norm + r0, log_norm + r0 + m, st.norm_host[b].data());
+        if (weights) std::copy(weights + r0, weights + r0 + m, st.weights_host[b].data());
         // The device buffers of slot b are free once the compute of chunk index − 2 is done.
         MIXLE_CUDA_TRY(cudaStreamWaitEvent(copy_->get(), compute_done_[b]->get(), 0));
         if (!resident)
@@ -359,14 +372,19 @@ class CudaCompute final : public Compute {
           MIXLE_CUDA_TRY(cudaMemcpyAsync(st.norm[b].data(), st.norm_host[b].data(),
                                          static_cast<std::size_t>(m) * sizeof(double), cudaMemcpyHostToDevice,
                                          copy_->get()));
+        if (weights)
+          MIXLE_CUDA_TRY(cudaMemcpyAsync(st.weights[b].data(), st.weights_host[b].data(),
+                                         static_cast<std::size_t>(m) * sizeof(double), cudaMemcpyHostToDevice,
+                                         copy_->get()));
         h2d_done_[b]->record(copy_->get());
         MIXLE_CUDA_TRY(cudaStreamWaitEvent(cs, h2d_done_[b]->get(), 0));
         given_dev = given ? st.given[b].data() : nullptr;
         norm_dev = log_norm ? st.norm[b].data() : nullptr;
+        weights_dev = weights ? st.weights[b].data() : nullptr;
       }
       x = resident ? st.resident.data() + static_cast<std::size_t>(r0) * ucols : st.x[b].data();
-      kc::run_chunk<T>(mode, st.model.view(), x, m, cols, r0, given_dev, norm_dev, st.ws, stats_dev_.data(),
-                       report_dev_.data(), tf32_handle, cs);
+      kc::run_chunk<T>(mode, st.model.view(), x, m, cols, r0, given_dev, norm_dev, weights_dev, st.ws,
+                       stats_dev_.data(), report_dev_.data(), tf32_handle, cs);
       compute_done_[b]->record(cs);
       if (mode == kc::PassMode::score) copy_out(st, m, K, r0, loglik, resp);
     }

@@ -57,6 +57,12 @@ void DistributedEncodedData::check(const Model& model) {
       none, [&] { LocalEncodedData::check(model); }, "checking the data");
 }
 
+double DistributedEncodedData::total_weight() {
+  std::vector<double> total{LocalEncodedData::total_weight()};
+  comm_.all_reduce_sum(std::span<double>(total));
+  return total[0];
+}
+
 std::vector<double> DistributedEncodedData::column_max() {
   std::vector<double> mx = LocalEncodedData::column_max();
   comm_.all_reduce_max(std::span<double>(mx));
@@ -91,24 +97,38 @@ Dataset DistributedEncodedData::sample(std::uint64_t seed, std::size_t target) {
   const double p = std::min(1.0, static_cast<double>(target) / static_cast<double>(global_rows_));
   const Dataset mine = sample_local(seed, p);
   const std::size_t C = data_.cols(), W = static_cast<std::size_t>(comm_.size());
-  // Gather counts, then every rank's rows padded to the largest count; ranks hold ascending
-  // contiguous ranges, so rank order is global row order — the same sample as one process.
-  std::vector<double> count{static_cast<double>(mine.rows())}, counts(W);
+  // Gather counts (and whether rows are weighted: a rank without rows may not know), then every
+  // rank's rows padded to the largest count, each with its weight as one more column when
+  // weighted; ranks hold ascending contiguous ranges, so rank order is global row order — the
+  // same sample as one process.
+  std::vector<double> count{static_cast<double>(mine.rows()), mine.weighted() ? 1.0 : 0.0}, counts(2 * W);
   comm_.all_gather(std::span<const double>(count), std::span<double>(counts));
-  const std::size_t most = static_cast<std::size_t>(*std::max_element(counts.begin(), counts.end()));
-  std::vector<double> send(most * C, 0.0), recv(W * most * C);
-  for (std::size_t r = 0; r < mine.rows(); ++r)
-    for (std::size_t c = 0; c < C; ++c) send[r * C + c] = mine.at(r, c);
+  std::size_t most = 0;
+  bool weighted = false;
+  for (std::size_t w = 0; w < W; ++w) {
+    most = std::max(most, static_cast<std::size_t>(counts[2 * w]));
+    weighted = weighted || counts[2 * w + 1] != 0.0;
+  }
+  const std::size_t S = C + (weighted ? 1 : 0);  // values sent per row
+  std::vector<double> send(most * S, 0.0), recv(W * most * S);
+  for (std::size_t r = 0; r < mine.rows(); ++r) {
+    for (std::size_t c = 0; c < C; ++c) send[r * S + c] = mine.at(r, c);
+    if (weighted) send[r * S + C] = mine.weighted() ? mine.weights()[r] : 1.0;
+  }
   comm_.all_gather(std::span<const double>(send), std::span<double>(recv));
-  std::vector<double> rows;
+  std::vector<double> rows, weights;
   std::size_t n = 0;
   for (std::size_t w = 0; w < W; ++w) {
-    const std::size_t k = static_cast<std::size_t>(counts[w]);
-    rows.insert(rows.end(), recv.begin() + static_cast<std::ptrdiff_t>(w * most * C),
-                recv.begin() + static_cast<std::ptrdiff_t>((w * most + k) * C));
+    const std::size_t k = static_cast<std::size_t>(counts[2 * w]);
+    for (std::size_t r = 0; r < k; ++r) {
+      const double* row = recv.data() + (w * most + r) * S;
+      rows.insert(rows.end(), row, row + C);
+      if (weighted) weights.push_back(row[C]);
+    }
     n += k;
   }
-  return Dataset::from_vector(std::move(rows), n, C);
+  Dataset out = Dataset::from_vector(std::move(rows), n, C);
+  return weighted ? out.with_weights(std::move(weights)) : out;
 }
 
 }  // namespace mixle::engine

@@ -30,6 +30,7 @@ class DistributedEncodedData final : public LocalEncodedData {
 
   std::string backend() const override { return "distributed"; }
   std::size_t rows() const override { return global_rows_; }
+  double total_weight() override;
   void check(const Model& model) override;
   std::vector<double> column_max() override;
   Statistics stream_accumulate(const Model& model, const EstimatorOptions& options) override;

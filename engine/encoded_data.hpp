@@ -43,6 +43,9 @@ class EncodedData {
   virtual std::size_t rows() const = 0;
   virtual std::size_t columns() const = 0;
 
+  /// Σ of the rows' sample weights (Dataset::weights; all ranks) — rows() when unweighted.
+  virtual double total_weight() { return static_cast<double>(rows()); }
+
   /// Checks that the data obeys each of the model's parts' value rules (all rows, all ranks);
   /// throws InvalidInput naming the file, row and column.
   virtual void check(const Model& model) = 0;

@@ -187,7 +187,16 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
   const int workers = thread_count(threads);
   std::mt19937_64 rng(seed ^ 0x6b6d65616e732b2bull);
   std::vector<double> centres(K * C), d2(n, std::numeric_limits<double>::infinity());
+  // Weighted rows (Dataset::weights) count as that many copies: the first centre is drawn in
+  // proportion to weight, the others to weight × D², and Lloyd's means are weighted.
+  const double* weight = sample.weights();
   std::size_t first = std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+  if (weight) {
+    double total = 0.0;
+    for (std::size_t r = 0; r < n; ++r) total += weight[r];
+    double u = std::uniform_real_distribution<double>(0.0, total)(rng);
+    for (first = 0; first + 1 < n && !(u < weight[first]); ++first) u -= weight[first];
+  }
   std::copy_n(pts.begin() + first * C, C, centres.begin());
   // Seeding: each new centre lowers every point's distance to its nearest centre so far. The
   // points are stored by coordinate here so that the loop over points is the SIMD one.
@@ -211,7 +220,7 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
     double total = 0.0;
     for (std::size_t r = 0; r < n; ++r) {
       d2[r] = std::min(d2[r], to_new[r]);
-      total += d2[r];
+      total += weight ? weight[r] * d2[r] : d2[r];
     }
     // With total = 0 every sample point coincides with a centre already chosen, so any pick
     // duplicates one — and a duplicate never wins a row (ties go to the lower index): the last
@@ -220,11 +229,12 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
     if (total > 0.0) {
       double u = std::uniform_real_distribution<double>(0.0, total)(rng);
       for (std::size_t r = 0; r < n; ++r) {
-        if (u < d2[r]) {
+        const double mass = weight ? weight[r] * d2[r] : d2[r];
+        if (u < mass) {
           pick = r;
           break;
         }
-        u -= d2[r];
+        u -= mass;
       }
     }
     std::copy_n(pts.begin() + pick * C, C, centres.begin() + k * C);
@@ -237,15 +247,15 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
 #pragma omp parallel for num_threads(workers) if (workers > 1) schedule(static)
     for (std::size_t r = 0; r < n; ++r) label[r] = nearest_centre(&pts[r * C], centres_t.data(), K, C);
     if (label == previous) break;
-    std::vector<double> sum(K * C, 0.0);
-    std::vector<std::size_t> count(K, 0);
+    std::vector<double> sum(K * C, 0.0), count(K, 0.0);
     for (std::size_t r = 0; r < n; ++r) {
-      ++count[label[r]];
-      for (std::size_t c = 0; c < C; ++c) sum[label[r] * C + c] += pts[r * C + c];
+      const double w = weight ? weight[r] : 1.0;
+      count[label[r]] += w;
+      for (std::size_t c = 0; c < C; ++c) sum[label[r] * C + c] += w * pts[r * C + c];
     }
     for (std::size_t k = 0; k < K; ++k)
-      if (count[k])  // an empty cluster keeps its centre
-        for (std::size_t c = 0; c < C; ++c) centres[k * C + c] = sum[k * C + c] / static_cast<double>(count[k]);
+      if (count[k] > 0.0)  // an empty cluster keeps its centre
+        for (std::size_t c = 0; c < C; ++c) centres[k * C + c] = sum[k * C + c] / count[k];
   }
   const std::vector<double> centres_t = by_coordinate(centres, K, C);
   Assigner nearest = [&](const Dataset& rows, std::size_t, std::size_t Kc, double* resp) {

@@ -27,6 +27,14 @@ std::unique_ptr<EncodedData> LocalEncodedData::create(const Dataset& data, const
 
 void LocalEncodedData::check(const Model& model) { check_data_against(model, data_); }
 
+double LocalEncodedData::total_weight() {
+  const double* w = data_.weights();
+  if (!w) return static_cast<double>(data_.rows());
+  double total = 0.0;
+  for (std::size_t r = 0; r < data_.rows(); ++r) total += w[r];
+  return total;
+}
+
 std::vector<double> LocalEncodedData::column_max() {
   std::vector<double> mx(data_.cols(), -std::numeric_limits<double>::infinity());
   for (std::size_t r = 0; r < data_.rows(); ++r)
@@ -49,6 +57,8 @@ const Dataset& LocalEncodedData::encoded_for(Precision precision) {
   const void* first = owned->data();
   encoded_f32_ = Dataset::from_storage(std::move(owned), first, DType::f32, data_.rows(), data_.cols(), data_.source(),
                                        data_.first_row());
+  if (data_.weighted())
+    encoded_f32_ = encoded_f32_.with_weights(std::vector<double>(data_.weights(), data_.weights() + data_.rows()));
   return encoded_f32_;
 }
 
@@ -78,15 +88,19 @@ Statistics LocalEncodedData::accumulate_assigned(const Model& shape, const Assig
 }
 
 Dataset LocalEncodedData::sample_local(std::uint64_t seed, double p) const {
-  std::vector<double> values;
+  std::vector<double> values, weights;
   std::size_t n = 0;
   const std::size_t C = data_.cols(), first = first_global_row();
+  const double* w = data_.weights();
   for (std::size_t r = 0; r < data_.rows(); ++r) {
     if (to_unit(row_draw(seed, 3, first + r)) >= p) continue;
+    if (w && w[r] == 0.0) continue;  // a row of weight 0 is not in the fit: never a starting centre
     for (std::size_t c = 0; c < C; ++c) values.push_back(data_.at(r, c));
+    if (w) weights.push_back(w[r]);
     ++n;
   }
-  return Dataset::from_vector(std::move(values), n, C);
+  Dataset out = Dataset::from_vector(std::move(values), n, C);
+  return w ? out.with_weights(std::move(weights)) : out;
 }
 
 Dataset LocalEncodedData::sample(std::uint64_t seed, std::size_t target) {

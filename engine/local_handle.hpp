@@ -12,6 +12,7 @@ class LocalEncodedData : public EncodedData {
 
   std::string backend() const override { return "local"; }
   std::size_t rows() const override { return data_.rows(); }
+  double total_weight() override;
   std::size_t columns() const override { return data_.cols(); }
   void check(const Model& model) override;
   std::vector<double> column_max() override;

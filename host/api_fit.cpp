@@ -86,8 +86,8 @@ double total_loglik(const Model& model, const Dataset& data) {
 }
 }  // namespace
 
-double bic_from_loglik(double loglik_sum, std::size_t free_parameters, std::size_t rows) {
-  return -2.0 * loglik_sum + static_cast<double>(free_parameters) * std::log(static_cast<double>(rows));
+double bic_from_loglik(double loglik_sum, std::size_t free_parameters, double rows) {
+  return -2.0 * loglik_sum + static_cast<double>(free_parameters) * std::log(rows);
 }
 
 double aic_from_loglik(double loglik_sum, std::size_t free_parameters) {

@@ -34,6 +34,7 @@ void save_checkpoint(const std::string& dir, const Checkpoint& c) {
     best["restart"] = b.best_restart;
     best["final_mean_loglik"] = b.final_mean_loglik;
     best["rows"] = b.rows;
+    best["total_weight"] = b.total_weight;
     best["iterations"] = b.iterations;
     best["converged"] = b.converged;
     best["mean_loglik"] = b.mean_loglik;
@@ -85,6 +86,8 @@ std::optional<Checkpoint> load_checkpoint(const std::string& dir) {
       best.best_restart = b.at("restart").get<int>();
       best.final_mean_loglik = b.at("final_mean_loglik").get<double>();
       best.rows = b.at("rows").get<std::size_t>();
+      // Absent in checkpoints of earlier versions, which had no sample weights.
+      best.total_weight = b.value("total_weight", static_cast<double>(best.rows));
       best.iterations = b.at("iterations").get<int>();
       best.converged = b.at("converged").get<bool>();
       best.mean_loglik = b.at("mean_loglik").get<std::vector<double>>();

@@ -106,6 +106,9 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
     handle.check(shape);
   }
 
+  if (!(handle.total_weight() > 0.0))
+    throw InvalidInput("every row has sample weight 0: a fit needs at least one row of weight > 0");
+
   FitResult best;
   double best_ll = -std::numeric_limits<double>::infinity();
   bool have_best = false;
@@ -163,7 +166,8 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
       best.converged = r.converged;
       best.final_mean_loglik = final_ll;
       best.warnings = std::move(r.warnings);
-      best.rows = static_cast<std::size_t>(n);
+      best.rows = rows;
+      best.total_weight = n;
       best.best_restart = restart;
     }
     if (hooks.after_restart) hooks.after_restart(best);

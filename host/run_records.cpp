@@ -59,7 +59,9 @@ void RunRecords::record(int restart, const engine::IterationInfo& it, const Mode
   r.optimizer = "em";
   r.precision = facts_.precision;
   r.collective_bytes = static_cast<std::int64_t>(bytes);
-  r.global_examples_observed = static_cast<std::int64_t>(it.rows);
+  // Examples are rows; with sample weights the total weight they carry is reported beside them.
+  r.global_examples_observed = static_cast<std::int64_t>(facts_.data_rows);
+  r.extra["total_weight"] = it.rows;
   r.extra["mean_loglik"] = it.mean_loglik;
   r.extra["seconds"] = it.seconds;
   if (collective_seconds) r.extra["collective_seconds"] = seconds;

@@ -42,10 +42,12 @@ struct FitArgs {
   DistributedOptions dist;
 };
 
-void print_summary(const FitResult& r, double seconds) {
+void print_summary(const FitResult& r, double seconds, bool weighted) {
   const Model& m = r.model;
   std::printf("fitted %zu components on %zu rows in %d iterations (%s), %.3f s\n", m.components(), r.rows, r.iterations,
               r.converged ? "converged" : "not converged", seconds);
+  if (weighted)
+    std::printf("total sample weight: %.10g (log-likelihoods below are per unit of weight)\n", r.total_weight);
   std::printf("mean log-likelihood per row: %.6f\n", r.final_mean_loglik);
   std::printf("log-likelihood per iteration:");
   for (std::size_t i = 0; i < r.mean_loglik.size(); ++i) std::printf("%s%.6f", i ? ", " : " ", r.mean_loglik[i]);
@@ -165,8 +167,9 @@ Criteria criteria_of(const FitResult& r) {
   c.components = r.model.components();
   c.parameters = r.model.free_parameters();
   c.mean_loglik = r.final_mean_loglik;
-  const double loglik = r.final_mean_loglik * static_cast<double>(r.rows);
-  c.bic = bic_from_loglik(loglik, c.parameters, r.rows);
+  // With sample weights the fit's "rows" are its total weight (weights count as copies).
+  const double loglik = r.final_mean_loglik * r.total_weight;
+  c.bic = bic_from_loglik(loglik, c.parameters, r.total_weight);
   c.aic = aic_from_loglik(loglik, c.parameters);
   c.iterations = r.iterations;
   c.seconds = r.seconds;
@@ -236,7 +239,7 @@ int run_fit(FitArgs& args) {
   if (!rank0) return 0;
   for (const auto& w : result.warnings) std::fprintf(stderr, "mixle: warning: %s\n", w.c_str());
   if (selecting) print_selection(table, chosen, by);
-  print_summary(result, result.seconds);
+  print_summary(result, result.seconds, !args.data.weights.empty());
   if (!where.empty()) std::printf("distributed:%s\n", where.c_str());
   if (!args.out.empty()) {
     save_model(result.model, args.out);
@@ -248,6 +251,8 @@ int run_fit(FitArgs& args) {
 std::function<int()> setup_fit(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
   args->data.add_to(app);
+  app.add_option("--weights", args->data.weights,
+                 "Per-row sample weights (≥ 0, one per data row): .npy, one-column CSV, or raw float64");
   app.add_option("--family", args->family, "Family for all columns: " + family_names());
   app.add_option("--layout", args->layout,
                  "Mixed record layout, e.g. gaussian_diag:0-4,categorical:4-5:3,poisson:5-7 (overrides --family)");

@@ -44,6 +44,7 @@ ReadOptions DataArgs::read_options() const {
     o.raw_cols = parse_count(c, "columns");
   }
   if (cols) o.raw_cols = cols;
+  o.weights_path = weights;
   return o;
 }
 

@@ -15,6 +15,7 @@ struct DataArgs {
   std::string shape;              // raw: "N,C" (or ",C")
   std::size_t cols = 0;           // raw: columns per row
   std::string raw_dtype = "f32";  // raw: f32 | f64
+  std::string weights;            // per-row sample weights file (fit: --weights)
 
   /// Adds --data (required when `required`), --format, --shape, --cols, --raw-dtype.
   void add_to(CLI::App& app, bool required = true);

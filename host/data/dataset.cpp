@@ -1,5 +1,6 @@
 // Dataset: a shared, read-only row-major matrix over owned or caller storage.
 #include <cassert>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -97,7 +98,40 @@ Dataset Dataset::slice(std::size_t begin, std::size_t end) const {
   }
   const auto* base = static_cast<const unsigned char*>(data_);
   const void* start = base == nullptr ? nullptr : base + begin * cols_ * dtype_size(dtype_);
-  return from_storage(storage_, start, dtype_, end - begin, cols_, source_, first_row_ + begin);
+  Dataset out = from_storage(storage_, start, dtype_, end - begin, cols_, source_, first_row_ + begin);
+  out.weights_ = weights_;
+  out.weight_offset_ = weight_offset_ + begin;
+  return out;
+}
+
+Dataset Dataset::with_weights(std::vector<double> weights, const std::string& weights_source) const {
+  if (weights.size() != rows_)
+    throw InvalidInput("sample weights " + weights_source + ": " + std::to_string(weights.size()) +
+                       " weights given for the " + std::to_string(rows_) + " rows of " + source_ +
+                       "; one weight per row is expected");
+  for (std::size_t r = 0; r < weights.size(); ++r)
+    if (!(weights[r] >= 0.0) || !std::isfinite(weights[r]))
+      throw InvalidInput("sample weights " + weights_source + ": row " + std::to_string(first_row_ + r + 1) +
+                         " has weight " + std::to_string(weights[r]) +
+                         "; weights must be finite and ≥ 0 (0 leaves the row out)");
+  Dataset out = *this;
+  out.weights_ = std::make_shared<const std::vector<double>>(std::move(weights));
+  out.weight_offset_ = 0;
+  return out;
+}
+
+Dataset Dataset::with_weights(const Dataset& weights) const {
+  if (weights.cols() != 1)
+    throw InvalidInput("sample weights " + weights.source() + ": " + std::to_string(weights.cols()) +
+                       " columns; a weights file holds one value per row (a 1-D array or one column)");
+  std::vector<double> w(weights.rows());
+  for (std::size_t r = 0; r < w.size(); ++r) w[r] = weights.at(r, 0);
+  // Rows are named by their place in the weights file.
+  Dataset shifted = *this;
+  shifted.first_row_ = weights.first_row();
+  Dataset out = shifted.with_weights(std::move(w), weights.source());
+  out.first_row_ = first_row_;
+  return out;
 }
 
 }  // namespace mixle

@@ -66,7 +66,9 @@ DataInfo probe_data(const std::string& path, const ReadOptions& options) {
   throw InvalidInput(path + ": unknown data format");
 }
 
-Dataset read_data(const std::string& path, const ReadOptions& options) {
+namespace {
+
+Dataset read_values(const std::string& path, const ReadOptions& options) {
   switch (host::resolve_format(path, options)) {
     case DataFormat::npy: return host::read_npy(path, options);
     case DataFormat::csv: return host::read_csv(path, options);
@@ -74,6 +76,34 @@ Dataset read_data(const std::string& path, const ReadOptions& options) {
     case DataFormat::automatic: break;
   }
   throw InvalidInput(path + ": unknown data format");
+}
+
+/// How to read a weights file beside data read with `data`: its own format (by extension, or
+/// raw float64 — .f32 float32 — when the data are raw), one column, the data's row range.
+ReadOptions weights_options(const std::string& weights_path, const ReadOptions& data) {
+  ReadOptions w;
+  const DataFormat by_extension = host::format_from_extension(weights_path);
+  w.format =
+      by_extension == DataFormat::automatic && data.format == DataFormat::raw ? DataFormat::raw : DataFormat::automatic;
+  w.raw_cols = 1;
+  w.raw_dtype = weights_path.ends_with(".f32") ? DType::f32 : DType::f64;
+  w.row_begin = data.row_begin;
+  w.row_end = data.row_end;
+  return w;
+}
+
+}  // namespace
+
+Dataset read_data(const std::string& path, const ReadOptions& options) {
+  Dataset rows = read_values(path, options);
+  if (options.weights_path.empty()) return rows;
+  const ReadOptions w = weights_options(options.weights_path, options);
+  const DataInfo data_info = probe_data(path, options), weights_info = probe_data(options.weights_path, w);
+  if (weights_info.rows != data_info.rows || weights_info.cols != 1)
+    throw InvalidInput("sample weights " + options.weights_path + ": " + std::to_string(weights_info.rows) + " × " +
+                       std::to_string(weights_info.cols) + " values for the " + std::to_string(data_info.rows) +
+                       " rows of " + path + "; one weight per data row is expected (a 1-D array or one column)");
+  return rows.with_weights(read_values(options.weights_path, w));
 }
 
 }  // namespace mixle

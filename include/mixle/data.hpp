@@ -46,8 +46,22 @@ class Dataset {
   /// Element (r, c) converted to double; no bounds check beyond an assert.
   double at(std::size_t r, std::size_t c) const noexcept;
 
-  /// Rows [begin, end) sharing this storage; throws InvalidInput when the range is out of bounds.
+  /// Rows [begin, end) sharing this storage (and their weights); throws InvalidInput when the
+  /// range is out of bounds.
   Dataset slice(std::size_t begin, std::size_t end) const;
+
+  /// Per-row sample weights: rows() float64 values, or null when the rows are unweighted (every
+  /// weight 1). A fit folds each row's responsibilities and log-likelihood times its weight, so
+  /// an integer weight w gives the model of that row repeated w times.
+  const double* weights() const noexcept { return weights_ ? weights_->data() + weight_offset_ : nullptr; }
+  bool weighted() const noexcept { return weights_ != nullptr; }
+  /// This dataset with `weights` attached (rows() values, each finite and ≥ 0). Throws
+  /// InvalidInput naming the first bad weight's row (1-based, as in a file; `weights_source`
+  /// names where they came from) or the count given and expected. Rows all of weight 0 are
+  /// allowed here — a rank's share may be — and refused by the fit that gets no weight at all.
+  Dataset with_weights(std::vector<double> weights, const std::string& weights_source = "<memory>") const;
+  /// The same, from a rows() × 1 dataset (e.g. read_data of a weights file); its source names it.
+  Dataset with_weights(const Dataset& weights) const;
 
   /// Where the rows came from ("<memory>" for views) and the index of row 0 within that source,
   /// so that error messages can name the original file and row.
@@ -66,6 +80,8 @@ class Dataset {
   std::size_t cols_ = 0;
   std::string source_ = "<memory>";
   std::size_t first_row_ = 0;
+  std::shared_ptr<const std::vector<double>> weights_;
+  std::size_t weight_offset_ = 0;  // weights_ index of row 0 (a slice's first row)
 };
 
 // Dataset::as is defined for float (f32) and double (f64) only.
@@ -92,6 +108,10 @@ struct ReadOptions {
   std::optional<std::size_t> row_end;
   /// CSV: element type to store (CSV has none of its own).
   DType csv_dtype = DType::f64;
+  /// Optional file of per-row sample weights: one value per data row (a 1-D or N × 1 .npy, a
+  /// one-column CSV, or raw float64 when the data are raw), read for the same row range and
+  /// attached to the dataset (Dataset::weights). Its rows must number the data file's.
+  std::string weights_path;
 };
 
 /// What a data file holds, read from its header (npy), size (raw) or a line scan (CSV).

@@ -69,6 +69,7 @@ struct FitResult {
   std::vector<std::string> warnings;
   double seconds = 0.0;  // all restarts
   std::size_t rows = 0;
+  double total_weight = 0.0;  // Σ of the rows' sample weights (= rows when unweighted)
   int best_restart = 0;
 };
 
@@ -91,8 +92,9 @@ std::vector<std::int64_t> predict(const Model& model, const Dataset& data, const
 /// BIC = −2 Σ log p + p·ln N, AIC = −2 Σ log p + 2p, p = model.free_parameters().
 double bic(const Model& model, const Dataset& data);
 double aic(const Model& model, const Dataset& data);
-/// The same criteria from a log-likelihood sum already known (a fit's final one, or a score).
-double bic_from_loglik(double loglik_sum, std::size_t free_parameters, std::size_t rows);
+/// The same criteria from a log-likelihood sum already known (a fit's final one, or a score);
+/// `rows` is N, or the total sample weight of a weighted fit.
+double bic_from_loglik(double loglik_sum, std::size_t free_parameters, double rows);
 double aic_from_loglik(double loglik_sum, std::size_t free_parameters);
 
 /// Draws `rows` rows from `model` (float64, rows × model.columns()), and each row's component

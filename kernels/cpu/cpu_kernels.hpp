@@ -26,6 +26,10 @@ struct Options {
   /// of across row tiles (the reference's component-parallel fold); results are bit-identical
   /// to serial either way.
   int component_workers = 1;
+  /// Per-row sample weights (rows values, aligned with x) or null (all 1): the accumulating
+  /// passes fold each row's responsibilities, log-likelihood and row count times its weight, so
+  /// stats[1] is the rows' total weight. score() ignores them (its outputs are per row).
+  const double* weights = nullptr;
 };
 
 /// E-step: adds the statistics of rows [0, rows) of `x` (host, row-major, leading dimension

@@ -289,6 +289,24 @@ int normalise_external(int K, const double* log_norm, int n, Block<T>& block) {
   return folded;
 }
 
+/// Multiplies each of the block's n rows' responsibilities by its sample weight `w` (rows past
+/// n hold 0 already). Returns the block's total weight.
+template <class T>
+double weigh_block(int K, const double* w, int n, Block<T>& block) {
+  T wt[kBlockRows];
+  double total = 0.0;
+  for (int b = 0; b < kBlockRows; ++b) {
+    wt[b] = b < n ? static_cast<T>(w[b]) : T(0);
+    total += b < n ? w[b] : 0.0;
+  }
+  for (int k = 0; k < K; ++k) {
+    T* l = block.logp(k);
+#pragma omp simd
+    for (int b = 0; b < kBlockRows; ++b) l[b] *= wt[b];
+  }
+  return total;
+}
+
 /// Re-evaluates +inf rows: responsibilities split equally among the components at +inf.
 template <class T>
 void tie_rows(const ModelView<T>& model, Workspace<T>& ws) {
@@ -376,6 +394,7 @@ std::int64_t tiles_per_round(std::int64_t stat_size) {
 template <class T, class X>
 PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, double* stats,
                     double* loglik, double* resp, const double* given, const Options& options, T* cache = nullptr) {
+  const double* weights = mode == Mode::score ? nullptr : options.weights;
   const std::int64_t tile_rows = static_cast<std::int64_t>(kBlockRows) * kBlocksPerTile;
   const std::int64_t tiles = (static_cast<std::int64_t>(rows) + tile_rows - 1) / tile_rows;
   const int K = model.components;
@@ -409,7 +428,7 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
             for (int k = 0; k < K; ++k)
               for (int b = 0; b < kBlockRows; ++b)
                 ws.block.logp(k)[b] = b < n ? static_cast<T>(given[(row0 + b) * K + k]) : T(0);
-            tile[1] += n;
+            tile[1] += weights ? weigh_block(K, weights + row0, n, ws.block) : n;
             fold_block(model, ws, tile);
             continue;
           }
@@ -427,6 +446,7 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
           }
           if (mode == Mode::normalised) {
             tile[1] += normalise_external(K, given + row0, n, ws.block);
+            if (weights) weigh_block(K, weights + row0, n, ws.block);
             fold_block(model, ws, tile);
             continue;
           }
@@ -441,12 +461,24 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
             continue;
           }
           double block_loglik = 0.0;  // impossible (−inf) and NaN rows are excluded here and below
-          for (int b = 0; b < n; ++b) {
-            const double ll = ws.block.loglik[b];
-            if (!std::isnan(ll) && ll != -std::numeric_limits<double>::infinity()) block_loglik += ll;
+          if (weights) {
+            double block_weight = 0.0;  // of the rows counted; a weight-0 row adds nothing (not 0 · inf)
+            for (int b = 0; b < n; ++b) {
+              const double ll = ws.block.loglik[b], w = weights[row0 + b];
+              if (std::isnan(ll) || ll == -std::numeric_limits<double>::infinity() || w == 0.0) continue;
+              block_loglik += w * ll;
+              block_weight += w;
+            }
+            weigh_block(K, weights + row0, n, ws.block);
+            tile[1] += block_weight;
+          } else {
+            for (int b = 0; b < n; ++b) {
+              const double ll = ws.block.loglik[b];
+              if (!std::isnan(ll) && ll != -std::numeric_limits<double>::infinity()) block_loglik += ll;
+            }
+            tile[1] += static_cast<double>(n);
           }
           tile[0] += block_loglik;
-          tile[1] += static_cast<double>(n);
           fold_block(model, ws, tile);
         }
         reports[static_cast<std::size_t>(i)] = ws.report;
@@ -464,7 +496,9 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
       }
     }
   }
-  if (mode == Mode::accumulate) stats[1] -= static_cast<double>(total.impossible_rows + total.nan_rows);
+  // Unweighted, every row was counted above and the bad ones come off here (weighted, only the
+  // good rows' weights were added).
+  if (mode == Mode::accumulate && !weights) stats[1] -= static_cast<double>(total.impossible_rows + total.nan_rows);
   std::sort(total.listed, total.listed + total.num_listed);
   return total;
 }

@@ -50,14 +50,16 @@ constexpr std::size_t workspace_bytes_per_row(int components) {
 }
 
 /// Device bytes a pass allocates per row of a chunk besides the rows themselves: the workspace,
-/// staged per-row inputs (given responsibilities or external normalisers, two buffers each) and,
-/// on the TF32 path, the GEMM's scratch (rows × 2D floats of the widest gaussian_diag part).
+/// staged per-row inputs (given responsibilities, external normalisers, sample weights: two
+/// buffers each) and, on the TF32 path, the GEMM's scratch (rows × 2D floats of the widest
+/// gaussian_diag part).
 template <class T>
-std::size_t work_bytes_per_row(const ModelView<T>& model, bool given, bool log_norm, bool tf32) {
+std::size_t work_bytes_per_row(const ModelView<T>& model, bool given, bool log_norm, bool tf32, bool weights = false) {
   const std::size_t K = static_cast<std::size_t>(model.components);
   std::size_t bytes = workspace_bytes_per_row<T>(model.components);
   if (given) bytes += 2 * sizeof(T) * K;
   if (log_norm) bytes += 2 * sizeof(double);
+  if (weights) bytes += 2 * sizeof(double);
   if (tf32) {
     std::size_t widest = 0;
     for (int p = 0; p < model.num_parts; ++p)

@@ -12,11 +12,12 @@ struct ChunkArgs {
   const T* x = nullptr;  // rows × ld
   int ld = 0;
   std::int64_t rows = 0;
-  int components = 0;        // K
-  T* resp = nullptr;         // rows × K
-  T* row_offset = nullptr;   // rows
-  double* loglik = nullptr;  // rows
-  int* status = nullptr;     // rows
+  int components = 0;               // K
+  T* resp = nullptr;                // rows × K
+  T* row_offset = nullptr;          // rows
+  double* loglik = nullptr;         // rows
+  int* status = nullptr;            // rows
+  const double* weights = nullptr;  // rows sample weights (device), or null: every row weighs 1
 };
 
 /// How the chunk's rows are split into statistics slots.
@@ -41,6 +42,11 @@ void launch_list_bad_rows(const ChunkArgs<T>& c, std::int64_t first_row, DeviceR
 /// differences, get r = 0. No counting, no listing.
 template <class T>
 void launch_normalise_external(const ChunkArgs<T>& c, const double* log_norm, cudaStream_t s);
+
+// weigh_rows.cu
+/// Sample weights: each row's responsibilities c.resp[n, ·] times (T)c.weights[n].
+template <class T>
+void launch_weigh_rows(const ChunkArgs<T>& c, cudaStream_t s);
 
 // reduce.cu
 template <class T>

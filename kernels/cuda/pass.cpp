@@ -125,8 +125,8 @@ void add_statistics(PassMode mode, const ModelView<T>& model, const ChunkArgs<T>
 
 template <class T>
 void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_t rows, int ld, std::int64_t first_row,
-               const T* given_resp, const double* log_norm, ChunkWorkspace<T>& ws, double* stats, DeviceReport* report,
-               cublasHandle_t tf32, cudaStream_t stream) {
+               const T* given_resp, const double* log_norm, const double* weights, ChunkWorkspace<T>& ws, double* stats,
+               DeviceReport* report, cublasHandle_t tf32, cudaStream_t stream) {
   if (rows <= 0) return;
   if (mode == PassMode::given && !given_resp)
     throw InvalidInput("CUDA chunk pass: given mode without responsibilities");
@@ -134,7 +134,7 @@ void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_
     throw InvalidInput("CUDA chunk pass: normalised mode without per-row normalisers");
   bool fused = false;
   if constexpr (std::is_same_v<T, float>)
-    fused = mode == PassMode::accumulate && !tf32 && gaussian_diag_fused_eligible(model);
+    fused = mode == PassMode::accumulate && !tf32 && !weights && gaussian_diag_fused_eligible(model);
   // The fused pass keeps the rows × K block on chip: no device buffer for it.
   ws.reserve(rows, fused ? 0 : model.components, model.stat_size);
   ChunkArgs<T> c;
@@ -147,6 +147,7 @@ void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_
   c.row_offset = ws.row_offset.data();
   c.loglik = ws.loglik.data();
   c.status = ws.status.data();
+  c.weights = mode == PassMode::score ? nullptr : weights;
   if constexpr (std::is_same_v<T, float>) {
     if (fused) {
       SlotPlan plan = plan_slots(rows, model.stat_size);
@@ -170,6 +171,8 @@ void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_
     launch_list_bad_rows(c, first_row, report, stream);
   }
   if (mode == PassMode::score) return;
+  // Given responsibilities arrive weighted already (the caller scales them as it stages them).
+  if (mode != PassMode::given) launch_weigh_rows(c, stream);
   SlotPlan plan = plan_slots(rows, model.stat_size);
   if (plan.slots > 65535)  // grid.z of the statistics kernels; chunks are ≤ kMaxChunkRows
     throw InvalidInput("CUDA chunk of " + std::to_string(rows) + " rows needs " + std::to_string(plan.slots) +
@@ -185,10 +188,10 @@ template class DeviceModel<double>;
 template struct ChunkWorkspace<float>;
 template struct ChunkWorkspace<double>;
 template void run_chunk<float>(PassMode, const ModelView<float>&, const float*, std::int64_t, int, std::int64_t,
-                               const float*, const double*, ChunkWorkspace<float>&, double*, DeviceReport*,
-                               cublasHandle_t, cudaStream_t);
+                               const float*, const double*, const double*, ChunkWorkspace<float>&, double*,
+                               DeviceReport*, cublasHandle_t, cudaStream_t);
 template void run_chunk<double>(PassMode, const ModelView<double>&, const double*, std::int64_t, int, std::int64_t,
-                                const double*, const double*, ChunkWorkspace<double>&, double*, DeviceReport*,
-                                cublasHandle_t, cudaStream_t);
+                                const double*, const double*, const double*, ChunkWorkspace<double>&, double*,
+                                DeviceReport*, cublasHandle_t, cudaStream_t);
 
 }  // namespace mixle::kernels::cuda

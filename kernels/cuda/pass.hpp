@@ -80,13 +80,16 @@ struct ChunkWorkspace {
 /// One chunk on `stream`. x: device, rows × ld in T (ld ≥ model.columns). first_row: index of
 /// the chunk's row 0 within the pass, a multiple of slot_rows(model.stat_size). given_resp: device rows × K (given mode
 /// only, else null). log_norm: device, rows float64 normalisers (normalised mode only, else
-/// null). stats: device, model.stat_size float64 values, added to (accumulate,
-/// given). report: device. After a score pass ws.resp / ws.loglik hold the chunk's results.
+/// null). weights: device, rows float64 sample weights, or null (every row 1; ignored by
+/// score): responsibilities are scaled by them after normalisation (given mode: the caller
+/// passes them scaled) and the header sums weigh rows by them; a weighted float pass takes the
+/// unfused gaussian_diag kernels. stats: device, model.stat_size float64 values, added to
+/// (accumulate, given). report: device. After a score pass ws.resp / ws.loglik hold the chunk's results.
 /// tf32: null, or a cuBLAS handle bound to `stream` — the explicit TF32 opt-in: float passes
 /// then compute gaussian_diag log-densities with a tensor-op GEMM (docs/cuda.md).
 template <class T>
 void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_t rows, int ld, std::int64_t first_row,
-               const T* given_resp, const double* log_norm, ChunkWorkspace<T>& ws, double* stats, DeviceReport* report,
-               cublasHandle_t tf32, cudaStream_t stream);
+               const T* given_resp, const double* log_norm, const double* weights, ChunkWorkspace<T>& ws, double* stats,
+               DeviceReport* report, cublasHandle_t tf32, cudaStream_t stream);
 
 }  // namespace mixle::kernels::cuda

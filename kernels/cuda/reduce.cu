@@ -13,13 +13,15 @@ constexpr int kReduceThreads = 256;
 /// Slot header: [0] Σ log-likelihood of the valid rows (float64, row order), [1] rows folded in
 /// (accumulate: all but impossible/NaN rows; given: all; normalised: 0 and 0 — the caller owns
 /// both, and the per-row status/log-likelihood are not written in that mode), [2 + k] Σ r_k
-/// (in T per kSubBlockRows rows, then float64).
+/// (in T per kSubBlockRows rows, then float64). With sample weights, [0] is Σ w·log-likelihood
+/// over the valid rows of weight > 0 and [1] their Σ w (the CPU kernels' rule).
 constexpr int kHeaderAccumulate = 0, kHeaderGiven = 1, kHeaderNormalised = 2;
 
 template <class T>
 __global__ void header_kernel(int header_mode, const T* __restrict__ resp, const double* __restrict__ loglik,
-                              const int* __restrict__ status, int K, std::int64_t rows, std::int64_t rows_per_slot,
-                              double* __restrict__ partials, std::int64_t stat_size) {
+                              const int* __restrict__ status, const double* __restrict__ weights, int K,
+                              std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ partials,
+                              std::int64_t stat_size) {
   const std::int64_t slot = blockIdx.x;
   const std::int64_t begin = slot * rows_per_slot;
   const std::int64_t end = begin + rows_per_slot < rows ? begin + rows_per_slot : rows;
@@ -36,8 +38,13 @@ __global__ void header_kernel(int header_mode, const T* __restrict__ resp, const
   }
   if (threadIdx.x == 0) {
     if (header_mode == kHeaderGiven) {
+      double total = static_cast<double>(end - begin);
+      if (weights) {
+        total = 0.0;
+        for (std::int64_t n = begin; n < end; ++n) total += weights[n];
+      }
       out[0] = 0.0;
-      out[1] = static_cast<double>(end - begin);
+      out[1] = total;
       return;
     }
     if (header_mode == kHeaderNormalised) {
@@ -48,7 +55,12 @@ __global__ void header_kernel(int header_mode, const T* __restrict__ resp, const
     double ll = 0.0, valid = 0.0;
     for (std::int64_t n = begin; n < end; ++n) {
       const int st = status[n];
-      if (st == kRowOk || st == kRowTie) ll += loglik[n], valid += 1.0;
+      if (st != kRowOk && st != kRowTie) continue;
+      if (!weights) {
+        ll += loglik[n], valid += 1.0;
+      } else if (weights[n] != 0.0) {  // a weight-0 row adds nothing (not 0 · inf)
+        ll += weights[n] * loglik[n], valid += weights[n];
+      }
     }
     out[0] = ll;
     out[1] = valid;
@@ -73,8 +85,8 @@ void launch_header_partials(PassMode mode, const ChunkArgs<T>& c, const SlotPlan
                           : mode == PassMode::normalised ? kHeaderNormalised
                                                          : kHeaderAccumulate;
   launch_kernel<header_kernel<T>>(static_cast<unsigned>(plan.slots), kHeaderThreads, 0, s, header_mode, c.resp,
-                                  c.loglik, c.status, c.components, c.rows, plan.rows_per_slot, plan.partials,
-                                  plan.stat_size);
+                                  c.loglik, c.status, c.weights, c.components, c.rows, plan.rows_per_slot,
+                                  plan.partials, plan.stat_size);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 

@@ -81,6 +81,8 @@ TEST(ChunkPlan, Tf32ScratchIsPartOfTheWorkingMemory) {
   EXPECT_EQ(work_bytes_per_row(model, false, false, true), plain + 2 * 48 * sizeof(float));
   EXPECT_EQ(work_bytes_per_row(model, true, false, false), plain + 2 * 16 * sizeof(float));
   EXPECT_EQ(work_bytes_per_row(model, false, true, false), plain + 2 * sizeof(double));
+  EXPECT_EQ(work_bytes_per_row(model, false, false, false, true), plain + 2 * sizeof(double));  // sample weights
+  EXPECT_EQ(work_bytes_per_row(model, false, true, false, true), plain + 4 * sizeof(double));
 }
 
 // The slot size is the smallest multiple of kSubBlockRows that keeps a full chunk's partials
