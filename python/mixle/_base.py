@@ -34,6 +34,23 @@ def _as_engine_array(X) -> np.ndarray:
     return np.ascontiguousarray(X)
 
 
+def _check_sample_weight(sample_weight, n_rows: int, all_rows: bool = True):
+    """None, or sample_weight as the engine reads it: a C-contiguous float64 vector of n_rows
+    values, each finite and >= 0, and — when these are all the fit's rows (`all_rows`; not one
+    rank's share) — not all 0. Checked here because scikit-learn's k-means sees them first."""
+    if sample_weight is None:
+        return None
+    w = np.ascontiguousarray(np.asarray(sample_weight, dtype=np.float64))
+    if w.ndim != 1 or w.shape[0] != n_rows:
+        raise ValueError(f"sample_weight: shape {w.shape}, expected ({n_rows},): one weight per row of X")
+    bad = np.flatnonzero(~(np.isfinite(w) & (w >= 0)))
+    if bad.size:
+        raise ValueError(f"sample_weight: row {bad[0] + 1} has weight {w[bad[0]]}; weights must be finite and >= 0")
+    if all_rows and n_rows and not np.any(w > 0):
+        raise ValueError("sample_weight: all weights are zero; at least one row must weigh more than 0")
+    return w
+
+
 class _StdoutHandler(logging.Handler):
     """Writes records to whatever sys.stdout is at the time (as print would)."""
 
@@ -114,16 +131,17 @@ class _MixtureBase(DensityMixin, BaseEstimator):
             return dict(d)
         raise ValueError(f"distributed = {d!r}: False, True or a dict of options expected")
 
-    def _run_fit(self, X: np.ndarray, progress: _Progress, **options) -> dict:
-        """One native fit of X — of this rank's rows, when distributed; warns as scikit-learn does
-        and returns the engine's result."""
+    def _run_fit(self, X: np.ndarray, progress: _Progress, sample_weight=None, **options) -> dict:
+        """One native fit of X (rows weighted by sample_weight, a checked float64 vector or None)
+        — of this rank's rows, when distributed; warns as scikit-learn does and returns the
+        engine's result."""
         options.update(self._engine_options())
         reporter = progress if progress.verbose else None
         dist = self._distributed_options()
         if dist is None:
-            result = _core.fit(X, progress=reporter, **options)
+            result = _core.fit(X, progress=reporter, sample_weight=sample_weight, **options)
         else:
-            result = _core.fit_distributed(X, dist, progress=reporter, **options)
+            result = _core.fit_distributed(X, dist, progress=reporter, sample_weight=sample_weight, **options)
             keys = ("rank", "world_size", "comm", "device", "first_row", "local_rows", "collective_bytes",
                     "collective_seconds", "resumed_from_iteration")
             self.distributed_ = {key: result[key] for key in keys}
@@ -168,9 +186,10 @@ class _MixtureBase(DensityMixin, BaseEstimator):
         o = self._engine_options()
         return _core.predict(self._model, X, o["device"], o["threads"], "fp64")
 
-    def fit(self, X, y=None):
-        """Fits the mixture by EM (see fit_predict) and returns self."""
-        self.fit_predict(X, y)
+    def fit(self, X, y=None, sample_weight=None):
+        """Fits the mixture by EM (see fit_predict) and returns self. sample_weight: one weight
+        >= 0 per row (None: all 1); a row of integer weight w counts as w copies of it."""
+        self.fit_predict(X, y, sample_weight=sample_weight)
         return self
 
     def sample(self, n_samples=1):

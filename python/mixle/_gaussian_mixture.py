@@ -8,7 +8,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 from . import _core
-from ._base import _as_engine_array, _MixtureBase, _Progress, _seed
+from ._base import _as_engine_array, _check_sample_weight, _MixtureBase, _Progress, _seed
 
 _FAMILIES = {"full": "gaussian_full", "diag": "gaussian_diag", "spherical": "gaussian_spherical"}
 _INIT_PARAMS = ("kmeans", "k-means++", "random", "random_from_data", "native")
@@ -134,29 +134,41 @@ class GaussianMixture(_MixtureBase):
 
     # -- initialisation (scikit-learn's, draw for draw) -----------------------------------------
 
-    def _initial_assignment(self, X: np.ndarray, random_state):
+    def _initial_assignment(self, X: np.ndarray, random_state, sample_weight=None):
         """Rows and their one-hot components, or a dense responsibility matrix ('random'), as
-        scikit-learn's _initialize_parameters draws them."""
+        scikit-learn's _initialize_parameters draws them. With sample weights, k-means weighs
+        its rows and no row of weight 0 is drawn as a starting point."""
         n = X.shape[0]
         K = self.n_components
         if self.init_params == "kmeans":
-            labels = KMeans(n_clusters=K, n_init=1, random_state=random_state).fit(X).labels_
+            kmeans = KMeans(n_clusters=K, n_init=1, random_state=random_state)
+            labels = kmeans.fit(X, sample_weight=sample_weight).labels_
             return np.arange(n), labels
         if self.init_params == "k-means++":
-            _, indices = kmeans_plusplus(X, K, random_state=random_state)
+            _, indices = kmeans_plusplus(X, K, random_state=random_state, sample_weight=sample_weight)
             return indices, np.arange(K)
         if self.init_params == "random_from_data":
+            if sample_weight is not None:
+                return random_state.choice(np.flatnonzero(sample_weight > 0), size=K, replace=False), np.arange(K)
             return random_state.choice(n, size=K, replace=False), np.arange(K)
         resp = random_state.uniform(size=(n, K)).astype(X.dtype)
         resp /= resp.sum(axis=1)[:, np.newaxis]
         return resp
 
-    def _moments(self, X: np.ndarray, assignment):
+    def _moments(self, X: np.ndarray, assignment, sample_weight=None):
         """Weights (unnormalised mass), means and covariances of an initial assignment, as
-        scikit-learn's _estimate_gaussian_parameters computes them."""
+        scikit-learn's _estimate_gaussian_parameters computes them; with sample weights, each
+        row's responsibilities are weighed by them."""
         K, D = self.n_components, X.shape[1]
         diag = self.covariance_type != "full"  # spherical: the diagonal's mean, below
         cov = np.empty((K, D) if diag else (K, D, D))
+        if sample_weight is not None:  # the dense form, weighed row by row
+            if isinstance(assignment, tuple):
+                rows, labels = assignment
+                dense = np.zeros((X.shape[0], K))
+                dense[rows, labels] = 1.0
+                assignment = dense
+            assignment = assignment * sample_weight[:, np.newaxis]
         if isinstance(assignment, tuple):  # one-hot rows: sums over each component's rows only
             rows, labels = assignment
             counts = np.bincount(labels, minlength=K)
@@ -176,8 +188,8 @@ class GaussianMixture(_MixtureBase):
             means = resp.T @ X / nk[:, np.newaxis]
             if diag:
                 # scikit-learn's expanded form E[x²] − μ² as one matrix product for all components,
-                # taken about the data's mean (less cancellation for data far from the origin).
-                centre = X.mean(axis=0)
+                # taken about the (weighted) data mean (less cancellation for data far from the origin).
+                centre = np.average(X, axis=0, weights=sample_weight)
                 Xc = X - centre
                 mc = means - centre
                 cov = np.maximum(resp.T @ (Xc * Xc) / nk[:, np.newaxis] - mc * mc, 0.0)
@@ -193,13 +205,14 @@ class GaussianMixture(_MixtureBase):
             cov = cov.mean(axis=1)
         return nk, means, cov
 
-    def _initial_model(self, X: np.ndarray, random_state) -> _core.Model:
+    def _initial_model(self, X: np.ndarray, random_state, sample_weight=None) -> _core.Model:
         n, D = X.shape
         given = (self.weights_init, self.means_init, self.precisions_init)
         weights = means = cov = None
         if any(v is None for v in given):
-            nk, means, cov = self._moments(X, self._initial_assignment(X, random_state))
-            weights = nk / n
+            assignment = self._initial_assignment(X, random_state, sample_weight)
+            nk, means, cov = self._moments(X, assignment, sample_weight)
+            weights = nk / (n if sample_weight is None else sample_weight.sum())
         if self.weights_init is not None:
             weights = np.asarray(self.weights_init, dtype=np.float64)
         if self.means_init is not None:
@@ -219,11 +232,14 @@ class GaussianMixture(_MixtureBase):
 
     # -- fitting ----------------------------------------------------------------------------------
 
-    def fit_predict(self, X, y=None):
+    def fit_predict(self, X, y=None, sample_weight=None):
         """Fits the mixture n_init times by EM, keeps the fit with the largest lower bound (mean
-        log-likelihood per row) and returns each row's most responsible component."""
+        log-likelihood per unit of weight) and returns each row's most responsible component.
+        sample_weight: one weight >= 0 per row (None: all 1); a row of integer weight w counts
+        as w copies of it, in the initialisation as in EM."""
         distributed = self._distributed_options() is not None  # this rank's rows: any number
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=0 if distributed else 2)
+        sample_weight = _check_sample_weight(sample_weight, X.shape[0], all_rows=not distributed)
         if not distributed and X.shape[0] < self.n_components:
             raise ValueError(
                 "Expected n_samples >= n_components "
@@ -257,6 +273,7 @@ class GaussianMixture(_MixtureBase):
             r = self._run_fit(
                 X,
                 progress,
+                sample_weight=sample_weight,
                 components=self.n_components,
                 init="kmeanspp",
                 n_init=n_init,
@@ -268,11 +285,13 @@ class GaussianMixture(_MixtureBase):
         else:
             for restart in range(n_init):
                 progress.restart(restart)
-                start = self._initial_model(X, random_state) if do_init else self._model
+                start = self._initial_model(X, random_state, sample_weight) if do_init else self._model
                 if self.max_iter == 0:
                     candidate = (start, -np.inf, 0, False, [])
                 else:
-                    r = self._run_fit(X, progress, init="model", init_model=start, **common)
+                    r = self._run_fit(
+                        X, progress, sample_weight=sample_weight, init="model", init_model=start, **common
+                    )
                     candidate = (r["model"], r["mean_loglik"][-1], r["iterations"], r["converged"], r["mean_loglik"])
                     progress.finished(candidate[1], candidate[3])
                 if best is None or candidate[1] > best[1]:

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils.validation import validate_data
 
 from . import _core
-from ._base import _as_engine_array, _MixtureBase, _Progress, _seed
+from ._base import _as_engine_array, _check_sample_weight, _MixtureBase, _Progress, _seed
 
 
 def layout_text(layout) -> str:
@@ -103,11 +103,13 @@ class MixtureModel(_MixtureBase):
         self.n_threads = n_threads
         self.distributed = distributed
 
-    def fit_predict(self, X, y=None):
+    def fit_predict(self, X, y=None, sample_weight=None):
         """Fits the mixture by EM (n_init restarts inside the engine, the best kept) and returns
-        each row's most responsible component."""
+        each row's most responsible component. sample_weight: one weight >= 0 per row (None: all
+        1); a row of integer weight w counts as w copies of it."""
         distributed = self._distributed_options() is not None  # this rank's rows: any number
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=0 if distributed else 2)
+        sample_weight = _check_sample_weight(sample_weight, X.shape[0], all_rows=not distributed)
         if self.init not in ("kmeanspp", "select"):
             raise ValueError(f"init = {self.init!r}: one of 'kmeanspp', 'select'")
         if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
@@ -131,7 +133,7 @@ class MixtureModel(_MixtureBase):
         }
         if warm:
             options["init_model"] = self._model
-        r = self._run_fit(X, progress, **options)
+        r = self._run_fit(X, progress, sample_weight=sample_weight, **options)
         self._set_model(r["model"])
         self.converged_ = r["converged"]
         self.n_iter_ = r["iterations"]

@@ -71,14 +71,38 @@ def _as_dask_array(X):
     return X
 
 
-def _rank_task(rank, world, planned, address, port_name, token, fit_kwargs, dist, columns, *blocks):
-    """One rank's fit, run on its worker: the blocks held there, concatenated in block order."""
+def _with_weight_column(X, sample_weight):
+    """(X, False) without weights; else (X with the weights as one more, last column, float64,
+    True) — so each row's weight lies in the same block, on the same worker, as the row."""
+    if sample_weight is None:
+        return X, False
+    da = _dask()[0]
+    w = sample_weight
+    if hasattr(w, "to_dask_array"):  # a dask Series
+        w = w.to_dask_array(lengths=True)
+    if not isinstance(w, da.Array):
+        w = np.asarray(w, dtype=np.float64)
+        if w.shape == (X.shape[0],):
+            w = da.from_array(w, chunks=(X.chunks[0],))
+    if w.ndim != 1 or w.shape[0] != X.shape[0]:
+        raise ValueError(f"sample_weight: shape {w.shape}, expected ({X.shape[0]},): one weight per row of X")
+    w = w.astype(np.float64).rechunk((X.chunks[0],))
+    return da.concatenate([X.astype(np.float64), w[:, None]], axis=1).rechunk({1: -1}), True
+
+
+def _rank_task(rank, world, planned, address, port_name, token, fit_kwargs, dist, columns, weighted, *blocks):
+    """One rank's fit, run on its worker: the blocks held there, concatenated in block order
+    (their last column the rows' sample weights when `weighted`)."""
     _, _, Variable, _, _, get_worker, _ = _dask()
     here = get_worker().address
     if here != planned:
         raise RuntimeError(f"mixle.dask: rank {rank} was planned on worker {planned} but runs on {here}")
     rows = [np.ascontiguousarray(b) for b in blocks if b.shape[0]]
-    X = np.concatenate(rows) if rows else np.empty((0, columns), dtype=np.float64)
+    X = np.concatenate(rows) if rows else np.empty((0, columns + weighted), dtype=np.float64)
+    weights = None
+    if weighted:
+        weights = np.ascontiguousarray(X[:, -1])
+        X = np.ascontiguousarray(X[:, :-1])
     env = rank_environment(rank, world, token, address)
     port = Variable(port_name)
     options = dict(dist, launch_environment=env)
@@ -87,7 +111,7 @@ def _rank_task(rank, world, planned, address, port_name, token, fit_kwargs, dist
         options["on_store_port"] = lambda p: port.set(p)
     else:
         env["MASTER_PORT"] = str(port.get(timeout=float(dist.get("timeout", 60.0))))
-    result = _core.fit_distributed(X, options, **fit_kwargs)
+    result = _core.fit_distributed(X, options, sample_weight=weights, **fit_kwargs)
     return {key: result[key] for key in ("mean_loglik", "iterations", "converged", "rank", "world_size",
                                          "first_row", "local_rows", "comm", "warnings")} | {
         "model": result["model"].to_json()
@@ -117,10 +141,12 @@ class _DaskFit:
     def _client(self):
         return self.client if self.client is not None else _dask()[3]()
 
-    def _fit_on_cluster(self, X, fit_kwargs: dict) -> dict:
+    def _fit_on_cluster(self, X, fit_kwargs: dict, sample_weight=None) -> dict:
         da, Lock, _, _, futures_of, _, wait = _dask()
         client = self._client()
-        X = client.persist(_as_dask_array(X))
+        X, weighted = _with_weight_column(_as_dask_array(X), sample_weight)
+        columns = X.shape[1] - weighted
+        X = client.persist(X)
         wait(X)
         blocks = futures_of(X)
         # futures_of returns the blocks in key order: (name, row block, 0).
@@ -148,7 +174,8 @@ class _DaskFit:
                     token,
                     fit_kwargs,
                     dist,
-                    X.shape[1],
+                    columns,
+                    weighted,
                     *by_worker[w],
                     workers=[w],
                     allow_other_workers=False,
@@ -159,7 +186,7 @@ class _DaskFit:
             ]
             results = _gather_or_first_error(client, futures)
         first = results[0]
-        self.n_features_in_ = X.shape[1]
+        self.n_features_in_ = columns
         self.distributed_ = {
             "world_size": world,
             "workers": workers,
@@ -236,8 +263,9 @@ class GaussianMixture(_DaskFit, _LocalGaussianMixture):
     def _get_param_names(cls):
         return sorted(set(_LocalGaussianMixture._get_param_names()) | {"client"})
 
-    def fit(self, X, y=None):
-        """Fits the rows of the dask array (or DataFrame) X where they lie; returns self."""
+    def fit(self, X, y=None, sample_weight=None):
+        """Fits the rows of the dask array (or DataFrame) X where they lie; returns self.
+        sample_weight: a dask array or Series (or array) of one weight >= 0 per row."""
         K = self.n_components
         given = self.weights_init is not None and self.means_init is not None and self.precisions_init is not None
         if self.init_params != "native" and not given:
@@ -266,15 +294,15 @@ class GaussianMixture(_DaskFit, _LocalGaussianMixture):
             from ._base import _seed
 
             fit_kwargs = dict(common, components=K, init="kmeanspp", n_init=self.n_init, seed=_seed(self.random_state))
-        self._adopt(self._fit_on_cluster(Xd, fit_kwargs))
+        self._adopt(self._fit_on_cluster(Xd, fit_kwargs, sample_weight))
         return self
 
     def _given_model(self, columns: int) -> _core.Model:
         """The initial model from weights_init, means_init and precisions_init (no data needed)."""
         return self._initial_model(np.empty((0, columns)), None)
 
-    def fit_predict(self, X, y=None):
-        return self.fit(X).predict(X)
+    def fit_predict(self, X, y=None, sample_weight=None):
+        return self.fit(X, sample_weight=sample_weight).predict(X)
 
 
 class MixtureModel(_DaskFit, _LocalMixtureModel):
@@ -289,8 +317,9 @@ class MixtureModel(_DaskFit, _LocalMixtureModel):
     def _get_param_names(cls):
         return sorted(set(_LocalMixtureModel._get_param_names()) | {"client"})
 
-    def fit(self, X, y=None):
-        """Fits the rows of the dask array (or DataFrame) X where they lie; returns self."""
+    def fit(self, X, y=None, sample_weight=None):
+        """Fits the rows of the dask array (or DataFrame) X where they lie; returns self.
+        sample_weight: a dask array or Series (or array) of one weight >= 0 per row."""
         from ._base import _seed
         from ._mixture_model import layout_text
 
@@ -314,11 +343,11 @@ class MixtureModel(_DaskFit, _LocalMixtureModel):
         )
         if warm:
             fit_kwargs["init_model"] = self._model
-        self._adopt(self._fit_on_cluster(Xd, fit_kwargs))
+        self._adopt(self._fit_on_cluster(Xd, fit_kwargs, sample_weight))
         return self
 
-    def fit_predict(self, X, y=None):
-        return self.fit(X).predict(X)
+    def fit_predict(self, X, y=None, sample_weight=None):
+        return self.fit(X, sample_weight=sample_weight).predict(X)
 
 
 __all__ = ["GaussianMixture", "MixtureModel"]

@@ -48,7 +48,15 @@ try:
     from pyspark.ml.functions import array_to_vector, vector_to_array
     from pyspark.ml.linalg import VectorUDT
     from pyspark.ml.param import Param, Params, TypeConverters
-    from pyspark.ml.param.shared import HasFeaturesCol, HasMaxIter, HasPredictionCol, HasProbabilityCol, HasSeed, HasTol
+    from pyspark.ml.param.shared import (
+        HasFeaturesCol,
+        HasMaxIter,
+        HasPredictionCol,
+        HasProbabilityCol,
+        HasSeed,
+        HasTol,
+        HasWeightCol,
+    )
     from pyspark.ml.util import DefaultParamsReader, DefaultParamsWriter, MLReadable, MLReader, MLWritable, MLWriter
     from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
     from pyspark.sql import functions as F
@@ -100,6 +108,16 @@ def _rows_of(batches, columns: int | None = None) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate(parts) if len(parts) > 1 else parts[0])
 
 
+def _weight_column(df, column: str):
+    """The column `column` of df (sample weights: numbers) as double; anything else is refused."""
+    if column not in df.columns:
+        raise ValueError(f"weightCol = {column!r}: no such column (columns: {', '.join(df.columns)})")
+    kind = df.schema[column].dataType
+    if not isinstance(kind, _NUMERIC):
+        raise TypeError(f"weightCol = {column!r} has type {kind.simpleString()}: a numeric column expected")
+    return F.col(column).cast(T.DoubleType())
+
+
 def _host_of(address: str) -> str:
     """The host of a Spark task address 'host:port' (an IPv6 host may be bracketed)."""
     host = address.rsplit(":", 1)[0] if ":" in address else address
@@ -117,8 +135,20 @@ def _train_task(fit_kwargs: dict, dist: dict, token: str):
         infos = context.getTaskInfos()
         world = len(infos)
         # Round 1: every rank's rows and columns, or its error, so all ranks stop or go on together.
+        weights = None
         try:
+            batches = list(batches)
             X = _rows_of(batches)
+            if batches and "w" in batches[0]:  # weightCol: a null weight is NaN, refused by the engine
+                weights = np.ascontiguousarray(
+                    np.concatenate([b["w"].to_numpy(dtype=np.float64, na_value=np.nan) for b in batches])
+                )
+                bad = np.flatnonzero(~(np.isfinite(weights) & (weights >= 0)))
+                if bad.size:  # here, so that every rank stops in round 1 rather than at a timeout
+                    raise ValueError(
+                        f"weightCol: row {bad[0] + 1} of this partition has weight {weights[bad[0]]}; "
+                        "weights must be finite and >= 0"
+                    )
             mine = {"rows": int(X.shape[0]), "columns": int(X.shape[1]) if X.shape[0] else None}
         except Exception as e:  # reported by rank 0 below, after every rank has heard of it
             X, mine = None, {"error": f"rank {rank}: {e}", "type": type(e).__name__}
@@ -162,7 +192,7 @@ def _train_task(fit_kwargs: dict, dist: dict, token: str):
             env["MASTER_ADDR"] = first["host"]
             env["MASTER_PORT"] = str(first["port"])
         try:
-            result = _core.fit_distributed(X, options, **kwargs)
+            result = _core.fit_distributed(X, options, sample_weight=weights, **kwargs)
         except Exception as e:  # every rank reports; the driver raises the first (lowest rank)
             yield _result_frame(rank, error=f"rank {rank}: {e}", error_type=type(e).__name__)
             return
@@ -187,9 +217,13 @@ def _result_frame(rank, **values):
     return pd.DataFrame([row])
 
 
-def _run_barrier_fit(dataset, features_col: str, num_workers, fit_kwargs: dict, dist: dict) -> dict:
-    """Runs the barrier stage over dataset's features and returns rank 0's result row as a dict."""
-    data = dataset.select(_features_as_array(dataset, features_col).alias("x"))
+def _run_barrier_fit(dataset, features_col: str, num_workers, fit_kwargs: dict, dist: dict, weight_col=None) -> dict:
+    """Runs the barrier stage over dataset's features (and sample weights, when weight_col names
+    a column) and returns rank 0's result row as a dict."""
+    columns = [_features_as_array(dataset, features_col).alias("x")]
+    if weight_col:
+        columns.append(_weight_column(dataset, weight_col).alias("w"))
+    data = dataset.select(*columns)
     if num_workers is not None:
         data = data.repartition(int(num_workers))
     token = f"mixle-spark-{uuid.uuid4().hex}"
@@ -230,7 +264,8 @@ def _run_barrier_fit(dataset, features_col: str, num_workers, fit_kwargs: dict, 
     return rows[0]
 
 
-class _GaussianMixtureParams(HasFeaturesCol, HasPredictionCol, HasProbabilityCol, HasMaxIter, HasTol, HasSeed):
+class _GaussianMixtureParams(HasFeaturesCol, HasPredictionCol, HasProbabilityCol, HasMaxIter, HasTol, HasSeed,
+                             HasWeightCol):
     """The params GaussianMixture and GaussianMixtureModel share."""
 
     k = Param(Params._dummy(), "k", "number of components (>= 1)", typeConverter=TypeConverters.toInt)
@@ -302,7 +337,8 @@ class GaussianMixture(_GaussianMixtureParams, Estimator, DefaultParamsReadable, 
     per row), seed, regCovar (1e-6), initMode ("native": the engine's k-means++ over every rank's
     rows; "given": initialWeights, initialMeans, initialPrecisions), numWorkers (the input is
     repartitioned to that many ranks; default: the DataFrame's partitions as they are), timeout
-    (seconds, default 60).
+    (seconds, default 60), weightCol (optional: a numeric column of sample weights >= 0; a row of
+    integer weight w counts as w copies of it).
 
     fit(df) runs one barrier task per partition (the module's docstring) and returns a
     :class:`GaussianMixtureModel`; it needs as many free task slots as ranks.
@@ -311,14 +347,16 @@ class GaussianMixture(_GaussianMixtureParams, Estimator, DefaultParamsReadable, 
     @keyword_only
     def __init__(self, *, featuresCol="features", predictionCol="prediction", probabilityCol="probability", k=2,
                  covarianceType="full", maxIter=100, tol=1e-3, seed=None, regCovar=1e-6, initMode="native",
-                 initialWeights=None, initialMeans=None, initialPrecisions=None, numWorkers=None, timeout=60.0):
+                 initialWeights=None, initialMeans=None, initialPrecisions=None, numWorkers=None, timeout=60.0,
+                 weightCol=None):
         super().__init__()
         self._set(**self._input_kwargs)
 
     @keyword_only
     def setParams(self, *, featuresCol="features", predictionCol="prediction", probabilityCol="probability", k=2,
                   covarianceType="full", maxIter=100, tol=1e-3, seed=None, regCovar=1e-6, initMode="native",
-                  initialWeights=None, initialMeans=None, initialPrecisions=None, numWorkers=None, timeout=60.0):
+                  initialWeights=None, initialMeans=None, initialPrecisions=None, numWorkers=None, timeout=60.0,
+                  weightCol=None):
         """Sets the given params (keywords only) and returns self."""
         return self._set(**self._input_kwargs)
 
@@ -345,6 +383,9 @@ class GaussianMixture(_GaussianMixtureParams, Estimator, DefaultParamsReadable, 
 
     def setTimeout(self, value: float):
         return self._set(timeout=value)
+
+    def setWeightCol(self, value: str):
+        return self._set(weightCol=value)
 
     def setMaxIter(self, value: int):
         return self._set(maxIter=value)
@@ -398,7 +439,8 @@ class GaussianMixture(_GaussianMixtureParams, Estimator, DefaultParamsReadable, 
     def _fit(self, dataset):
         fit_kwargs = self._fit_kwargs()
         dist = {"timeout": float(self.getTimeout())}
-        result = _run_barrier_fit(dataset, self.getFeaturesCol(), self.getNumWorkers(), fit_kwargs, dist)
+        weight_col = self.getOrDefault(self.weightCol) if self.isDefined(self.weightCol) else None
+        result = _run_barrier_fit(dataset, self.getFeaturesCol(), self.getNumWorkers(), fit_kwargs, dist, weight_col)
         info = {
             "lowerBounds": list(result["mean_loglik"]),
             "numIter": int(result["iterations"]),

@@ -185,6 +185,8 @@ nb::dict fit_result(FitResult&& r) {
   out["warnings"] = r.warnings;
   out["seconds"] = r.seconds;
   out["rows"] = r.rows;
+  out["total_weight"] = r.total_weight;
+  out["init_seconds"] = r.init_seconds;
   out["best_restart"] = r.best_restart;
   return out;
 }
@@ -224,10 +226,21 @@ auto engine_call(F&& f) {
   }
 }
 
-nb::dict py_fit(const InputMatrix& x, const nb::object& progress, const nb::kwargs& kw) {
+using WeightVector = nb::ndarray<nb::ro, double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+/// x's rows, with the sample weights `weights` (a float64 vector, or None) attached.
+Dataset weighted_view(const InputMatrix& x, const std::optional<WeightVector>& weights) {
+  const Dataset data = view_of(x);
+  if (!weights) return data;
+  const double* w = weights->data();
+  return data.with_weights(std::vector<double>(w, w + weights->shape(0)), "sample_weight");
+}
+
+nb::dict py_fit(const InputMatrix& x, const nb::object& progress, const std::optional<WeightVector>& sample_weight,
+                const nb::kwargs& kw) {
   FitOptions options = fit_options(kw);
   options.progress = progress_reporter(progress);
-  const Dataset data = view_of(x);
+  const Dataset data = weighted_view(x, sample_weight);
   return fit_result(engine_call([&] { return fit(data, options); }));
 }
 
@@ -281,11 +294,11 @@ DistributedOptions distributed_options(const nb::dict& in) {
 }
 
 nb::dict py_fit_distributed(const InputMatrix& x, const nb::dict& dist, const nb::object& progress,
-                            const nb::kwargs& kw) {
+                            const std::optional<WeightVector>& sample_weight, const nb::kwargs& kw) {
   FitOptions options = fit_options(kw);
   options.progress = progress_reporter(progress);
   const DistributedOptions d = distributed_options(dist);
-  const Dataset data = view_of(x);
+  const Dataset data = weighted_view(x, sample_weight);
   DistributedFitResult r = engine_call([&] { return fit_distributed(data, options, d); });
   nb::dict out = fit_result(std::move(r.fit));
   out["rank"] = r.rank;
@@ -362,10 +375,12 @@ NB_MODULE(_core, m) {
       .def("__setstate__",
            [](Model& model, const std::string& json) { new (&model) Model(model_from_json(json, "<pickle>")); });
 
-  m.def("fit", &py_fit, "x"_a, "progress"_a = nb::none(), "options"_a,
+  m.def("fit", &py_fit, "x"_a, "progress"_a = nb::none(), "sample_weight"_a = nb::none(), "options"_a,
         "Fits a mixture to the rows of x (float32/float64, C-contiguous) with the engine's FitOptions as keywords; "
-        "returns a dict (model, mean_loglik, iterations, converged, …).");
-  m.def("fit_distributed", &py_fit_distributed, "x"_a, "dist"_a, "progress"_a = nb::none(), "options"_a,
+        "sample_weight: None or one float64 weight ≥ 0 per row (integer weights fit as repeated rows). "
+        "Returns a dict (model, mean_loglik, iterations, converged, rows, total_weight, …).");
+  m.def("fit_distributed", &py_fit_distributed, "x"_a, "dist"_a, "progress"_a = nb::none(),
+        "sample_weight"_a = nb::none(), "options"_a,
         "Fits this rank's rows x across the processes of the job (torchrun, mpirun, srun, mixle launch; one "
         "process alone otherwise): rank r's rows follow those of ranks 0…r−1. `dist`: comm, timeout (s), "
         "checkpoint_dir, checkpoint_every, resume_dir, receipts_file. Returns fit's dict plus rank, world_size, "

@@ -158,3 +158,33 @@ def test_a_dask_dataframe_is_fitted_through_its_values(client, rows, given_start
     assert_same(ours, mixle.GaussianMixture(3, **params).fit(rows))
     assert sum(ours.distributed_["rows_per_rank"]) == len(rows)
     np.testing.assert_array_equal(ours.predict(frame).compute(), ours.predict(rows))
+
+
+def test_sample_weights_travel_with_their_rows(client, rows, given_start):
+    # A dask array of weights chunked unlike X, and a dask Series beside a dask DataFrame: both
+    # give the one-process weighted fit; the weights change the fit.
+    import dask.dataframe as dd
+    import pandas as pd
+
+    w = (np.arange(len(rows)) * 5 + 1) % 4.0
+    params = dict(covariance_type="diag", tol=1e-8, max_iter=200, **given_start(rows, "diag"))
+    one = mixle.GaussianMixture(3, **params).fit(rows, sample_weight=w)
+    X = da.from_array(rows, chunks=(1500, 3))
+    ours = mixle.dask.GaussianMixture(3, client=client, **params).fit(X, sample_weight=da.from_array(w, chunks=2000))
+    assert_same(ours, one)
+    assert ours.n_features_in_ == 3
+    frame = dd.from_pandas(pd.DataFrame(rows, columns=["a", "b", "c"]).assign(w=w), npartitions=3)
+    # From one starting model (warm_start): the engine's k-means++ keys its sample by the ranks'
+    # row order, which is the cluster's, not the array's.
+    start = mixle.MixtureModel(3, layout="gaussian_diag:0-3", max_iter=2, random_state=2).fit(rows)._model
+    common = dict(layout="gaussian_diag:0-3", tol=0.0, max_iter=5, warm_start=True)
+    mm = mixle.dask.MixtureModel(3, client=client, **common)
+    local = mixle.MixtureModel(3, **common)
+    mm._model = local._model = start
+    mm.fit(frame[["a", "b", "c"]], sample_weight=frame["w"])
+    local.fit(rows, sample_weight=w)
+    np.testing.assert_allclose(mm.weights_, local.weights_, rtol=RTOL)
+    np.testing.assert_allclose(mm.parts_[0]["mean"], local.parts_[0]["mean"], rtol=RTOL)
+    assert not np.allclose(one.means_, mixle.GaussianMixture(3, **params).fit(rows).means_, rtol=1e-6)
+    with pytest.raises(ValueError, match="sample_weight: shape"):
+        mixle.dask.GaussianMixture(3, client=client, **params).fit(X, sample_weight=np.ones(7))

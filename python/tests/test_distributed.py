@@ -27,14 +27,18 @@ RANK_SCRIPT = textwrap.dedent(
     cut = int(first * len(X))
     bounds = [0, cut] + [cut + (len(X) - cut) * r // (world - 1) for r in range(1, world)]
     mine = X[bounds[rank]:bounds[rank + 1]]
+    weights = (np.arange(len(X)) % 4.0)[bounds[rank]:bounds[rank + 1]] if kind == "weighted" else None
     common = dict(max_iter=25, tol=0.0, random_state=3, distributed={"timeout": 60})
-    if kind == "gaussian":
-        est = mixle.GaussianMixture(3, covariance_type="full", init_params="native", n_init=2, **common)
+    if kind in ("gaussian", "weighted"):
+        # weighted: one start (two restarts of these weights reach one optimum, in two component
+        # orders, whose bounds tie to rounding — which one is kept would be rounding's choice)
+        n_init = 1 if kind == "weighted" else 2
+        est = mixle.GaussianMixture(3, covariance_type="full", init_params="native", n_init=n_init, **common)
     else:
         est = mixle.MixtureModel(3, layout="gaussian_diag:0-2,poisson:2-3", **common)
     import warnings
     warnings.simplefilter("ignore")
-    est.fit(mine)
+    est.fit(mine, sample_weight=weights)
     with open(out, "w") as f:
         json.dump({"model": json.loads(est.to_json()), "where": est.distributed_,
                    "labels": est.predict(mine).tolist() if len(mine) else []}, f)
@@ -81,17 +85,18 @@ def data(tmp_path_factory):
 
 
 @pytest.mark.parametrize("kind, world, first_share", [("gaussian", 2, 0.5), ("gaussian", 3, 0.1),
-                                                      ("mixture", 2, 0.0)])
+                                                      ("mixture", 2, 0.0), ("weighted", 3, 0.3)])
 def test_every_rank_gets_the_one_process_model(tmp_path, data, kind, world, first_share):
+    # "weighted": each rank passes its rows' sample weights (0 … 3) with its rows.
     path, X = data
     results = run_ranks(tmp_path, path, kind, world, first_share)
-    if kind == "gaussian":
-        one = mixle.GaussianMixture(3, covariance_type="full", init_params="native", n_init=2, max_iter=25, tol=0.0,
-                                    random_state=3)
+    if kind in ("gaussian", "weighted"):
+        one = mixle.GaussianMixture(3, covariance_type="full", init_params="native",
+                                    n_init=1 if kind == "weighted" else 2, max_iter=25, tol=0.0, random_state=3)
     else:
         one = mixle.MixtureModel(3, layout="gaussian_diag:0-2,poisson:2-3", max_iter=25, tol=0.0, random_state=3)
     with pytest.warns(Warning):
-        one.fit(X)
+        one.fit(X, sample_weight=np.arange(len(X)) % 4.0 if kind == "weighted" else None)
     reference = json.loads(one.to_json())
     first_rows = 0
     for r, res in enumerate(results):

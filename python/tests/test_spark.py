@@ -93,6 +93,26 @@ def test_a_dataframe_fit_equals_the_one_process_fit(spark, rows, given_start):
     np.testing.assert_allclose(mixle.Model.from_json(model.to_json()).weights, local.weights_, rtol=RTOL)
 
 
+def test_weight_col_weighs_each_row(spark, rows, given_start):
+    from pyspark.sql import functions as F
+
+    # Sample weights 0 … 3 from an integer column (an empty partition among the ranks): the
+    # one-process weighted fit; a null weight is refused naming its row.
+    weights = (np.arange(len(rows)) * 5 + 1) % 4
+    df = frame(spark, rows, [4000, 0, 5000]).withColumn("w", (F.col("id") * 5 + 1) % 4)
+    init = given_start(rows, "diag")
+    model = mixle.spark.GaussianMixture(k=3, covarianceType="diag", tol=1e-8, maxIter=200, weightCol="w",
+                                        **spark_params(init)).fit(df)
+    local = mixle.GaussianMixture(3, covariance_type="diag", tol=1e-8, max_iter=200, **init)
+    assert_same(model, local.fit(rows, sample_weight=weights.astype(float)))
+    assert model.getWeightCol() == "w"
+    nulls = df.withColumn("w", F.when(F.col("id") == 4006, None).otherwise(F.col("w")))
+    with pytest.raises(ValueError, match="rank 2: weightCol: row 7 of this partition has weight nan"):
+        mixle.spark.GaussianMixture(k=3, weightCol="w").fit(nulls)
+    with pytest.raises(ValueError, match="weightCol = 'nope': no such column"):
+        mixle.spark.GaussianMixture(k=3, weightCol="nope").fit(df)
+
+
 def test_an_empty_partition_and_a_vector_column(spark, rows, given_start):
     df = frame(spark, rows, [4500, 0, 4500]).withColumn("v", array_to_vector("features"))
     init = given_start(rows, "diag")
