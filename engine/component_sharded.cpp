@@ -227,6 +227,13 @@ ShardChunking ShardedEstimator::chunking(Precision precision) const {
 }
 
 ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& options) {
+  // Every rank holds the same structure, so every rank refuses here, before any collective.
+  for (const Part& p : shard.parts)
+    if (family_ops(p.family).shares_parameters(p))
+      throw InvalidInput(std::string(family_name(p.family)) +
+                         ": its components share parameters (one covariance), which component sharding would "
+                         "split over the shards; fit it data parallel (without --shard-components or the "
+                         "component_sharded backend)");
   const ShardChunking chunks = chunking(options.precision);
   const std::size_t K = shard.components(), R = chunks.rows;
   const bool keep = chunks.keep;

@@ -184,6 +184,12 @@ MStepResult m_step(const Model& prev, const std::vector<double>& stats, const Sh
       family_ops(p.family).m_step(p, k, s, mass, shift, options.m_step);
     }
   }
+  // Parameters the components share (gaussian_tied's covariance), from the components that
+  // captured rows.
+  std::vector<double> masses(K, 0.0);
+  for (std::size_t k = 0; k < K; ++k)
+    if (stats[kernels::kStatHeader + k] > kEmptyMass) masses[k] = stats[kernels::kStatHeader + k];
+  for (Part& p : next.parts) family_ops(p.family).m_step_shared(p, masses, options.m_step);
   // Renormalise exactly so the weights stay a simplex after dropping empty components.
   double sum = 0.0;
   for (double w : next.weights) sum += w;

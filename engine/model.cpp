@@ -19,7 +19,10 @@ std::size_t Model::columns() const noexcept {
 
 std::size_t Model::free_parameters() const noexcept {
   std::size_t n = weights.empty() ? 0 : weights.size() - 1;
-  for (const auto& p : parts) n += weights.size() * engine::family_ops(p.family).free_parameters(p);
+  for (const auto& p : parts) {
+    const engine::FamilyOps& ops = engine::family_ops(p.family);
+    n += weights.size() * ops.free_parameters(p) + ops.shared_free_parameters(p);
+  }
   return n;
 }
 

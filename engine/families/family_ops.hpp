@@ -63,6 +63,15 @@ class FamilyOps {
   virtual void m_step(Part& part, std::size_t k, const double* stats, double mass, const double* shift,
                       const MStepOptions& options) const = 0;
 
+  /// After every component's m_step (the components that captured no row skipped, masses[k]
+  /// 0): the parameters its components share, from all of them (gaussian_tied's pooled
+  /// covariance). Families without shared parameters do nothing. A family that has them cannot
+  /// be split over component shards (shares_parameters).
+  virtual void m_step_shared(Part& part, const std::vector<double>& masses, const MStepOptions& options) const {}
+  /// Parameters the part's components share: counted once, beside free_parameters' per-component ones.
+  virtual std::size_t shared_free_parameters(const Part& part) const { return 0; }
+  bool shares_parameters(const Part& part) const { return shared_free_parameters(part) > 0; }
+
   /// Free parameters per component (for BIC/AIC; the descriptor's rule).
   std::size_t free_parameters(const Part& part) const {
     return static_cast<std::size_t>(descriptor().free_parameters.count(static_cast<std::int64_t>(part.dims()),

@@ -19,14 +19,15 @@ const FamilyOps& bernoulli_ops();
 const FamilyOps& gamma_ops();
 const FamilyOps& lognormal_ops();
 const FamilyOps& gaussian_spherical_ops();
+const FamilyOps& gaussian_tied_ops();
 
 namespace {
 
 /// Registration order is Family's order (and, for families with kernels of their own, the
 /// kernels' PartKind's).
-constexpr std::array kRegistered = {gaussian_diag_ops, gaussian_full_ops, categorical_ops,
-                                    poisson_ops,       exponential_ops,   bernoulli_ops,
-                                    gamma_ops,         lognormal_ops,     gaussian_spherical_ops};
+constexpr std::array kRegistered = {gaussian_diag_ops,      gaussian_full_ops, categorical_ops, poisson_ops,
+                                    exponential_ops,        bernoulli_ops,     gamma_ops,       lognormal_ops,
+                                    gaussian_spherical_ops, gaussian_tied_ops};
 
 }  // namespace
 

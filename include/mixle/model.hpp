@@ -22,7 +22,8 @@ enum class Family {
   bernoulli,
   gamma,
   lognormal,
-  gaussian_spherical
+  gaussian_spherical,
+  gaussian_tied
 };
 
 /// "gaussian_diag", … ; family_from_name throws InvalidInput listing the accepted names.
@@ -41,6 +42,8 @@ bool family_is_discrete(Family family) noexcept;
 ///   gamma         : shape K×D (> 0), rate K×D (> 0)
 ///   lognormal     : mean K×D and var K×D (> 0) of log x (the file's "log_mean", "log_var")
 ///   gaussian_spherical : mean K×D, var K (one variance per component, shared by its columns)
+///   gaussian_tied : mean K×D, cov K×D×D (one covariance shared by all components: every
+///                   component's matrix the same)
 /// where D = col_end − col_begin. Unused arrays stay empty.
 struct Part {
   Family family = Family::gaussian_diag;

@@ -10,7 +10,13 @@ from sklearn.utils.validation import validate_data
 from . import _core
 from ._base import _as_engine_array, _check_sample_weight, _MixtureBase, _Progress, _seed
 
-_FAMILIES = {"full": "gaussian_full", "diag": "gaussian_diag", "spherical": "gaussian_spherical"}
+_FAMILIES = {
+    "full": "gaussian_full",
+    "tied": "gaussian_tied",
+    "diag": "gaussian_diag",
+    "spherical": "gaussian_spherical",
+}
+_FULL_MATRICES = ("full", "tied")  # covariance types held as D×D matrices (tied: one for all)
 _INIT_PARAMS = ("kmeans", "k-means++", "random", "random_from_data", "native")
 _EPS = 10 * np.finfo(np.float64).eps  # scikit-learn's guard on empty components' mass
 
@@ -43,8 +49,6 @@ class GaussianMixture(_MixtureBase):
 
     init_params also accepts "native": the engine's own k-means++ and one hard-assignment M-step,
     run in C++ (no scikit-learn k-means), with ``n_init`` restarts inside the engine.
-
-    covariance_type "tied" is not implemented yet: fit raises ValueError.
     """
 
     def __init__(
@@ -94,11 +98,7 @@ class GaussianMixture(_MixtureBase):
         if not isinstance(self.n_components, (int, np.integer)) or self.n_components < 1:
             raise ValueError(f"n_components = {self.n_components!r}: an integer >= 1 expected")
         if self.covariance_type not in _FAMILIES:
-            if self.covariance_type == "tied":
-                raise ValueError(
-                    "covariance_type = 'tied' is not implemented in mixle yet; use 'full', 'diag' or 'spherical'"
-                )
-            raise ValueError(f"covariance_type = {self.covariance_type!r}: one of 'full', 'diag', 'spherical'")
+            raise ValueError(f"covariance_type = {self.covariance_type!r}: one of 'full', 'tied', 'diag', 'spherical'")
         if self.init_params not in _INIT_PARAMS:
             raise ValueError(f"init_params = {self.init_params!r}: one of {', '.join(map(repr, _INIT_PARAMS))}")
         for name, low in (("tol", 0.0), ("reg_covar", 0.0)):
@@ -122,11 +122,13 @@ class GaussianMixture(_MixtureBase):
                 raise ValueError(f"means_init: shape {m.shape}, expected ({K}, {D})")
         if self.precisions_init is not None:
             p = np.asarray(self.precisions_init, dtype=np.float64)
-            shape = {"full": (K, D, D), "diag": (K, D), "spherical": (K,)}[self.covariance_type]
+            shape = {"full": (K, D, D), "tied": (D, D), "diag": (K, D), "spherical": (K,)}[self.covariance_type]
             if p.shape != shape:
                 raise ValueError(f"precisions_init: shape {p.shape}, expected {shape} for '{self.covariance_type}'")
-            if self.covariance_type != "full" and np.any(p <= 0):
+            if self.covariance_type not in _FULL_MATRICES and np.any(p <= 0):
                 raise ValueError(f"precisions_init: '{self.covariance_type}' precisions must be positive")
+            if self.covariance_type == "tied" and (not np.allclose(p, p.T) or np.any(np.linalg.eigvalsh(p) <= 0)):
+                raise ValueError("precisions_init: a symmetric positive-definite matrix expected")
             if self.covariance_type == "full":
                 for k in range(K):
                     if not np.allclose(p[k], p[k].T) or np.any(np.linalg.eigvalsh(p[k]) <= 0):
@@ -160,7 +162,7 @@ class GaussianMixture(_MixtureBase):
         scikit-learn's _estimate_gaussian_parameters computes them; with sample weights, each
         row's responsibilities are weighed by them."""
         K, D = self.n_components, X.shape[1]
-        diag = self.covariance_type != "full"  # spherical: the diagonal's mean, below
+        diag = self.covariance_type not in _FULL_MATRICES  # spherical: the diagonal's mean, below
         cov = np.empty((K, D) if diag else (K, D, D))
         if sample_weight is not None:  # the dense form, weighed row by row
             if isinstance(assignment, tuple):
@@ -203,6 +205,15 @@ class GaussianMixture(_MixtureBase):
             cov[:, np.arange(D), np.arange(D)] += self.reg_covar
         if self.covariance_type == "spherical":
             cov = cov.mean(axis=1)
+        if self.covariance_type == "tied":
+            # scikit-learn's tied estimate, (Σ_n x xᵀ − Σ_k N_k μ_k μ_kᵀ) / Σ_k N_k + reg_covar: the
+            # pooled scatter when every row's responsibilities sum to 1 (its weight) — and, as in
+            # scikit-learn, over all rows even when the start gives mass to K rows only
+            # ('k-means++', 'random_from_data').
+            Xf = X.astype(np.float64, copy=False)
+            weight = np.ones(len(Xf)) if sample_weight is None else sample_weight
+            cov = (Xf.T @ (Xf * weight[:, np.newaxis]) - (nk * means.T) @ means) / nk.sum()
+            cov[np.arange(D), np.arange(D)] += self.reg_covar
         return nk, means, cov
 
     def _initial_model(self, X: np.ndarray, random_state, sample_weight=None) -> _core.Model:
@@ -219,15 +230,17 @@ class GaussianMixture(_MixtureBase):
             means = np.asarray(self.means_init, dtype=np.float64)
         if self.precisions_init is not None:
             p = np.asarray(self.precisions_init, dtype=np.float64)
-            cov = np.linalg.inv(p) if self.covariance_type == "full" else 1.0 / p
-            if self.covariance_type == "full":
-                cov = (cov + np.transpose(cov, (0, 2, 1))) / 2
+            cov = np.linalg.inv(p) if self.covariance_type in _FULL_MATRICES else 1.0 / p
+            if self.covariance_type in _FULL_MATRICES:
+                cov = (cov + np.swapaxes(cov, -1, -2)) / 2
         return self._model_from(weights / weights.sum(), means, cov, D)
 
     def _model_from(self, weights, means, cov, D) -> _core.Model:
         part = {"family": _FAMILIES[self.covariance_type], "columns": (0, D)}
         part["mean"] = np.ascontiguousarray(means, dtype=np.float64)
-        part["cov" if self.covariance_type == "full" else "var"] = np.ascontiguousarray(cov, dtype=np.float64)
+        if self.covariance_type == "tied":  # the engine holds the shared matrix once per component
+            cov = np.broadcast_to(cov, (len(weights), D, D))
+        part["cov" if self.covariance_type in _FULL_MATRICES else "var"] = np.ascontiguousarray(cov, dtype=np.float64)
         return _core.Model.from_arrays(np.ascontiguousarray(weights, dtype=np.float64), [part])
 
     # -- fitting ----------------------------------------------------------------------------------
@@ -309,16 +322,16 @@ class GaussianMixture(_MixtureBase):
         part = model.parts[0]
         self.weights_ = model.weights
         self.means_ = part["mean"]
-        if self.covariance_type != "full":  # diag (K, D) or spherical (K,)
+        if self.covariance_type not in _FULL_MATRICES:  # diag (K, D) or spherical (K,)
             self.covariances_ = part["var"]
             self.precisions_cholesky_ = 1.0 / np.sqrt(self.covariances_)
             self.precisions_ = 1.0 / self.covariances_
-        else:
-            self.covariances_ = part["cov"]
+        else:  # full (K, D, D); tied (D, D), the matrix every component shares
+            self.covariances_ = part["cov"] if self.covariance_type == "full" else part["cov"][0]
             D = self.covariances_.shape[1]
             chol = np.linalg.cholesky(self.covariances_)
             eye = np.broadcast_to(np.eye(D), self.covariances_.shape)
             # scikit-learn's form: the transposed inverse of the covariance's Cholesky factor, so
             # that precision = U Uᵀ with U upper triangular.
-            self.precisions_cholesky_ = np.transpose(np.linalg.solve(chol, eye), (0, 2, 1))
-            self.precisions_ = self.precisions_cholesky_ @ np.transpose(self.precisions_cholesky_, (0, 2, 1))
+            self.precisions_cholesky_ = np.swapaxes(np.linalg.solve(chol, eye), -1, -2)
+            self.precisions_ = self.precisions_cholesky_ @ np.swapaxes(self.precisions_cholesky_, -1, -2)

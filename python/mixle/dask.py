@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from . import _core
+from ._gaussian_mixture import _FAMILIES
 from ._gaussian_mixture import GaussianMixture as _LocalGaussianMixture
 from ._launch import rank_environment
 from ._mixture_model import MixtureModel as _LocalMixtureModel
@@ -276,9 +277,7 @@ class GaussianMixture(_DaskFit, _LocalGaussianMixture):
         Xd = _as_dask_array(X)
         self._check_parameters(Xd.shape[1])
         common = dict(
-            layout={"full": "gaussian_full", "diag": "gaussian_diag", "spherical": "gaussian_spherical"}[
-                self.covariance_type
-            ],
+            layout=_FAMILIES[self.covariance_type],
             max_iter=self.max_iter,
             tol=float(self.tol),
             reg_covar=float(self.reg_covar),

@@ -269,7 +269,7 @@ class _GaussianMixtureParams(HasFeaturesCol, HasPredictionCol, HasProbabilityCol
     """The params GaussianMixture and GaussianMixtureModel share."""
 
     k = Param(Params._dummy(), "k", "number of components (>= 1)", typeConverter=TypeConverters.toInt)
-    covarianceType = Param(Params._dummy(), "covarianceType", "'full', 'diag' or 'spherical'",
+    covarianceType = Param(Params._dummy(), "covarianceType", "'full', 'tied', 'diag' or 'spherical'",
                            typeConverter=TypeConverters.toString)
     regCovar = Param(Params._dummy(), "regCovar", "added to the covariances' diagonals (>= 0)",
                      typeConverter=TypeConverters.toFloat)
@@ -280,8 +280,8 @@ class _GaussianMixtureParams(HasFeaturesCol, HasPredictionCol, HasProbabilityCol
                            typeConverter=TypeConverters.toListFloat)
     initialMeans = Param(Params._dummy(), "initialMeans", "initial means, k lists of d values")
     initialPrecisions = Param(Params._dummy(), "initialPrecisions",
-                              "initial precisions: k d×d matrices (full), k lists of d values (diag) or k values "
-                              "(spherical)")
+                              "initial precisions: k d×d matrices (full), one d×d matrix (tied), k lists of d "
+                              "values (diag) or k values (spherical)")
     numWorkers = Param(Params._dummy(), "numWorkers",
                        "number of ranks: the input is repartitioned to it (default: the DataFrame's partitions, "
                        "kept as they are)", typeConverter=TypeConverters.toInt)
@@ -333,7 +333,7 @@ class GaussianMixture(_GaussianMixtureParams, Estimator, DefaultParamsReadable, 
 
     Params: featuresCol (a vector column or an array of numbers; default "features"),
     predictionCol ("prediction"), probabilityCol ("probability"), k (2), covarianceType ("full",
-    "diag" or "spherical"), maxIter (100), tol (1e-3, on the change of the mean log-likelihood
+    "tied", "diag" or "spherical"), maxIter (100), tol (1e-3, on the change of the mean log-likelihood
     per row), seed, regCovar (1e-6), initMode ("native": the engine's k-means++ over every rank's
     rows; "given": initialWeights, initialMeans, initialPrecisions), numWorkers (the input is
     repartitioned to that many ranks; default: the DataFrame's partitions as they are), timeout
@@ -403,7 +403,7 @@ class GaussianMixture(_GaussianMixtureParams, Estimator, DefaultParamsReadable, 
         if K < 1:
             raise ValueError(f"k = {K}: an integer >= 1 expected")
         if cov not in _FAMILIES:
-            raise ValueError(f"covarianceType = {cov!r}: one of 'full', 'diag', 'spherical'")
+            raise ValueError(f"covarianceType = {cov!r}: one of 'full', 'tied', 'diag', 'spherical'")
         if self.getMaxIter() < 1:
             raise ValueError(f"maxIter = {self.getMaxIter()}: an integer >= 1 expected")
         for name, value in (("tol", self.getTol()), ("regCovar", self.getRegCovar())):
@@ -456,8 +456,8 @@ class GaussianMixtureModel(_GaussianMixtureParams, Model, MLReadable, MLWritable
 
     ``transform(df)`` adds predictionCol (int: the most responsible component) and probabilityCol
     (a dense vector of the k responsibilities), computed on the executors, batch by batch.
-    Fitted values: ``weights`` (k,), ``means`` (k, d), ``covariances`` ((k, d, d) full, (k, d)
-    diag, (k,) spherical), ``lowerBound`` and ``lowerBounds`` (mean log-likelihood per row),
+    Fitted values: ``weights`` (k,), ``means`` (k, d), ``covariances`` ((k, d, d) full, (d, d)
+    tied, (k, d) diag, (k,) spherical), ``lowerBound`` and ``lowerBounds`` (mean log-likelihood per row),
     ``numIter``, ``converged``, ``rowsPerRank``; ``to_json()`` is mixle's model JSON, and
     ``toLocal()`` gives the fitted ``mixle.GaussianMixture``.
     """

@@ -28,7 +28,8 @@ def rows():
 
 
 def _given_start(X, covariance_type="full"):
-    precisions = {"full": np.stack([np.eye(3)] * 3), "diag": np.ones((3, 3)), "spherical": np.ones(3)}
+    precisions = {"full": np.stack([np.eye(3)] * 3), "tied": np.eye(3), "diag": np.ones((3, 3)),
+                  "spherical": np.ones(3)}
     rng = np.random.default_rng(1)
     return dict(weights_init=[0.3, 0.3, 0.4], means_init=X[rng.choice(len(X), 3, replace=False)],
                 precisions_init=precisions[covariance_type])

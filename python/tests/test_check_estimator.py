@@ -15,12 +15,13 @@ NOT_APPLICABLE = {"check_array_api_input"}
     "estimator",
     [
         mixle.GaussianMixture(covariance_type="full"),
+        mixle.GaussianMixture(covariance_type="tied"),
         mixle.GaussianMixture(covariance_type="diag"),
         mixle.GaussianMixture(covariance_type="spherical"),
         mixle.MixtureModel(layout="gaussian_diag"),
         mixle.MixtureModel(layout="gaussian_full"),
     ],
-    ids=["gaussian-full", "gaussian-diag", "gaussian-spherical", "mixture-diag", "mixture-full"],
+    ids=["gaussian-full", "gaussian-tied", "gaussian-diag", "gaussian-spherical", "mixture-diag", "mixture-full"],
 )
 def test_check_estimator(estimator):
     results = check_estimator(estimator, on_fail=None)

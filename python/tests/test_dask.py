@@ -55,6 +55,14 @@ def test_a_dask_array_fit_equals_the_one_process_fit(client, rows, given_start):
     np.testing.assert_allclose(ours.score(X), ours.score(rows), rtol=1e-12)
 
 
+def test_tied_covariance_on_the_cluster(client, rows, given_start):
+    X = da.from_array(rows, chunks=(2500, 3))
+    params = dict(covariance_type="tied", tol=1e-8, max_iter=200, **given_start(rows, "tied"))
+    ours = mixle.dask.GaussianMixture(3, client=client, **params).fit(X)
+    assert ours.covariances_.shape == (3, 3)
+    assert_same(ours, mixle.GaussianMixture(3, **params).fit(rows))
+
+
 def test_an_empty_block_and_a_worker_without_rows(client, rows, given_start):
     workers = sorted(client.scheduler_info()["workers"])
     X = da.from_array(rows, chunks=((3000, 0, 3000, 3000), (3,)))

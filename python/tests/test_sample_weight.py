@@ -17,11 +17,12 @@ def weighted():
 
 def initial_parameters(X, covariance_type):
     means = X[[10, 500, 900]]
-    precisions = {"full": np.stack([np.eye(3)] * 3), "diag": np.ones((3, 3)), "spherical": np.ones(3)}
+    precisions = {"full": np.stack([np.eye(3)] * 3), "tied": np.eye(3), "diag": np.ones((3, 3)),
+                  "spherical": np.ones(3)}
     return dict(weights_init=[0.3, 0.3, 0.4], means_init=means, precisions_init=precisions[covariance_type])
 
 
-@pytest.mark.parametrize("covariance_type", ["full", "diag", "spherical"])
+@pytest.mark.parametrize("covariance_type", ["full", "tied", "diag", "spherical"])
 def test_integer_weights_equal_repeated_rows(weighted, covariance_type):
     X, w, repeated = weighted
     params = dict(n_components=3, covariance_type=covariance_type, tol=0.0, max_iter=15, precision="fp64",

@@ -29,7 +29,7 @@ def assert_same_fit(ours, theirs, X, first_bound_offset=0.0, first_bound_rtol=1e
     np.testing.assert_allclose(ours.aic(X), theirs.aic(X), rtol=1e-9)
 
 
-@pytest.mark.parametrize("covariance_type", ["full", "diag", "spherical"])
+@pytest.mark.parametrize("covariance_type", ["full", "tied", "diag", "spherical"])
 @pytest.mark.parametrize("init_params", ["kmeans", "k-means++", "random", "random_from_data"])
 def test_same_random_state_same_model(blobs, covariance_type, init_params):
     params = dict(n_components=3, covariance_type=covariance_type, init_params=init_params, random_state=7,
@@ -48,18 +48,19 @@ def test_same_random_state_same_model(blobs, covariance_type, init_params):
     assert_same_fit(ours, theirs, blobs, first_bound_offset=offset, first_bound_rtol=rtol)
 
 
-@pytest.mark.parametrize("covariance_type", ["full", "diag", "spherical"])
+@pytest.mark.parametrize("covariance_type", ["full", "tied", "diag", "spherical"])
 def test_restarts_keep_the_same_best_fit(overlapping, covariance_type):
     # K = 4 on three overlapping clusters: the restarts end in different local optima, and both
     # libraries must keep the same one (the restarts draw from one random state, in turn).
     params = dict(n_components=4, covariance_type=covariance_type, random_state=3, tol=1e-5, max_iter=500, n_init=4)
     ours = mixle.GaussianMixture(**params).fit(overlapping)
     assert_same_fit(ours, SklearnGaussianMixture(**params).fit(overlapping), overlapping)
-    first = mixle.GaussianMixture(**dict(params, n_init=1)).fit(overlapping)
-    assert ours.lower_bound_ - first.lower_bound_ > 1e-5, "the best restart should not be the first one here"
+    if covariance_type != "tied":  # tied: the first start reaches the best optimum on these data
+        first = mixle.GaussianMixture(**dict(params, n_init=1)).fit(overlapping)
+        assert ours.lower_bound_ - first.lower_bound_ > 1e-5, "the best restart should not be the first one here"
 
 
-@pytest.mark.parametrize("covariance_type", ["full", "diag", "spherical"])
+@pytest.mark.parametrize("covariance_type", ["full", "tied", "diag", "spherical"])
 def test_same_initial_parameters_same_model(overlapping, covariance_type):
     # Overlapping clusters, so EM takes many steps; every initial parameter given.
     X = overlapping
@@ -71,6 +72,8 @@ def test_same_initial_parameters_same_model(overlapping, covariance_type):
         precisions = precisions[:, np.arange(D), np.arange(D)]
     if covariance_type == "spherical":
         precisions = precisions[:, 0, 0]
+    if covariance_type == "tied":
+        precisions = precisions[1]
     params = dict(n_components=K, covariance_type=covariance_type, weights_init=[0.2, 0.3, 0.5], means_init=means,
                   precisions_init=precisions, tol=1e-9, max_iter=1000)
     ours = mixle.GaussianMixture(**params).fit(X)
@@ -136,7 +139,7 @@ def test_sample_draws_from_the_model_and_repeats_for_a_seed(blobs):
 @pytest.mark.parametrize(
     "params, message",
     [
-        (dict(covariance_type="tied"), "not implemented in mixle yet"),
+        (dict(covariance_type="tied", precisions_init=np.ones((2, 5, 5))), r"expected \(5, 5\) for 'tied'"),
         (dict(covariance_type="spherical", precisions_init=np.ones((2, 5))), r"expected \(2,\) for 'spherical'"),
         (dict(covariance_type="banana"), "covariance_type"),
         (dict(init_params="nope"), "init_params"),

@@ -113,6 +113,15 @@ def test_weight_col_weighs_each_row(spark, rows, given_start):
         mixle.spark.GaussianMixture(k=3, weightCol="nope").fit(df)
 
 
+def test_tied_covariance(spark, rows, given_start):
+    init = given_start(rows, "tied")
+    model = mixle.spark.GaussianMixture(k=3, covarianceType="tied", tol=1e-8, maxIter=200,
+                                        **spark_params(init)).fit(frame(spark, rows, [4500, 4500]))
+    local = mixle.GaussianMixture(3, covariance_type="tied", tol=1e-8, max_iter=200, **init).fit(rows)
+    assert_same(model, local)
+    assert model.covariances.shape == (3, 3)
+
+
 def test_an_empty_partition_and_a_vector_column(spark, rows, given_start):
     df = frame(spark, rows, [4500, 0, 4500]).withColumn("v", array_to_vector("features"))
     init = given_start(rows, "diag")
@@ -161,8 +170,8 @@ def test_clear_errors(spark, rows):
         mixle.spark.GaussianMixture(featuresCol="nope").fit(df)
     with pytest.raises(ValueError, match="initMode = 'given' needs"):
         mixle.spark.GaussianMixture(initMode="given").fit(df)
-    with pytest.raises(ValueError, match="covarianceType = 'tied'"):
-        mixle.spark.GaussianMixture(covarianceType="tied").fit(df)
+    with pytest.raises(ValueError, match="covarianceType = 'banana'"):
+        mixle.spark.GaussianMixture(covarianceType="banana").fit(df)
     # An error on the executors (40 components for 30 rows) stops every rank and reaches the driver.
     with pytest.raises(ValueError, match="30 rows for k = 40 components"):
         mixle.spark.GaussianMixture(k=40).fit(df)

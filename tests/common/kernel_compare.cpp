@@ -35,6 +35,7 @@ void abs_terms(const Part& part, const double* x, const double* shift, std::vect
       }
       break;
     case Family::gaussian_full:
+    case Family::gaussian_tied:  // gaussian_full's statistics
       out.resize(D + D * D);
       for (std::size_t i = 0; i < D; ++i) out[i] = std::abs(x[i] - shift[i]);
       for (std::size_t i = 0; i < D; ++i)
@@ -146,7 +147,8 @@ Part random_part(Family family, std::size_t K, std::size_t D, std::size_t col, s
       for (double& m : p.mean) m = -3.0 + 6.0 * u(rng);
       for (double& v : p.var) v = 0.5 + 1.5 * u(rng);
       break;
-    case Family::gaussian_full: {
+    case Family::gaussian_full:
+    case Family::gaussian_tied: {  // tied: component 0's matrix for all, below
       p.mean.resize(K * D), p.cov.assign(K * D * D, 0.0);
       for (double& m : p.mean) m = -3.0 + 6.0 * u(rng);
       std::normal_distribution<double> z;
@@ -161,6 +163,8 @@ Part random_part(Family family, std::size_t K, std::size_t D, std::size_t col, s
             c[i * D + j] = s;
           }
       }
+      if (family == Family::gaussian_tied)
+        for (std::size_t k = 1; k < K; ++k) std::copy_n(p.cov.begin(), D * D, p.cov.begin() + k * D * D);
       break;
     }
     case Family::categorical:
@@ -210,7 +214,7 @@ std::vector<double> sample_rows(const Model& model, std::size_t rows, std::mt199
   std::vector<std::vector<std::vector<double>>> chol(model.parts.size());
   for (std::size_t pi = 0; pi < model.parts.size(); ++pi) {
     const Part& p = model.parts[pi];
-    if (p.family != Family::gaussian_full) continue;
+    if (p.family != Family::gaussian_full && p.family != Family::gaussian_tied) continue;
     for (std::size_t k = 0; k < model.components(); ++k)
       chol[pi].push_back(cholesky(p.cov.data() + k * p.dims() * p.dims(), p.dims()));
   }
@@ -224,7 +228,8 @@ std::vector<double> sample_rows(const Model& model, std::size_t rows, std::mt199
         case Family::gaussian_diag:
           for (std::size_t d = 0; d < D; ++d) xr[d] = p.mean[k * D + d] + std::sqrt(p.var[k * D + d]) * z(rng);
           break;
-        case Family::gaussian_full: {
+        case Family::gaussian_full:
+        case Family::gaussian_tied: {
           const std::vector<double>& l = chol[pi][k];
           std::vector<double> e(D);
           for (double& v : e) v = z(rng);

@@ -66,6 +66,14 @@ TEST(BenchRecipes, DrawValidModelsInTheirRangesAndPerturbThem) {
         }
         EXPECT_NEAR(standard_deviation(p.mean), 4.0, 0.6) << "centres N(0, 4²)";
         break;
+      case Family::gaussian_tied:
+        // gaussian_full's recipe with component 0's matrix shared, drawn and perturbed alike.
+        for (std::size_t k = 1; k < K; ++k)
+          for (std::size_t i = 0; i < D * D; ++i) {
+            EXPECT_EQ(p.cov[k * D * D + i], p.cov[i]);
+            EXPECT_EQ(q.cov[k * D * D + i], q.cov[i]);
+          }
+        [[fallthrough]];
       case Family::gaussian_full:
         for (std::size_t k = 0; k < K; ++k) {
           const double f = q.cov[k * D * D] / p.cov[k * D * D];

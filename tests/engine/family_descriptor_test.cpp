@@ -32,7 +32,7 @@ TEST(FamilyDescriptors, RegistryFindsEveryFamilyByNameAndEnum) {
     EXPECT_NE(family_names().find(d->name), std::string::npos);
   }
   EXPECT_EQ(names.size(), family_descriptors().size()) << "names are unique";
-  EXPECT_EQ(names.size(), 9u);
+  EXPECT_EQ(names.size(), 10u);
   EXPECT_EQ(find_family("gaussian"), nullptr);
   EXPECT_THROW(engine::family_ops(static_cast<Family>(family_descriptors().size())), InvalidInput);
   try {
@@ -73,9 +73,11 @@ TEST(FamilyDescriptors, SizesMatchWhatTheEngineAllocates) {
   EXPECT_EQ(summary.parameter_bytes(), 8 * values);
   EXPECT_EQ(summary.statistic_bytes(), 8 * static_cast<std::uint64_t>(engine::stat_layout(model).size));
   // diag 2D, full D + D(D+1)/2, categorical D(V−1), poisson, exponential, bernoulli D each,
-  // gamma and lognormal 2D each, gaussian_spherical D + 1.
-  EXPECT_EQ(model.free_parameters(),
-            (K - 1) + K * (2 * D + (D + D * (D + 1) / 2) + D * (V - 1) + 3 * D + 2 * 2 * D + (D + 1)));
+  // gamma and lognormal 2D each, gaussian_spherical D + 1 per component; gaussian_tied D per
+  // component and one shared covariance, D(D+1)/2.
+  EXPECT_EQ(
+      model.free_parameters(),
+      (K - 1) + K * (2 * D + (D + D * (D + 1) / 2) + D * (V - 1) + 3 * D + 2 * 2 * D + (D + 1) + D) + D * (D + 1) / 2);
 }
 
 // A layout summarises like the model it initialises; a categorical part whose V comes from the
