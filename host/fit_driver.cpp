@@ -1,6 +1,7 @@
 // The fit driver (host/fit_driver.hpp).
 #include "host/fit_driver.hpp"
 
+#include "engine/initial_parameters.hpp"
 #include "engine/initialise.hpp"
 #include "engine/row_hash.hpp"
 
@@ -98,6 +99,15 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
   } else if (fresh_restarts) {
     shape = engine::model_shape(handle, parse_layout(options.layout, handle.columns()), options.components);
   }
+  const engine::InitialParameters given{options.init_weights, options.init_means, options.init_precisions};
+  if (!given.empty() && options.init == InitMethod::model)
+    throw InvalidInput(
+        "initial weights, means or precisions replace what the initialisation draws; with init = "
+        "model the initial model already gives them all (put them in that model)");
+  if (fresh_restarts && !given.empty()) {
+    Model check = shape;  // sizes and values checked before any EM work
+    engine::apply_initial_parameters(check, given);
+  }
   if (hooks.resume_model) {
     validate_model(*hooks.resume_model);
     if (fresh_restarts) require_same_structure(*hooks.resume_model, shape);
@@ -132,6 +142,7 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
           initial = engine::initialise_kmeans_pp(handle, shape, seed, est, options.threads);
           break;
       }
+      engine::apply_initial_parameters(initial, given);
     }
     const double init_seconds = std::chrono::duration<double>(clock::now() - init_start).count();
     engine::EmOptions em;

@@ -35,6 +35,7 @@ struct FitArgs {
   std::string components;  // "K", or "A:B" with --select
   std::string select;      // bic | aic: pick K in A:B by this criterion
   std::string init = "kmeans++";
+  std::string init_weights, init_means, init_precisions;  // files of given initial parameters
   std::string out;
   bool quiet = false;
   double timeout_s = 60.0;
@@ -186,8 +187,21 @@ void print_selection(const std::vector<Criteria>& table, std::size_t chosen, con
   }
 }
 
+/// Every value of a .npy or CSV file, row-major (a full model's K×D×D precisions as (K·D)×D).
+std::vector<double> values_of(const std::string& path) {
+  const Dataset d = read_data(path);
+  std::vector<double> v(d.rows() * d.cols());
+  for (std::size_t r = 0; r < d.rows(); ++r)
+    for (std::size_t c = 0; c < d.cols(); ++c) v[r * d.cols() + c] = d.at(r, c);
+  return v;
+}
+
 int run_fit(FitArgs& args) {
   FitOptions& o = args.options;
+  for (const auto& [file, values] :
+       {std::pair{&args.init_weights, &o.init_weights}, std::pair{&args.init_means, &o.init_means},
+        std::pair{&args.init_precisions, &o.init_precisions}})
+    if (!file->empty()) *values = values_of(*file);
   if (args.init == "select") {
     o.init = InitMethod::select;
   } else if (args.init != "kmeans++") {  // kmeans++ is FitOptions' default
@@ -205,6 +219,8 @@ int run_fit(FitArgs& args) {
   }
   const bool selecting = range.second > range.first;
   if (!args.select.empty() && !selecting) throw UsageError("--select " + args.select + " needs a range -k A:B");
+  if (selecting && !(o.init_weights.empty() && o.init_means.empty() && o.init_precisions.empty()))
+    throw UsageError("--init-weights, --init-means and --init-precisions give one K's parameters; not with -k A:B");
   if (selecting &&
       (!args.dist.checkpoint_dir.empty() || !args.dist.resume_dir.empty() || !args.dist.receipts_file.empty()))
     throw UsageError("--checkpoint-dir, --resume and --receipts describe one fit; with -k A:B fit the chosen K again");
@@ -265,6 +281,12 @@ std::function<int()> setup_fit(CLI::App& app) {
   app.add_option("--seed", args->options.seed, "Random seed")->capture_default_str();
   app.add_option("--init", args->init, "Initialisation: kmeans++, select, or a model JSON file")->capture_default_str();
   app.add_option("--init-p", args->options.init_p, "select: probability that a row is kept")->capture_default_str();
+  app.add_option("--init-weights", args->init_weights,
+                 "Initial weights (K values, .npy or CSV), replacing the drawn ones");
+  app.add_option("--init-means", args->init_means, "Initial means of the Gaussian part (K×D, .npy or CSV)");
+  app.add_option("--init-precisions", args->init_precisions,
+                 "Initial precisions (inverse covariances) of the Gaussian part: K×D diag, K spherical, (K·D)×D "
+                 "full, D×D tied");
   app.add_option("--n-init", args->options.n_init, "Restarts; the best final fit is kept")->capture_default_str();
   app.add_option("--reg-covar", args->options.reg_covar, "Added to variances and covariance diagonals")
       ->capture_default_str();

@@ -41,6 +41,12 @@ struct FitOptions {
   InitMethod init = InitMethod::kmeanspp;
   double init_p = 0.1;              // InitMethod::select
   std::optional<Model> init_model;  // InitMethod::model
+  /// Initial parameters that replace the initialisation's in every restart (scikit-learn's
+  /// weights_init, means_init, precisions_init), each empty when not given; the others are
+  /// initialised as `init` says (not with InitMethod::model). Weights: K values; means K×D and
+  /// precisions — inverse covariances, K×D (diag), K (spherical), K×D×D (full), D×D (tied) —
+  /// of the model's one Gaussian part; row-major.
+  std::vector<double> init_weights, init_means, init_precisions;
   int n_init =
       1;  // restarts (restart 0 seeded with seed, restart r by a hash of (seed, r)); the best final fit is kept
   double reg_covar = 1e-6;         // added to variances / covariance diagonals

@@ -235,6 +235,13 @@ class GaussianMixture(_MixtureBase):
                 cov = (cov + np.swapaxes(cov, -1, -2)) / 2
         return self._model_from(weights / weights.sum(), means, cov, D)
 
+    def _given_initial_parameters(self) -> dict:
+        """weights_init, means_init and precisions_init as the engine takes them (flat float64
+        lists): those given replace the engine's k-means++ draws of them ('native')."""
+        given = (("init_weights", self.weights_init), ("init_means", self.means_init),
+                 ("init_precisions", self.precisions_init))
+        return {key: np.ravel(np.asarray(v, dtype=np.float64)).tolist() for key, v in given if v is not None}
+
     def _model_from(self, weights, means, cov, D) -> _core.Model:
         part = {"family": _FAMILIES[self.covariance_type], "columns": (0, D)}
         part["mean"] = np.ascontiguousarray(means, dtype=np.float64)
@@ -291,6 +298,7 @@ class GaussianMixture(_MixtureBase):
                 init="kmeanspp",
                 n_init=n_init,
                 seed=_seed(random_state),
+                **self._given_initial_parameters(),
                 **common,
             )
             best = (r["model"], r["mean_loglik"][-1], r["iterations"], r["converged"], r["mean_loglik"])

@@ -292,7 +292,8 @@ class GaussianMixture(_DaskFit, _LocalGaussianMixture):
         else:
             from ._base import _seed
 
-            fit_kwargs = dict(common, components=K, init="kmeanspp", n_init=self.n_init, seed=_seed(self.random_state))
+            fit_kwargs = dict(common, components=K, init="kmeanspp", n_init=self.n_init, seed=_seed(self.random_state),
+                              **self._given_initial_parameters())
         self._adopt(self._fit_on_cluster(Xd, fit_kwargs, sample_weight))
         return self
 

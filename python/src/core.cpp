@@ -148,6 +148,12 @@ FitOptions fit_options(const nb::dict& kw) {
         throw InvalidInput("init = '" + init + "': one of 'kmeanspp', 'select', 'model'");
     } else if (k == "init_p")
       o.init_p = nb::cast<double>(value);
+    else if (k == "init_weights")
+      o.init_weights = nb::cast<std::vector<double>>(value);
+    else if (k == "init_means")
+      o.init_means = nb::cast<std::vector<double>>(value);
+    else if (k == "init_precisions")
+      o.init_precisions = nb::cast<std::vector<double>>(value);
     else if (k == "init_model") {
       if (!value.is_none()) o.init_model = nb::cast<Model>(value);
     } else if (k == "n_init")

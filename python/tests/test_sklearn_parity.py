@@ -158,3 +158,14 @@ def test_bad_parameters_are_named(blobs, params, message):
 def test_more_components_than_rows_is_refused():
     with pytest.raises(ValueError, match="n_samples >= n_components"):
         mixle.GaussianMixture(5).fit(np.ones((3, 2)))
+
+
+@pytest.mark.parametrize("covariance_type", ["full", "tied", "diag", "spherical"])
+def test_native_initialisation_takes_the_parameters_given_in_part(blobs, covariance_type):
+    # means_init alone (or with weights_init) replaces the engine's k-means++ draws of them, in
+    # every restart: the components come out in the order of the given means.
+    centres = np.array([[8.0] * 5, [0.0] * 5, [4.0] * 5])
+    for means in (centres, centres[::-1]):
+        gm = mixle.GaussianMixture(3, covariance_type=covariance_type, init_params="native", n_init=2,
+                                   means_init=means, weights_init=[0.2, 0.3, 0.5], random_state=1).fit(blobs)
+        np.testing.assert_allclose(gm.means_.mean(axis=1), means[:, 0], atol=0.1)

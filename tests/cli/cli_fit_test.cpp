@@ -245,6 +245,34 @@ TEST(CliRoundTrip, GenerateFitScore) {
 // −2·N·(mean log-likelihood) + p·ln N, and `mixle score --what bic` gives the selected
 // model's from the data again. A range with a model file, a backwards range, --select without
 // a range and per-row scores without --out are usage errors.
+// --init-means / --init-weights / --init-precisions (CSV or .npy) replace what k-means++ draws:
+// means given in either order give that labelling; a wrong count is a clear error writing nothing.
+TEST(CliInitialParameters, GivenMeansOrderTheComponents) {
+  TempDir dir("cli-init-means");
+  test::write_bytes(dir.file("truth.json"), R"({"format": "mixle-model", "version": 1, "weights": [0.5, 0.5],
+    "parts": [{"family": "gaussian_full", "columns": [0, 2], "mean": [[0, 0], [8, 0]],
+               "cov": [[[1, 0], [0, 1]], [[1, 0.5], [0.5, 1]]]}]})");
+  ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 2000 --seed 1 -o " + dir.file("d.npy")).code,
+            0);
+  test::write_bytes(dir.file("means.csv"), "8,0\n0,0\n");
+  test::write_bytes(dir.file("weights.csv"), "0.5\n0.5\n");
+  test::write_bytes(dir.file("precisions.csv"), "1,0\n0,1\n2,0\n0,2\n");  // (K·D)×D
+  const std::string base = "fit --data " + dir.file("d.npy") + " -k 2 --family gaussian_full --precision fp64 -q";
+  const CliRun r =
+      run_cli(dir, base + " --init-means " + dir.file("means.csv") + " --init-weights " + dir.file("weights.csv") +
+                       " --init-precisions " + dir.file("precisions.csv") + " --out " + dir.file("m.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Model m = load_model(dir.file("m.json"));
+  EXPECT_NEAR(m.parts[0].mean[0], 8.0, 0.2) << "component 0 started at the first given mean";
+  EXPECT_NEAR(m.parts[0].mean[2], 0.0, 0.2);
+  test::write_bytes(dir.file("three.csv"), "1,2,3\n");
+  expect_fit_error(dir, "--data " + dir.file("d.npy") + " -k 2 -q --init-means " + dir.file("three.csv"),
+                   {"initial means", "3 values", "k×d = 4"});
+  const CliRun range = run_cli(dir, base.substr(0, base.find(" -k")) + " -k 1:3 --init-means " + dir.file("means.csv"));
+  EXPECT_EQ(range.code, 2) << range.err;
+  EXPECT_NE(range.err.find("not with -k a:b"), std::string::npos) << range.err;
+}
+
 TEST(CliModelSelection, RangeOfComponentsPicksTheTrueK) {
   TempDir dir("cli-select");
   test::write_bytes(dir.file("truth.json"), R"({"format": "mixle-model", "version": 1, "weights": [0.3, 0.3, 0.4],
