@@ -56,7 +56,7 @@ std::optional<Checkpoint> load_checkpoint(const std::string& dir) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // syntax, or a number beyond double's range
     throw InvalidInput(path + ": not valid JSON: " + e.what());
   }
   auto need = [&](const char* key) -> const nlohmann::json& {

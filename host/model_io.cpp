@@ -123,7 +123,7 @@ Model model_from_json(const std::string& text, const std::string& source) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax, or a number beyond double's range (out_of_range)
     throw InvalidInput(source + ": not valid JSON: " + e.what());
   }
   auto need = [&](const json& obj, const char* key, const std::string& where) -> const json& {

@@ -28,7 +28,7 @@ Json parse_object(std::string_view text, std::string_view what) {
   Json doc;
   try {
     doc = Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // syntax, or a number beyond double's range (out_of_range)
     throw InvalidInput(std::string(what) + " is not valid JSON (" + e.what() + "); expected a JSON object");
   }
   if (!doc.is_object()) {

@@ -66,8 +66,9 @@ std::int64_t StepReceipt::global_tokens() const noexcept {
 std::string StepReceipt::to_json_line() const {
   validate();
   Json extra_json = Json::object();
-  for (const auto& [key, value] : extra) {
-    std::visit([&](const auto& v) { extra_json[key] = Json(v); }, value);
+  for (const auto& entry : extra) {  // no structured binding: lambdas capture those from C++20 (clang 16) only
+    const std::string& key = entry.first;
+    std::visit([&](const auto& v) { extra_json[key] = Json(v); }, entry.second);
   }
   auto opt = [](const std::optional<std::int64_t>& v) { return v ? Json(*v) : Json(nullptr); };
   Json out = {{"step", step},

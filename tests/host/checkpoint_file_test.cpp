@@ -106,6 +106,8 @@ struct Corruption {
 TEST(CheckpointFile, MalformedFilesAreRefusedNamingWhatIsWrong) {
   const std::vector<Corruption> cases = {
       {"truncated", "\"version\"", "\"version", {"not valid JSON"}},
+      // Found by scripts/fuzz: a number past double's range escaped as a JSON library exception.
+      {"a number beyond double's range", "\"iteration\": 3", "\"iteration\": 3e999", {"not valid JSON", "overflow"}},
       {"another format", "\"mixle-checkpoint\"", "\"mixle-model\"", {"not a mixle checkpoint version 1"}},
       {"another version", "\"version\": 1", "\"version\": 2", {"not a mixle checkpoint version 1"}},
       {"no format", "\"format\": \"mixle-checkpoint\",", "", {"missing field \"format\""}},
