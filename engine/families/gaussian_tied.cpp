@@ -67,17 +67,20 @@ class GaussianTied final : public FamilyOps {
   // Σ_k N_k (S_k/N_k + reg·I) / Σ_k N_k = Σ_k S_k / N + reg·I over the components that captured
   // rows (mass > 0); a component that captured none keeps its mean and takes the pooled matrix.
   void m_step_shared(Part& p, const std::vector<double>& masses, const MStepOptions&) const override {
-    const std::size_t DD = p.dims() * p.dims(), K = masses.size();
+    const std::size_t DD = p.dims() * p.dims();
     std::vector<double> pooled(DD, 0.0);
     double total = 0.0;
-    for (std::size_t k = 0; k < K; ++k) {
-      if (!(masses[k] > 0.0)) continue;
-      total += masses[k];
-      for (std::size_t i = 0; i < DD; ++i) pooled[i] += masses[k] * p.cov[k * DD + i];
+    const double* cov = p.cov.data();  // component k's matrix, as k walks the masses
+    for (const double mass : masses) {
+      if (mass > 0.0) {
+        total += mass;
+        for (std::size_t i = 0; i < DD; ++i) pooled[i] += mass * cov[i];
+      }
+      cov += DD;
     }
     if (!(total > 0.0)) return;
     for (double& v : pooled) v /= total;
-    for (std::size_t k = 0; k < K; ++k) std::copy(pooled.begin(), pooled.end(), p.cov.begin() + k * DD);
+    tie_to(p, pooled);
   }
 
   std::size_t shared_free_parameters(const Part& p) const override { return p.dims() * (p.dims() + 1) / 2; }
@@ -98,11 +101,13 @@ class GaussianTied final : public FamilyOps {
 
  private:
   static const FamilyOps& full() { return gaussian_full_ops(); }
-  static void tie(Part& p) {
-    const std::size_t DD = p.dims() * p.dims();
-    for (std::size_t at = DD; at + DD <= p.cov.size(); at += DD)
-      std::copy_n(p.cov.begin(), DD, p.cov.begin() + static_cast<std::ptrdiff_t>(at));
+  // Every component's matrix set to `matrix` (D×D values).
+  static void tie_to(Part& p, const std::vector<double>& matrix) {
+    for (auto at = p.cov.begin(); at != p.cov.end(); at += static_cast<std::ptrdiff_t>(matrix.size()))
+      std::copy(matrix.begin(), matrix.end(), at);
   }
+  // Component 0's matrix for every component.
+  static void tie(Part& p) { tie_to(p, std::vector<double>(p.cov.begin(), p.cov.begin() + p.dims() * p.dims())); }
 };
 
 }  // namespace
