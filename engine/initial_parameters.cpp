@@ -25,7 +25,7 @@ Part& gaussian_part(Model& model, const char* what) {
     throw InvalidInput(std::string(what) +
                        ": they belong to the model's one Gaussian part (gaussian_diag, "
                        "gaussian_spherical, gaussian_full or gaussian_tied); this layout has " +
-                       std::to_string(count));
+                       std::to_string(count) + " Gaussian parts");
   return *found;
 }
 

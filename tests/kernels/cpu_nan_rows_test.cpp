@@ -4,6 +4,7 @@
 // to a pass without them — in both precisions, in the first block and past it.
 #include "engine/estimator.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
+#include "three_components.hpp"
 
 #include <mixle/model.hpp>
 
@@ -18,18 +19,7 @@
 namespace mixle {
 namespace {
 
-Model three_components() {
-  Model m;
-  m.weights = {0.2, 0.5, 0.3};
-  Part g;
-  g.family = Family::gaussian_diag;
-  g.col_begin = 0;
-  g.col_end = 2;
-  g.mean = {0, 0, 3, 1, -2, 4};
-  g.var = {1, 2, 0.5, 1, 2, 1};
-  m.parts = {g};
-  return m;
-}
+using test::three_components;
 
 template <class T>
 void check_nan_rows() {

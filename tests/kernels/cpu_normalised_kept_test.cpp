@@ -4,6 +4,7 @@
 // by both — the caller's values stay.
 #include "engine/estimator.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
+#include "three_components.hpp"
 
 #include <mixle/model.hpp>
 
@@ -18,15 +19,7 @@ namespace {
 
 template <class T>
 void check_kept() {
-  Model m;
-  m.weights = {0.2, 0.5, 0.3};
-  Part g;
-  g.family = Family::gaussian_diag;
-  g.col_begin = 0;
-  g.col_end = 2;
-  g.mean = {0, 0, 3, 1, -2, 4};
-  g.var = {1, 2, 0.5, 1, 2, 1};
-  m.parts = {g};
+  const Model m = test::three_components();
   const auto packed = engine::pack_model<T>(m, 2);
   constexpr std::size_t n = 300;  // two blocks and a tail
   std::vector<double> x(2 * n), log_norm(n);

@@ -4,6 +4,7 @@
 // tail, so the last block's lanes past the rows must weigh nothing.
 #include "engine/estimator.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
+#include "three_components.hpp"
 
 #include <mixle/model.hpp>
 
@@ -16,18 +17,7 @@
 namespace mixle {
 namespace {
 
-Model three_components() {
-  Model m;
-  m.weights = {0.2, 0.5, 0.3};
-  Part g;
-  g.family = Family::gaussian_diag;
-  g.col_begin = 0;
-  g.col_end = 2;
-  g.mean = {0, 0, 3, 1, -2, 4};
-  g.var = {1, 2, 0.5, 1, 2, 1};
-  m.parts = {g};
-  return m;
-}
+using test::three_components;
 
 constexpr std::size_t kRows = 300;  // two blocks of 128 and a tail of 44
 
