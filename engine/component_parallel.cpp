@@ -24,6 +24,12 @@ Statistics component_parallel_fold(const Model& model, const Dataset& rows,
   return s;
 }
 
+Statistics component_parallel_fold(const Model& model, const Dataset& rows, std::span<const double> weights,
+                                   const ComponentParallelEstimator& estimator) {
+  return component_parallel_fold(model, rows.with_weights(std::vector<double>(weights.begin(), weights.end())),
+                                 estimator);
+}
+
 ComponentParallelEncodedData::ComponentParallelEncodedData(Dataset data, int num_workers)
     : LocalEncodedData(std::move(data), make_cpu_compute(1, std::max(1, num_workers))), workers_(num_workers) {}
 

@@ -7,6 +7,8 @@
 #include "engine/encoded_data.hpp"
 #include "engine/local_handle.hpp"
 
+#include <span>
+
 namespace mixle::engine {
 
 /// The reference's ModelParallelEstimator / ComponentParallelEstimator(inner, num_workers):
@@ -22,9 +24,13 @@ using ModelParallelEstimator = ComponentParallelEstimator;
 int resolve_workers(int num_workers, std::size_t components);
 
 /// component_parallel_fold / model_parallel_fold: the E-step statistics of `rows` under
-/// `model` (stat_layout(model).size values), component work threaded over `num_workers`.
-/// Throws ImpossibleEvidence / InvalidInput for impossible / NaN rows, naming them.
+/// `model` (stat_layout(model).size values), component work threaded over `num_workers`; rows
+/// carrying sample weights (Dataset::weights) fold weighted. Throws ImpossibleEvidence /
+/// InvalidInput for impossible / NaN rows, naming them.
 Statistics component_parallel_fold(const Model& model, const Dataset& rows,
+                                   const ComponentParallelEstimator& estimator);
+/// The reference's form, per-row `weights` given beside the rows (rows.rows() values, ≥ 0).
+Statistics component_parallel_fold(const Model& model, const Dataset& rows, std::span<const double> weights,
                                    const ComponentParallelEstimator& estimator);
 inline Statistics model_parallel_fold(const Model& model, const Dataset& rows,
                                       const ModelParallelEstimator& estimator) {

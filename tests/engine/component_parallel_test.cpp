@@ -69,6 +69,27 @@ TEST(ComponentParallelFold, EqualsSerialStatisticsBitForBit) {
   EXPECT_EQ(a[1], 5000.0);  // every row folded once
 }
 
+TEST(ComponentParallelFold, WeightsGivenBesideTheRowsFoldEachRowThatManyTimes) {
+  const Model model = truth_model("mixed");
+  const Dataset data = sample(model, 700, 4);
+  std::vector<double> w(700), repeated;
+  for (std::size_t r = 0; r < 700; ++r) {
+    w[r] = static_cast<double>(r % 3);  // 0, 1, 2
+    for (int c = 0; c < static_cast<int>(w[r]); ++c)
+      for (std::size_t j = 0; j < data.cols(); ++j) repeated.push_back(data.at(r, j));
+  }
+  engine::ComponentParallelEstimator est{{}, 2};
+  est.inner.precision = engine::Precision::fp64;
+  const auto weighted = engine::component_parallel_fold(model, data, w, est).values;
+  const auto copies = engine::component_parallel_fold(
+                          model, Dataset::from_vector(repeated, repeated.size() / data.cols(), data.cols()), est)
+                          .values;
+  ASSERT_EQ(weighted.size(), copies.size());
+  EXPECT_EQ(weighted[1], static_cast<double>(repeated.size() / data.cols()));  // Σ w: the repeated rows
+  for (std::size_t j = 0; j < copies.size(); ++j)
+    EXPECT_NEAR(weighted[j], copies[j], 1e-9 * (1.0 + std::abs(copies[j]))) << "statistic " << j;
+}
+
 TEST(ComponentParallelFold, ImpossibleRowIsNamed) {
   // A categorical code whose probability is 0 in every component: ImpossibleEvidence naming row 1.
   const Model model = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
