@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "host/data/matrix_stream.hpp"
 #include "host/data/npy_header.hpp"
 #include "host/data/readers.hpp"
 #include "mixle/data.hpp"
@@ -32,16 +33,22 @@ void append_number(std::string& out, T value) {
   out.append(buf, result.ptr);
 }
 
-template <class T>
-std::string csv_text(const T* values, std::size_t rows, std::size_t cols, char sep,
-                     const std::vector<std::string>& header) {
+/// The CSV header line ("" without names).
+std::string csv_header(const std::vector<std::string>& header, char sep) {
   std::string out;
-  out.reserve(rows * cols * 12 + 64);
   for (std::size_t c = 0; c < header.size(); ++c) {
     if (c) out.push_back(sep);
     out += header[c];
   }
   if (!header.empty()) out.push_back('\n');
+  return out;
+}
+
+/// `rows` CSV lines of `cols` values each.
+template <class T>
+std::string csv_rows(const T* values, std::size_t rows, std::size_t cols, char sep) {
+  std::string out;
+  out.reserve(rows * cols * 12 + 64);
   for (std::size_t r = 0; r < rows; ++r) {
     for (std::size_t c = 0; c < cols; ++c) {
       if (c) out.push_back(sep);
@@ -51,6 +58,14 @@ std::string csv_text(const T* values, std::size_t rows, std::size_t cols, char s
   }
   return out;
 }
+
+template <class T>
+std::string csv_text(const T* values, std::size_t rows, std::size_t cols, char sep,
+                     const std::vector<std::string>& header) {
+  return csv_header(header, sep) + csv_rows(values, rows, cols, sep);
+}
+
+bool is_tsv(const std::string& path) { return path.size() >= 4 && path.compare(path.size() - 4, 4, ".tsv") == 0; }
 
 template <class T>
 void write_matrix_impl(const std::string& path, const T* values, std::size_t rows, std::size_t cols, DataFormat format,
@@ -83,8 +98,7 @@ void write_matrix_impl(const std::string& path, const T* values, std::size_t row
       return;
     }
     case DataFormat::csv: {
-      const bool tsv = path.size() >= 4 && path.compare(path.size() - 4, 4, ".tsv") == 0;
-      write_file_atomic(path, csv_text(values, rows, cols, tsv ? '\t' : ',', header));
+      write_file_atomic(path, csv_text(values, rows, cols, is_tsv(path) ? '\t' : ',', header));
       return;
     }
     case DataFormat::automatic: break;
@@ -112,3 +126,48 @@ void write_matrix(const std::string& path, const std::int64_t* values, std::size
 }
 
 }  // namespace mixle
+
+namespace mixle::host {
+
+template <class T>
+MatrixStream<T>::MatrixStream(const std::string& path, std::size_t rows, std::size_t cols, DataFormat format,
+                              const std::vector<std::string>& header)
+    : file_(path), path_(path), rows_(rows), cols_(cols), format_(format) {
+  if (format_ == DataFormat::automatic) format_ = format_from_extension(path);
+  if (!header.empty() && header.size() != cols)
+    throw InvalidInput("write " + path + ": " + std::to_string(header.size()) + " column names for " +
+                       std::to_string(cols) + " columns");
+  switch (format_) {
+    case DataFormat::npy: file_.write(make_npy_header(npy_descr<T>(), rows, cols)); break;
+    case DataFormat::csv:
+      separator_ = is_tsv(path) ? '\t' : ',';
+      file_.write(csv_header(header, separator_));
+      break;
+    default: throw InvalidInput("write " + path + ": a .npy or .csv/.tsv/.txt file name is expected");
+  }
+}
+
+template <class T>
+void MatrixStream<T>::append(const T* values, std::size_t count) {
+  if (count > rows_ - written_)
+    throw InvalidInput("write " + path_ + ": " + std::to_string(written_ + count) + " rows for a matrix of " +
+                       std::to_string(rows_));
+  if (format_ == DataFormat::npy)
+    file_.write(reinterpret_cast<const char*>(values), count * cols_ * sizeof(T));
+  else
+    file_.write(csv_rows(values, count, cols_, separator_));
+  written_ += count;
+}
+
+template <class T>
+void MatrixStream<T>::commit() {
+  if (written_ != rows_)
+    throw InvalidInput("write " + path_ + ": " + std::to_string(written_) + " of " + std::to_string(rows_) +
+                       " rows written");
+  file_.commit();
+}
+
+template class MatrixStream<double>;
+template class MatrixStream<std::int64_t>;
+
+}  // namespace mixle::host
