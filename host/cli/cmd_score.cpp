@@ -2,32 +2,17 @@
 // one number for all rows (mean log-likelihood, BIC, AIC).
 #include "host/cli/command.hpp"
 #include "host/cli/data_args.hpp"
+#include "host/cli/score_chunks.hpp"
 #include "host/data/matrix_stream.hpp"
 
 #include <mixle/error.hpp>
 #include <mixle/fit.hpp>
 
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 
 namespace mixle::host {
 namespace {
-
-/// Rows scored at once: about 64 MiB of responsibilities (at least 4096 rows, a multiple of
-/// 128); MIXLE_SCORE_CHUNK_ROWS=<rows> sets it (tests use it to make several chunks).
-std::size_t chunk_rows(std::size_t K) {
-  if (const char* text = std::getenv("MIXLE_SCORE_CHUNK_ROWS"); text && *text) {
-    char* end = nullptr;
-    const long long v = std::strtoll(text, &end, 10);
-    if (*end != '\0' || v <= 0)
-      throw UsageError(std::string("MIXLE_SCORE_CHUNK_ROWS=") + text + ": a positive number of rows expected");
-    return static_cast<std::size_t>(v);
-  }
-  const std::size_t rows = (std::size_t{64} << 20) / (sizeof(double) * std::max<std::size_t>(K, 1));
-  return std::max<std::size_t>(4096, rows / 128 * 128);
-}
 
 struct ScoreArgs {
   DataArgs data;
@@ -55,13 +40,12 @@ std::function<int()> setup_score(CLI::App& app) {
     const DataFormat format = summary ? DataFormat::automatic : output_format(a->out);
     const Model model = load_model(a->model);
     const Dataset data = a->data.read();  // .npy and raw: mapped, so a chunk's rows are read when scored
-    const std::size_t K = model.components(), chunk = chunk_rows(K);
+    const std::size_t K = model.components(), chunk = score_chunk_rows(K);
     if (summary) {
       double loglik = 0.0;  // Σ log p(x), chunk by chunk
-      for (std::size_t begin = 0; begin < data.rows(); begin += chunk) {
-        const Dataset rows = data.slice(begin, std::min(data.rows(), begin + chunk));
-        for (double x : score_samples(model, rows, a->device, a->threads, a->precision)) loglik += x;
-      }
+      for_each_chunk(data.rows(), chunk, [&](std::size_t begin, std::size_t end) {
+        for (double x : score_samples(model, data.slice(begin, end), a->device, a->threads, a->precision)) loglik += x;
+      });
       const double value = a->what == "bic"   ? bic_from_loglik(loglik, model.free_parameters(), data.rows())
                            : a->what == "aic" ? aic_from_loglik(loglik, model.free_parameters())
                                               : loglik / static_cast<double>(data.rows());
@@ -73,11 +57,10 @@ std::function<int()> setup_score(CLI::App& app) {
     // only after the last chunk — an error on the way leaves no file.
     if (a->what == "labels") {
       MatrixStream<std::int64_t> out(a->out, data.rows(), 1, format, {"label"});
-      for (std::size_t begin = 0; begin < data.rows(); begin += chunk) {
-        const Dataset rows = data.slice(begin, std::min(data.rows(), begin + chunk));
-        const auto v = predict(model, rows, a->device, a->threads, a->precision);
+      for_each_chunk(data.rows(), chunk, [&](std::size_t begin, std::size_t end) {
+        const auto v = predict(model, data.slice(begin, end), a->device, a->threads, a->precision);
         out.append(v.data(), v.size());
-      }
+      });
       out.commit();
     } else {
       const bool resp = a->what == "resp";
@@ -87,12 +70,12 @@ std::function<int()> setup_score(CLI::App& app) {
         for (std::size_t k = 0; k < K; ++k) header.push_back("resp_" + std::to_string(k));
       }
       MatrixStream<double> out(a->out, data.rows(), resp ? K : 1, format, header);
-      for (std::size_t begin = 0; begin < data.rows(); begin += chunk) {
-        const Dataset rows = data.slice(begin, std::min(data.rows(), begin + chunk));
+      for_each_chunk(data.rows(), chunk, [&](std::size_t begin, std::size_t end) {
+        const Dataset rows = data.slice(begin, end);
         const auto v = resp ? predict_proba(model, rows, a->device, a->threads, a->precision)
                             : score_samples(model, rows, a->device, a->threads, a->precision);
         out.append(v.data(), rows.rows());
-      }
+      });
       out.commit();
     }
     std::fprintf(stderr, "mixle: scored %zu rows → %s\n", data.rows(), a->out.c_str());

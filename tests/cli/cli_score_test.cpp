@@ -3,6 +3,7 @@
 // one-number summaries are the same; a bad row in a later chunk fails the command and leaves
 // neither the output nor a temporary file.
 #include "common/bad_files.hpp"
+#include "host/cli/score_chunks.hpp"
 
 #include <gtest/gtest.h>
 
@@ -47,6 +48,24 @@ TEST(CliScore, ChunksWriteWhatOneChunkWrites) {
     ASSERT_EQ(run("MIXLE_SCORE_CHUNK_ROWS=128", base + " --what " + what, dir.file("s2.log")), 0);
     EXPECT_EQ(test::read_text(dir.file("s1.log")), test::read_text(dir.file("s2.log"))) << what;
   }
+}
+
+// 64 MiB of float64 responsibilities per chunk, in whole 128-row blocks, at least 4096 rows; the
+// chunks cover the rows once, in order.
+TEST(CliScore, ChunkSizes) {
+  ::unsetenv("MIXLE_SCORE_CHUNK_ROWS");
+  EXPECT_EQ(host::score_chunk_rows(1), std::size_t{8} << 20);
+  EXPECT_EQ(host::score_chunk_rows(256), 32768u);
+  EXPECT_EQ(host::score_chunk_rows(3), 2796160u);  // 2,796,202 rounded down to a multiple of 128
+  EXPECT_EQ(host::score_chunk_rows(100000), 4096u);
+  std::string seen;
+  host::for_each_chunk(
+      10, 4, [&](std::size_t b, std::size_t e) { seen += std::to_string(b) + "-" + std::to_string(e) + " "; });
+  EXPECT_EQ(seen, "0-4 4-8 8-10 ");
+  seen.clear();
+  host::for_each_chunk(
+      8, 4, [&](std::size_t b, std::size_t e) { seen += std::to_string(b) + "-" + std::to_string(e) + " "; });
+  EXPECT_EQ(seen, "0-4 4-8 ");
 }
 
 TEST(CliScore, ABadRowInALaterChunkLeavesNoFile) {
