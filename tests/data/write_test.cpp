@@ -85,6 +85,9 @@ TEST(DataAtomicWrite, MissingFolderNamesPath) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos) << e.what();
+    // … and the folder it could not create the temporary file in.
+    EXPECT_NE(std::string(e.what()).find("temporary file in " + dir.file("no/such/folder")), std::string::npos)
+        << e.what();
   }
   expect_only(dir, 0);
 }
