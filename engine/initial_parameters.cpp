@@ -75,8 +75,12 @@ void apply_precisions(Part& p, std::size_t K, const std::vector<double>& precisi
       break;
     case Family::gaussian_full:
       require_count(precisions, K * D * D, "initial precisions", "K×D×D (gaussian_full)");
-      for (std::size_t k = 0; k < K; ++k)
-        invert_precision(precisions.data() + k * D * D, p.cov.data() + k * D * D, D, "[" + std::to_string(k) + "]");
+      for (std::size_t k = 0; k < K; ++k) {
+        std::string which = "[";  // appended piecewise: g++ 12 warns falsely (-Wrestrict) on "[" + string
+        which += std::to_string(k);
+        which += "]";
+        invert_precision(precisions.data() + k * D * D, p.cov.data() + k * D * D, D, which);
+      }
       break;
     case Family::gaussian_tied:
       require_count(precisions, D * D, "initial precisions", "D×D (gaussian_tied: one matrix)");
