@@ -187,21 +187,12 @@ void print_selection(const std::vector<Criteria>& table, std::size_t chosen, con
   }
 }
 
-/// Every value of a .npy or CSV file, row-major (a full model's K×D×D precisions as (K·D)×D).
-std::vector<double> values_of(const std::string& path) {
-  const Dataset d = read_data(path);
-  std::vector<double> v(d.rows() * d.cols());
-  for (std::size_t r = 0; r < d.rows(); ++r)
-    for (std::size_t c = 0; c < d.cols(); ++c) v[r * d.cols() + c] = d.at(r, c);
-  return v;
-}
-
 int run_fit(FitArgs& args) {
   FitOptions& o = args.options;
   for (const auto& [file, values] :
        {std::pair{&args.init_weights, &o.init_weights}, std::pair{&args.init_means, &o.init_means},
         std::pair{&args.init_precisions, &o.init_precisions}})
-    if (!file->empty()) *values = values_of(*file);
+    if (!file->empty()) *values = read_data(*file).values();  // row-major: a full model's K×D×D as (K·D)×D
   if (args.init == "select") {
     o.init = InitMethod::select;
   } else if (args.init != "kmeans++") {  // kmeans++ is FitOptions' default

@@ -104,16 +104,34 @@ Dataset Dataset::slice(std::size_t begin, std::size_t end) const {
   return out;
 }
 
-Dataset Dataset::with_weights(std::vector<double> weights, const std::string& weights_source) const {
-  if (weights.size() != rows_)
+namespace {
+
+/// Refuses a weight count other than `rows` or a weight that is negative or not finite; a bad
+/// weight is named by its row in the weights' own source (`first_row` is that source's row 0).
+void check_weights(const std::vector<double>& weights, std::size_t rows, const std::string& data_source,
+                   const std::string& weights_source, std::size_t first_row) {
+  if (weights.size() != rows)
     throw InvalidInput("sample weights " + weights_source + ": " + std::to_string(weights.size()) +
-                       " weights given for the " + std::to_string(rows_) + " rows of " + source_ +
+                       " weights given for the " + std::to_string(rows) + " rows of " + data_source +
                        "; one weight per row is expected");
   for (std::size_t r = 0; r < weights.size(); ++r)
     if (!(weights[r] >= 0.0) || !std::isfinite(weights[r]))
-      throw InvalidInput("sample weights " + weights_source + ": row " + std::to_string(first_row_ + r + 1) +
+      throw InvalidInput("sample weights " + weights_source + ": row " + std::to_string(first_row + r + 1) +
                          " has weight " + std::to_string(weights[r]) +
                          "; weights must be finite and ≥ 0 (0 leaves the row out)");
+}
+
+}  // namespace
+
+std::vector<double> Dataset::values() const {
+  std::vector<double> v(rows_ * cols_);
+  for (std::size_t r = 0; r < rows_; ++r)
+    for (std::size_t c = 0; c < cols_; ++c) v[r * cols_ + c] = at(r, c);
+  return v;
+}
+
+Dataset Dataset::with_weights(std::vector<double> weights, const std::string& weights_source) const {
+  check_weights(weights, rows_, source_, weights_source, first_row_);
   Dataset out = *this;
   out.weights_ = std::make_shared<const std::vector<double>>(std::move(weights));
   out.weight_offset_ = 0;
@@ -124,13 +142,11 @@ Dataset Dataset::with_weights(const Dataset& weights) const {
   if (weights.cols() != 1)
     throw InvalidInput("sample weights " + weights.source() + ": " + std::to_string(weights.cols()) +
                        " columns; a weights file holds one value per row (a 1-D array or one column)");
-  std::vector<double> w(weights.rows());
-  for (std::size_t r = 0; r < w.size(); ++r) w[r] = weights.at(r, 0);
-  // Rows are named by their place in the weights file.
-  Dataset shifted = *this;
-  shifted.first_row_ = weights.first_row();
-  Dataset out = shifted.with_weights(std::move(w), weights.source());
-  out.first_row_ = first_row_;
+  std::vector<double> w = weights.values();
+  check_weights(w, rows_, source_, weights.source(), weights.first_row());  // rows named in the weights file
+  Dataset out = *this;
+  out.weights_ = std::make_shared<const std::vector<double>>(std::move(w));
+  out.weight_offset_ = 0;
   return out;
 }
 

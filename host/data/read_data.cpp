@@ -98,10 +98,14 @@ Dataset read_data(const std::string& path, const ReadOptions& options) {
   Dataset rows = read_values(path, options);
   if (options.weights_path.empty()) return rows;
   const ReadOptions w = weights_options(options.weights_path, options);
-  const DataInfo data_info = probe_data(path, options), weights_info = probe_data(options.weights_path, w);
-  if (weights_info.rows != data_info.rows || weights_info.cols != 1)
+  // A whole-file read knows the file's row count; only a row range asks the file again (a CSV
+  // probe is a scan).
+  const bool whole_file = options.row_begin == 0 && !options.row_end;
+  const std::size_t data_rows = whole_file ? rows.rows() : probe_data(path, options).rows;
+  const DataInfo weights_info = probe_data(options.weights_path, w);
+  if (weights_info.rows != data_rows || weights_info.cols != 1)
     throw InvalidInput("sample weights " + options.weights_path + ": " + std::to_string(weights_info.rows) + " × " +
-                       std::to_string(weights_info.cols) + " values for the " + std::to_string(data_info.rows) +
+                       std::to_string(weights_info.cols) + " values for the " + std::to_string(data_rows) +
                        " rows of " + path + "; one weight per data row is expected (a 1-D array or one column)");
   return rows.with_weights(read_values(options.weights_path, w));
 }

@@ -50,6 +50,9 @@ class Dataset {
   /// range is out of bounds.
   Dataset slice(std::size_t begin, std::size_t end) const;
 
+  /// Every value as float64, row-major (rows() × cols()).
+  std::vector<double> values() const;
+
   /// Per-row sample weights: rows() float64 values, or null when the rows are unweighted (every
   /// weight 1). A fit folds each row's responsibilities and log-likelihood times its weight, so
   /// an integer weight w gives the model of that row repeated w times.

@@ -3,6 +3,8 @@
 // CUDA in a CPU-only build.
 #include <mixle/family.hpp>
 
+#include "common/run_cli.hpp"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -17,13 +19,9 @@
 
 namespace {
 
+using mixle::test::cli_exit_code;
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-int run(const std::string& args) {
-  const int status = std::system((std::string(MIXLE_CLI_PATH) + " " + args + " >/dev/null 2>&1").c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 fs::path temp_path(const std::string& name) {
   return fs::temp_directory_path() / ("mixle_bench_test_" + std::to_string(::getpid()) + "_" + name);
@@ -32,8 +30,8 @@ fs::path temp_path(const std::string& name) {
 // Runs a tiny benchmark and returns its JSON document.
 json tiny_run(const std::string& extra) {
   const fs::path out = temp_path("out.json");
-  const int code = run("bench --rows 2000 --dims 4 --components 3 --iters 2 --warmup 1 --threads 1 --json " +
-                       out.string() + " " + extra);
+  const int code = cli_exit_code("bench --rows 2000 --dims 4 --components 3 --iters 2 --warmup 1 --threads 1 --json " +
+                                 out.string() + " " + extra);
   EXPECT_EQ(code, 0);
   std::ifstream in(out);
   std::stringstream text;
@@ -141,15 +139,15 @@ TEST(BenchCli, Fp64AndOtherFamiliesRun) {
 }
 
 TEST(BenchCli, BadOptionsAreUsageErrors) {
-  EXPECT_EQ(run("bench --no-such-flag"), 2);
-  EXPECT_EQ(run("bench --rows 0"), 2);
-  EXPECT_EQ(run("bench --rows abc"), 2);
-  EXPECT_EQ(run("bench --family nonsense"), 2);
-  EXPECT_EQ(run("bench --precision fp8"), 2);
-  EXPECT_EQ(run("bench --device tpu"), 2);
-  EXPECT_EQ(run("bench --iters 0"), 2);
-  EXPECT_EQ(run("bench --family categorical --categories 1"), 2);
-  EXPECT_EQ(run("bench --precision tf32"), 2);  // a CUDA mode; the default device is the CPU
+  EXPECT_EQ(cli_exit_code("bench --no-such-flag"), 2);
+  EXPECT_EQ(cli_exit_code("bench --rows 0"), 2);
+  EXPECT_EQ(cli_exit_code("bench --rows abc"), 2);
+  EXPECT_EQ(cli_exit_code("bench --family nonsense"), 2);
+  EXPECT_EQ(cli_exit_code("bench --precision fp8"), 2);
+  EXPECT_EQ(cli_exit_code("bench --device tpu"), 2);
+  EXPECT_EQ(cli_exit_code("bench --iters 0"), 2);
+  EXPECT_EQ(cli_exit_code("bench --family categorical --categories 1"), 2);
+  EXPECT_EQ(cli_exit_code("bench --precision tf32"), 2);  // a CUDA mode; the default device is the CPU
 }
 
 TEST(BenchCli, CudaInCpuOnlyBuildIsNotCompiled) {
@@ -170,6 +168,6 @@ TEST(BenchCli, CudaInCpuOnlyBuildIsNotCompiled) {
 
 TEST(BenchCli, JsonIsNotWrittenForUsageErrors) {
   const fs::path out = temp_path("never.json");
-  EXPECT_EQ(run("bench --rows 0 --json " + out.string()), 2);
+  EXPECT_EQ(cli_exit_code("bench --rows 0 --json " + out.string()), 2);
   EXPECT_FALSE(fs::exists(out));
 }

@@ -1,7 +1,7 @@
 // Edges of the CLI's options that a mutation run showed no test touched: the smallest accepted
 // values (one row), a device index accepted by the syntax check, the options a local fit accepts,
 // and what the fit summary and the bench report always print.
-#include "common/bad_files.hpp"
+#include "common/run_cli.hpp"
 
 #include <mixle/data.hpp>
 
@@ -23,17 +23,6 @@ namespace {
 
 using test::TempDir;
 
-struct CliResult {
-  int code = -1;
-  std::string out, err;
-};
-
-CliResult mixle(const TempDir& dir, const std::string& args) {
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  const int status = std::system((std::string(MIXLE_CLI_PATH) + " " + args + " >" + out + " 2>" + err).c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, test::read_text(out), test::read_text(err)};
-}
-
 constexpr const char* kTruth = R"({"format": "mixle-model", "version": 1, "weights": [0.5, 0.5],
   "parts": [{"family": "gaussian_diag", "columns": [0, 2],
              "mean": [[0, 0], [6, 6]], "var": [[1, 1], [1, 1]]}]})";
@@ -41,10 +30,11 @@ constexpr const char* kTruth = R"({"format": "mixle-model", "version": 1, "weigh
 TEST(CliEdges, OneRowIsTheSmallestGenerateAndBench) {
   TempDir dir("cli-edges-one");
   test::write_bytes(dir.file("truth.json"), kTruth);
-  const CliResult g = mixle(dir, "generate -m " + dir.file("truth.json") + " -n 1 --seed 1 -o " + dir.file("one.npy"));
+  const test::CliRun g =
+      test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 1 --seed 1 -o " + dir.file("one.npy"));
   ASSERT_EQ(g.code, 0) << g.err;
   EXPECT_EQ(read_data(dir.file("one.npy")).rows(), 1u);
-  const CliResult b = mixle(dir, "bench --rows 1 --dims 2 --components 2 --iters 1");
+  const test::CliRun b = test::run_cli(dir, "bench --rows 1 --dims 2 --components 2 --iters 1");
   EXPECT_EQ(b.code, 0) << b.err;
 }
 
@@ -53,11 +43,12 @@ TEST(CliEdges, DeviceIndexSyntax) {
   // cuda:<digits> passes the syntax check (then runs, or is refused as not built/not present:
   // never a usage error); anything else after "cuda:" is a usage error naming what is accepted.
   for (const char* device : {"cuda:0", "cuda:1"}) {
-    const CliResult r = mixle(dir, std::string("bench --rows 64 --dims 2 --components 2 --iters 1 --device ") + device);
+    const test::CliRun r =
+        test::run_cli(dir, std::string("bench --rows 64 --dims 2 --components 2 --iters 1 --device ") + device);
     EXPECT_NE(r.code, 2) << device << ": " << r.err;
   }
   for (const char* device : {"cuda:", "cuda:x", "cuda:1a"}) {
-    const CliResult r = mixle(dir, std::string("bench --rows 64 --device ") + device);
+    const test::CliRun r = test::run_cli(dir, std::string("bench --rows 64 --device ") + device);
     EXPECT_EQ(r.code, 2) << device;
     EXPECT_NE(r.err.find("cuda:<index>"), std::string::npos) << r.err;
   }
@@ -103,7 +94,8 @@ std::string stderr_on_a_terminal(const std::vector<std::string>& args) {
 TEST(CliEdges, ProgressOnATerminalIsOneLiveLineThatEndsBeforeTheWarnings) {
   TempDir dir("cli-edges-tty");
   test::write_bytes(dir.file("truth.json"), kTruth);
-  ASSERT_EQ(mixle(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.npy")).code, 0);
+  ASSERT_EQ(
+      test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.npy")).code, 0);
   const std::string text = stderr_on_a_terminal({"fit", "--data", dir.file("d.npy"), "-k", "2", "--seed", "3", "--tol",
                                                  "0", "--max-iter", "3", "--out", dir.file("m.json")});
   EXPECT_NE(text.find("\r\033[K[restart 0] iter   3/3"), std::string::npos) << text;
@@ -117,26 +109,27 @@ TEST(CliEdges, ProgressOnATerminalIsOneLiveLineThatEndsBeforeTheWarnings) {
 TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {
   TempDir dir("cli-edges-fit");
   test::write_bytes(dir.file("truth.json"), kTruth);
-  ASSERT_EQ(mixle(dir, "generate -m " + dir.file("truth.json") + " -n 500 --seed 2 -o " + dir.file("d.npy")).code, 0);
+  ASSERT_EQ(
+      test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 500 --seed 2 -o " + dir.file("d.npy")).code, 0);
   // A local fit takes --shard-components 1 (one shard: nothing to distribute).
-  const CliResult f =
-      mixle(dir, "fit --data " + dir.file("d.npy") + " -k 2 --seed 3 --shard-components 1 --out " + dir.file("m.json"));
+  const test::CliRun f = test::run_cli(
+      dir, "fit --data " + dir.file("d.npy") + " -k 2 --seed 3 --shard-components 1 --out " + dir.file("m.json"));
   ASSERT_EQ(f.code, 0) << f.err;
   for (const char* line : {"fitted 2 components on 500 rows", "mean log-likelihood per row:",
                            "log-likelihood per iteration:", "throughput:", "component 0", "component 1"})
     EXPECT_NE(f.out.find(line), std::string::npos) << "fit output lacks \"" << line << "\":\n" << f.out;
   // A backend outside the distributed driver takes one shard too, and refuses two.
   const std::string threaded = "fit --data " + dir.file("d.npy") + " -k 2 --seed 3 -q --backend component_parallel";
-  EXPECT_EQ(mixle(dir, threaded + " --shard-components 1 --out " + dir.file("t.json")).code, 0);
-  EXPECT_EQ(mixle(dir, threaded + " --shard-components 2 --out " + dir.file("t.json")).code, 2);
+  EXPECT_EQ(test::run_cli(dir, threaded + " --shard-components 1 --out " + dir.file("t.json")).code, 0);
+  EXPECT_EQ(test::run_cli(dir, threaded + " --shard-components 2 --out " + dir.file("t.json")).code, 2);
   // Checkpoints, resume and receipts belong to the distributed driver: each alone is refused.
   for (const std::string& option :
        {"--checkpoint-dir " + dir.file("ck"), "--resume " + dir.file("ck"), "--receipts " + dir.file("r.jsonl")}) {
-    const CliResult refused = mixle(dir, threaded + " " + option + " --out " + dir.file("t.json"));
+    const test::CliRun refused = test::run_cli(dir, threaded + " " + option + " --out " + dir.file("t.json"));
     EXPECT_EQ(refused.code, 2) << option;
     EXPECT_NE(refused.err.find("need the local or distributed backend"), std::string::npos) << option << refused.err;
   }
-  const CliResult b = mixle(dir, "bench --rows 200 --dims 2 --components 2 --iters 1");
+  const test::CliRun b = test::run_cli(dir, "bench --rows 200 --dims 2 --components 2 --iters 1");
   ASSERT_EQ(b.code, 0) << b.err;
   for (const char* phase : {"cpu      e_step", "cpu      m_step", "cpu      iteration"})
     EXPECT_NE(b.out.find(phase), std::string::npos) << "bench report lacks \"" << phase << "\":\n" << b.out;
@@ -148,8 +141,10 @@ TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {
 TEST(CliEdges, FormatsCommunicatorsAndOutputNames) {
   TempDir dir("cli-edges-formats");
   test::write_bytes(dir.file("truth.json"), kTruth);
-  ASSERT_EQ(mixle(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.npy")).code, 0);
-  ASSERT_EQ(mixle(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.csv")).code, 0);
+  ASSERT_EQ(
+      test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.npy")).code, 0);
+  ASSERT_EQ(
+      test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.csv")).code, 0);
   const Dataset d = read_data(dir.file("d.npy"));
   std::vector<float> raw(d.rows() * d.cols());
   for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<float>(d.at(i / 2, i % 2));
@@ -159,19 +154,19 @@ TEST(CliEdges, FormatsCommunicatorsAndOutputNames) {
   for (const std::string& args :
        {"--data " + dir.file("npy.bin") + " --format npy", "--data " + dir.file("csv.data") + " --format csv",
         "--data " + dir.file("d.dat") + " --format raw --cols 2"}) {
-    const CliResult r = mixle(dir, "fit " + args + " -k 2 -q --seed 1 --out " + dir.file("m.json"));
+    const test::CliRun r = test::run_cli(dir, "fit " + args + " -k 2 -q --seed 1 --out " + dir.file("m.json"));
     EXPECT_EQ(r.code, 0) << args << ": " << r.err;
     EXPECT_NE(r.out.find("on 300 rows"), std::string::npos) << args << ": " << r.out;
   }
   // Without --format the .bin file is raw float32 bytes, header included: not 300 rows.
-  const CliResult as_raw =
-      mixle(dir, "fit --data " + dir.file("npy.bin") + " --cols 2 -k 2 -q --seed 1 --out " + dir.file("m.json"));
+  const test::CliRun as_raw = test::run_cli(
+      dir, "fit --data " + dir.file("npy.bin") + " --cols 2 -k 2 -q --seed 1 --out " + dir.file("m.json"));
   EXPECT_EQ(as_raw.out.find("on 300 rows"), std::string::npos) << as_raw.out;
-  const CliResult comm = mixle(dir, "fit --data " + dir.file("d.npy") + " -k 2 --comm pigeon");
+  const test::CliRun comm = test::run_cli(dir, "fit --data " + dir.file("d.npy") + " -k 2 --comm pigeon");
   EXPECT_EQ(comm.code, 2);
   EXPECT_NE(comm.err.find("unknown communicator 'pigeon'; accepted: auto, "), std::string::npos) << comm.err;
-  const CliResult out =
-      mixle(dir, "generate -m " + dir.file("truth.json") + " -n 3 --seed 2 -o " + dir.file("d.parquet"));
+  const test::CliRun out =
+      test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 3 --seed 2 -o " + dir.file("d.parquet"));
   EXPECT_EQ(out.code, 2);
   EXPECT_NE(out.err.find("d.parquet\": use a .npy or .csv file name"), std::string::npos) << out.err;
 }
@@ -185,14 +180,14 @@ TEST(CliEdges, RawShapeOption) {
     v[i] = static_cast<float>((i % 2 ? 6.0 : 0.0) + 0.01 * static_cast<double>(i % 7));
   test::write_bytes(dir.file("d.f32"), std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float)));
   for (const char* shape : {"200,2", ",2"}) {
-    const CliResult r =
-        mixle(dir, "fit --data " + dir.file("d.f32") + " --shape " + shape + " -k 2 -q --out " + dir.file("m.json"));
+    const test::CliRun r = test::run_cli(
+        dir, "fit --data " + dir.file("d.f32") + " --shape " + shape + " -k 2 -q --out " + dir.file("m.json"));
     EXPECT_EQ(r.code, 0) << shape << ": " << r.err;
     EXPECT_NE(r.out.find("on 200 rows"), std::string::npos) << shape << ": " << r.out;
   }
   for (const char* shape : {"2x0,2", "200,", "200,2,1", "-1,2"}) {
-    const CliResult r =
-        mixle(dir, "fit --data " + dir.file("d.f32") + " --shape " + shape + " -k 2 --out " + dir.file("m.json"));
+    const test::CliRun r = test::run_cli(
+        dir, "fit --data " + dir.file("d.f32") + " --shape " + shape + " -k 2 --out " + dir.file("m.json"));
     EXPECT_EQ(r.code, 2) << shape << ": " << r.err;
     EXPECT_NE(r.err.find("--shape"), std::string::npos) << shape << ": " << r.err;
   }

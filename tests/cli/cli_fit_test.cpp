@@ -1,7 +1,7 @@
 // The CLI's fit/score/generate contract: bad input exits 1 with a message naming the problem
 // and writes no output; usage errors exit 2; same seed ⇒ byte-identical model files; and a
 // generate → fit → score round trip.
-#include "common/bad_files.hpp"
+#include "common/run_cli.hpp"
 
 #include <mixle/data.hpp>
 #include <mixle/fit.hpp>
@@ -22,20 +22,11 @@ namespace {
 
 using test::TempDir;
 
-struct CliRun {
-  int code = -1;
-  std::string out;  // as printed
-  std::string err;  // lower-cased
-};
+using test::CliRun;
 
-CliRun run_cli(const TempDir& dir, const std::string& args) {
-  const std::string out = dir.file("stdout.txt"), err = dir.file("stderr.txt");
-  const std::string cmd = std::string(MIXLE_CLI_PATH) + " " + args + " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  CliRun r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = test::read_text(out);
-  r.err = test::read_text(err);
+/// test::run_cli with stderr lower-cased, so a message matches whatever its capitals.
+CliRun run_lowered(const TempDir& dir, const std::string& args) {
+  CliRun r = test::run_cli(dir, args);
   std::transform(r.err.begin(), r.err.end(), r.err.begin(), [](unsigned char c) { return std::tolower(c); });
   return r;
 }
@@ -44,7 +35,7 @@ CliRun run_cli(const TempDir& dir, const std::string& args) {
 void expect_fit_error(const TempDir& dir, const std::string& args, const std::vector<std::string>& words) {
   const std::string out = dir.file("out.json");
   std::filesystem::remove(out);
-  const CliRun r = run_cli(dir, "fit " + args + " --out " + out);
+  const CliRun r = run_lowered(dir, "fit " + args + " --out " + out);
   EXPECT_EQ(r.code, 1) << args << "\n" << r.err;
   for (const auto& w : words)
     EXPECT_NE(r.err.find(w), std::string::npos) << args << ": \"" << r.err << "\" lacks " << w;
@@ -98,8 +89,8 @@ TEST(CliBadInput, InitModelFiles) {
                    {"cov.json", "positive definite"});
   // A good model file fits (so the failures above are the files' fault).
   test::write_bytes(dir.file("good.json"), test::diag_model_json());
-  const CliRun ok = run_cli(dir, "fit --data " + dir.file("data.npy") + " --init " + dir.file("good.json") + " --out " +
-                                     dir.file("fitted.json"));
+  const CliRun ok = run_lowered(dir, "fit --data " + dir.file("data.npy") + " --init " + dir.file("good.json") +
+                                         " --out " + dir.file("fitted.json"));
   EXPECT_EQ(ok.code, 0) << ok.err;
   EXPECT_TRUE(std::filesystem::exists(dir.file("fitted.json")));
 }
@@ -116,10 +107,10 @@ TEST(CliBadInput, ComponentCounts) {
 TEST(CliBadInput, UsageErrorsExit2) {
   TempDir dir("cli-usage");
   test::write_bytes(dir.file("data.npy"), test::npy_bytes(test::gaussian_values(5), 5, 2));
-  EXPECT_EQ(run_cli(dir, "fit -k 2 --out " + dir.file("o.json")).code, 2);  // missing --data
-  EXPECT_EQ(run_cli(dir, "fit --data " + dir.file("data.npy") + " --out " + dir.file("o.json")).code, 2);  // no K
-  EXPECT_EQ(run_cli(dir, "fit --data " + dir.file("data.npy") + " -k two").code, 2);
-  EXPECT_EQ(run_cli(dir, "score --data " + dir.file("data.npy")).code, 2);  // missing --model/--out
+  EXPECT_EQ(run_lowered(dir, "fit -k 2 --out " + dir.file("o.json")).code, 2);  // missing --data
+  EXPECT_EQ(run_lowered(dir, "fit --data " + dir.file("data.npy") + " --out " + dir.file("o.json")).code, 2);  // no K
+  EXPECT_EQ(run_lowered(dir, "fit --data " + dir.file("data.npy") + " -k two").code, 2);
+  EXPECT_EQ(run_lowered(dir, "score --data " + dir.file("data.npy")).code, 2);  // missing --model/--out
   EXPECT_FALSE(std::filesystem::exists(dir.file("o.json")));
 }
 
@@ -132,12 +123,13 @@ TEST(CliDeterminism, FitOutFilesByteIdentical) {
   TempDir dir("cli-det");
   test::write_bytes(dir.file("truth.json"), kTruthJson);
   ASSERT_EQ(
-      run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 21000 --seed 3 -o " + dir.file("data.npy")).code, 0);
+      run_lowered(dir, "generate -m " + dir.file("truth.json") + " -n 21000 --seed 3 -o " + dir.file("data.npy")).code,
+      0);
   const std::string fit = "fit --data " + dir.file("data.npy") +
                           " --layout gaussian_diag:0-2,poisson:2-3 -k 3 --seed 9 --max-iter 10 --tol 0 -q";
-  ASSERT_EQ(run_cli(dir, fit + " --threads 2 --out " + dir.file("a.json")).code, 0);
-  ASSERT_EQ(run_cli(dir, fit + " --threads 2 --out " + dir.file("b.json")).code, 0);
-  ASSERT_EQ(run_cli(dir, fit + " --threads 1 --out " + dir.file("c.json")).code, 0);
+  ASSERT_EQ(run_lowered(dir, fit + " --threads 2 --out " + dir.file("a.json")).code, 0);
+  ASSERT_EQ(run_lowered(dir, fit + " --threads 2 --out " + dir.file("b.json")).code, 0);
+  ASSERT_EQ(run_lowered(dir, fit + " --threads 1 --out " + dir.file("c.json")).code, 0);
   const std::string a = test::read_text(dir.file("a.json"));
   ASSERT_FALSE(a.empty());
   EXPECT_EQ(a, test::read_text(dir.file("b.json")));
@@ -150,12 +142,13 @@ TEST(CliRoundTrip, SummaryShowsFourLeadingValues) {
   TempDir dir("cli-summary");
   test::write_bytes(dir.file("truth.json"), R"({"format":"mixle-model","version":1,"weights":[1],"parts":[
     {"family":"gaussian_diag","columns":[0,5],"mean":[[1,2,3,4,5]],"var":[[1,1,1,1,1]]}]})");
-  ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 200 --seed 1 -o " + dir.file("data.npy")).code,
-            0);
+  ASSERT_EQ(
+      run_lowered(dir, "generate -m " + dir.file("truth.json") + " -n 200 --seed 1 -o " + dir.file("data.npy")).code,
+      0);
   for (const int D : {5, 4}) {
     const std::string out = dir.file("m" + std::to_string(D) + ".json");
-    const CliRun f = run_cli(dir, "fit --data " + dir.file("data.npy") + " --layout gaussian_diag:0-" +
-                                      std::to_string(D) + " -k 1 --seed 2 --out " + out);
+    const CliRun f = run_lowered(dir, "fit --data " + dir.file("data.npy") + " --layout gaussian_diag:0-" +
+                                          std::to_string(D) + " -k 1 --seed 2 --out " + out);
     ASSERT_EQ(f.code, 0) << f.err;
     const Model m = load_model(out);
     char shown[160];
@@ -169,16 +162,16 @@ TEST(CliRoundTrip, GenerateFitScore) {
   TempDir dir("cli-roundtrip");
   test::write_bytes(dir.file("truth.json"), kTruthJson);
   const std::size_t N = 3000, K = 3;
-  ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 3000 --seed 1 -o " + dir.file("data.npy") +
-                             " --labels " + dir.file("labels.csv"))
+  ASSERT_EQ(run_lowered(dir, "generate -m " + dir.file("truth.json") + " -n 3000 --seed 1 -o " + dir.file("data.npy") +
+                                 " --labels " + dir.file("labels.csv"))
                 .code,
             0);
   const Dataset data = read_data(dir.file("data.npy"));
   ASSERT_EQ(data.rows(), N);
   ASSERT_EQ(data.cols(), 3u);
   const CliRun f =
-      run_cli(dir, "fit --data " + dir.file("data.npy") +
-                       " --layout gaussian_diag:0-2,poisson:2-3 -k 3 --seed 2 --out " + dir.file("model.json"));
+      run_lowered(dir, "fit --data " + dir.file("data.npy") +
+                           " --layout gaussian_diag:0-2,poisson:2-3 -k 3 --seed 2 --out " + dir.file("model.json"));
   ASSERT_EQ(f.code, 0) << f.err;
   const Model model = load_model(dir.file("model.json"));
   EXPECT_EQ(model.components(), K);
@@ -190,8 +183,8 @@ TEST(CliRoundTrip, GenerateFitScore) {
     EXPECT_NE(f.out.find(line), std::string::npos) << "no \"" << line << "\" in\n" << f.out;
   }
 
-  ASSERT_EQ(run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") + " -o " +
-                             dir.file("ll.npy"))
+  ASSERT_EQ(run_lowered(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") + " -o " +
+                                 dir.file("ll.npy"))
                 .code,
             0);
   const Dataset ll = read_data(dir.file("ll.npy"));
@@ -199,8 +192,8 @@ TEST(CliRoundTrip, GenerateFitScore) {
   EXPECT_EQ(ll.cols(), 1u);
   for (std::size_t r = 0; r < N; ++r) EXPECT_TRUE(std::isfinite(ll.at(r, 0)) && ll.at(r, 0) < 0.0);
 
-  ASSERT_EQ(run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") + " --what resp -o " +
-                             dir.file("resp.npy"))
+  ASSERT_EQ(run_lowered(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") +
+                                 " --what resp -o " + dir.file("resp.npy"))
                 .code,
             0);
   const Dataset resp = read_data(dir.file("resp.npy"));
@@ -209,8 +202,8 @@ TEST(CliRoundTrip, GenerateFitScore) {
   constexpr double kSumTol = 1e-12;  // fp64 normalisation of 3 terms
   for (std::size_t r = 0; r < N; ++r) EXPECT_NEAR(resp.at(r, 0) + resp.at(r, 1) + resp.at(r, 2), 1.0, kSumTol);
 
-  ASSERT_EQ(run_cli(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") +
-                             " --what labels -o " + dir.file("pred.csv"))
+  ASSERT_EQ(run_lowered(dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("model.json") +
+                                 " --what labels -o " + dir.file("pred.csv"))
                 .code,
             0);
   const std::string text = test::read_text(dir.file("pred.csv"));
@@ -252,15 +245,15 @@ TEST(CliInitialParameters, GivenMeansOrderTheComponents) {
   test::write_bytes(dir.file("truth.json"), R"({"format": "mixle-model", "version": 1, "weights": [0.5, 0.5],
     "parts": [{"family": "gaussian_full", "columns": [0, 2], "mean": [[0, 0], [8, 0]],
                "cov": [[[1, 0], [0, 1]], [[1, 0.5], [0.5, 1]]]}]})");
-  ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 2000 --seed 1 -o " + dir.file("d.npy")).code,
-            0);
+  ASSERT_EQ(
+      run_lowered(dir, "generate -m " + dir.file("truth.json") + " -n 2000 --seed 1 -o " + dir.file("d.npy")).code, 0);
   test::write_bytes(dir.file("means.csv"), "8,0\n0,0\n");
   test::write_bytes(dir.file("weights.csv"), "0.5\n0.5\n");
   test::write_bytes(dir.file("precisions.csv"), "1,0\n0,1\n2,0\n0,2\n");  // (K·D)×D
   const std::string base = "fit --data " + dir.file("d.npy") + " -k 2 --family gaussian_full --precision fp64 -q";
   const CliRun r =
-      run_cli(dir, base + " --init-means " + dir.file("means.csv") + " --init-weights " + dir.file("weights.csv") +
-                       " --init-precisions " + dir.file("precisions.csv") + " --out " + dir.file("m.json"));
+      run_lowered(dir, base + " --init-means " + dir.file("means.csv") + " --init-weights " + dir.file("weights.csv") +
+                           " --init-precisions " + dir.file("precisions.csv") + " --out " + dir.file("m.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   const Model m = load_model(dir.file("m.json"));
   EXPECT_NEAR(m.parts[0].mean[0], 8.0, 0.2) << "component 0 started at the first given mean";
@@ -268,7 +261,8 @@ TEST(CliInitialParameters, GivenMeansOrderTheComponents) {
   test::write_bytes(dir.file("three.csv"), "1,2,3\n");
   expect_fit_error(dir, "--data " + dir.file("d.npy") + " -k 2 -q --init-means " + dir.file("three.csv"),
                    {"initial means", "3 values", "k×d = 4"});
-  const CliRun range = run_cli(dir, base.substr(0, base.find(" -k")) + " -k 1:3 --init-means " + dir.file("means.csv"));
+  const CliRun range =
+      run_lowered(dir, base.substr(0, base.find(" -k")) + " -k 1:3 --init-means " + dir.file("means.csv"));
   EXPECT_EQ(range.code, 2) << range.err;
   EXPECT_NE(range.err.find("not with -k a:b"), std::string::npos) << range.err;
 }
@@ -278,13 +272,13 @@ TEST(CliModelSelection, RangeOfComponentsPicksTheTrueK) {
   test::write_bytes(dir.file("truth.json"), R"({"format": "mixle-model", "version": 1, "weights": [0.3, 0.3, 0.4],
     "parts": [{"family": "gaussian_diag", "columns": [0, 2], "mean": [[0, 0], [8, 0], [0, 8]],
                "var": [[1, 1], [1, 1], [1, 1]]}]})");
-  ASSERT_EQ(run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 3000 --seed 1 -o " + dir.file("d.npy")).code,
-            0);
+  ASSERT_EQ(
+      run_lowered(dir, "generate -m " + dir.file("truth.json") + " -n 3000 --seed 1 -o " + dir.file("d.npy")).code, 0);
   const std::string base = "fit --data " + dir.file("d.npy") + " --seed 2 --precision fp64 -q";
   const std::string fit = base + " -k 1:5";
   for (const char* by : {"bic", "aic"}) {
     SCOPED_TRACE(by);
-    const CliRun r = run_cli(dir, fit + " --select " + by + " --out " + dir.file(std::string(by) + ".json"));
+    const CliRun r = run_lowered(dir, fit + " --select " + by + " --out " + dir.file(std::string(by) + ".json"));
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find(std::string("model selection by ") + by), std::string::npos) << r.out;
     std::istringstream lines(r.out);
@@ -306,9 +300,9 @@ TEST(CliModelSelection, RangeOfComponentsPicksTheTrueK) {
     EXPECT_NE(r.out.find("fitted 3 components"), std::string::npos) << r.out;
   }
   const CliRun score =
-      run_cli(dir, "score --data " + dir.file("d.npy") + " -m " + dir.file("bic.json") + " --what bic");
+      run_lowered(dir, "score --data " + dir.file("d.npy") + " -m " + dir.file("bic.json") + " --what bic");
   ASSERT_EQ(score.code, 0) << score.err;
-  const CliRun fitted = run_cli(dir, fit + " --out " + dir.file("again.json"));
+  const CliRun fitted = run_lowered(dir, fit + " --out " + dir.file("again.json"));
   const auto at = fitted.out.find("← selected");
   ASSERT_NE(at, std::string::npos) << fitted.out;
   std::istringstream selected_row(fitted.out.substr(fitted.out.rfind('\n', at) + 1));
@@ -318,14 +312,14 @@ TEST(CliModelSelection, RangeOfComponentsPicksTheTrueK) {
   ASSERT_EQ(score.out.rfind("bic: ", 0), 0u) << score.out;
   EXPECT_NEAR(std::stod(score.out.substr(5)), bic, 1e-6 * std::abs(bic)) << score.out << fitted.out;
   const CliRun mean_score =
-      run_cli(dir, "score --data " + dir.file("d.npy") + " -m " + dir.file("bic.json") + " --what loglik-mean");
+      run_lowered(dir, "score --data " + dir.file("d.npy") + " -m " + dir.file("bic.json") + " --what loglik-mean");
   ASSERT_EQ(mean_score.out.rfind("loglik-mean: ", 0), 0u) << mean_score.out;
   EXPECT_NEAR(std::stod(mean_score.out.substr(13)), mean, 2e-6) << mean_score.out;  // the table prints 6 decimals
   for (const std::string& args :
        {base + " -k 5:2", base + " -k 3 --select bic",
         "fit --data " + dir.file("d.npy") + " --init " + dir.file("truth.json") + " -k 1:3",
         "score --data " + dir.file("d.npy") + " -m " + dir.file("bic.json") + " --what resp"}) {
-    const CliRun bad = run_cli(dir, args);
+    const CliRun bad = run_lowered(dir, args);
     EXPECT_EQ(bad.code, 2) << args << "\n" << bad.err;
     EXPECT_NE(bad.err.find("usage error: "), std::string::npos) << args << "\n" << bad.err;
   }
@@ -347,7 +341,7 @@ TEST(CliModelSelection, AicAndBicWeighParametersDifferently) {
   write_matrix(dir.file("d.npy"), values.data(), 3000 + 12, 2);
   auto selected = [&](const char* by) {
     const CliRun r =
-        run_cli(dir, "fit --data " + dir.file("d.npy") + " -k 2:5 --seed 2 --precision fp64 -q --select " + by);
+        run_lowered(dir, "fit --data " + dir.file("d.npy") + " -k 2:5 --seed 2 --precision fp64 -q --select " + by);
     EXPECT_EQ(r.code, 0) << r.err;
     const auto at = r.out.find("← selected");
     if (at == std::string::npos) return std::size_t{0};
@@ -364,12 +358,12 @@ TEST(CliBadInput, ScoreAndGenerateWriteNothingOnError) {
   TempDir dir("cli-score-bad");
   test::write_bytes(dir.file("weights.json"), test::diag_model_json("[0.5, 0.6]"));
   test::write_bytes(dir.file("data.npy"), test::npy_bytes(test::gaussian_values(5), 5, 2));
-  const CliRun s = run_cli(
+  const CliRun s = run_lowered(
       dir, "score --data " + dir.file("data.npy") + " -m " + dir.file("weights.json") + " -o " + dir.file("s.npy"));
   EXPECT_EQ(s.code, 1);
   EXPECT_NE(s.err.find("weights"), std::string::npos) << s.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("s.npy")));
-  const CliRun g = run_cli(dir, "generate -m " + dir.file("weights.json") + " -n 5 -o " + dir.file("g.npy"));
+  const CliRun g = run_lowered(dir, "generate -m " + dir.file("weights.json") + " -n 5 -o " + dir.file("g.npy"));
   EXPECT_EQ(g.code, 1);
   EXPECT_FALSE(std::filesystem::exists(dir.file("g.npy")));
 }

@@ -2,7 +2,7 @@
 // several chunks of a small file) are byte-identical to one chunk's, for .npy and CSV, and the
 // one-number summaries are the same; a bad row in a later chunk fails the command and leaves
 // neither the output nor a temporary file.
-#include "common/bad_files.hpp"
+#include "common/run_cli.hpp"
 #include "host/cli/score_chunks.hpp"
 
 #include <gtest/gtest.h>
@@ -17,36 +17,32 @@ namespace {
 
 using test::TempDir;
 
-int run(const std::string& env, const std::string& args, const std::string& log) {
-  const std::string cmd = env + " " + std::string(MIXLE_CLI_PATH) + " " + args + " >" + log + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 TEST(CliScore, ChunksWriteWhatOneChunkWrites) {
   TempDir dir("cli-score");
   test::write_bytes(dir.file("m.json"), R"({"format": "mixle-model", "version": 1, "weights": [0.3, 0.7],
     "parts": [{"family": "gaussian_diag", "columns": [0, 2], "mean": [[0, 0], [3, 1]], "var": [[1, 1], [2, 1]]}]})");
-  ASSERT_EQ(
-      run("", "generate -m " + dir.file("m.json") + " -n 1000 --seed 3 -o " + dir.file("d.npy"), dir.file("gen.log")),
-      0);
+  ASSERT_EQ(test::run_cli(dir, "generate -m " + dir.file("m.json") + " -n 1000 --seed 3 -o " + dir.file("d.npy")).code,
+            0);
   const std::string base = "score -m " + dir.file("m.json") + " --data " + dir.file("d.npy");
   for (const char* what : {"loglik", "resp", "labels"})
     for (const char* ext : {".npy", ".csv"}) {
       SCOPED_TRACE(std::string(what) + ext);
       const std::string one = dir.file(std::string("one") + ext), many = dir.file(std::string("many") + ext);
-      ASSERT_EQ(run("", base + " --what " + what + " -o " + one, dir.file("one.log")), 0)
-          << test::read_text(dir.file("one.log"));
-      ASSERT_EQ(run("MIXLE_SCORE_CHUNK_ROWS=77", base + " --what " + what + " -o " + many, dir.file("many.log")), 0)
-          << test::read_text(dir.file("many.log"));
+      const test::CliRun r1 = test::run_cli(dir, base + " --what " + what + " -o " + one);
+      ASSERT_EQ(r1.code, 0) << r1.err;
+      const test::CliRun r2 = test::run_cli(dir, base + " --what " + what + " -o " + many, "MIXLE_SCORE_CHUNK_ROWS=77");
+      ASSERT_EQ(r2.code, 0) << r2.err;
       const std::string a = test::read_text(one), b = test::read_text(many);
       EXPECT_GT(a.size(), 1000u);
       EXPECT_EQ(a, b) << "chunked output differs";
     }
   for (const char* what : {"loglik-mean", "bic"}) {
-    ASSERT_EQ(run("", base + " --what " + what, dir.file("s1.log")), 0);
-    ASSERT_EQ(run("MIXLE_SCORE_CHUNK_ROWS=128", base + " --what " + what, dir.file("s2.log")), 0);
-    EXPECT_EQ(test::read_text(dir.file("s1.log")), test::read_text(dir.file("s2.log"))) << what;
+    const test::CliRun one = test::run_cli(dir, base + " --what " + what);
+    const test::CliRun many = test::run_cli(dir, base + " --what " + what, "MIXLE_SCORE_CHUNK_ROWS=128");
+    ASSERT_EQ(one.code, 0) << one.err;
+    ASSERT_EQ(many.code, 0) << many.err;
+    EXPECT_FALSE(one.out.empty());
+    EXPECT_EQ(one.out, many.out) << what;
   }
 }
 
@@ -75,12 +71,11 @@ TEST(CliScore, ABadRowInALaterChunkLeavesNoFile) {
   std::string csv = "x\n";
   for (int r = 0; r < 300; ++r) csv += r == 250 ? "-1\n" : "3\n";  // row 250 (from 0), in the third chunk: not a count
   test::write_bytes(dir.file("d.csv"), csv);
-  const int code = run("MIXLE_SCORE_CHUNK_ROWS=100",
-                       "score -m " + dir.file("m.json") + " --data " + dir.file("d.csv") + " -o " + dir.file("out.npy"),
-                       dir.file("bad.log"));
-  EXPECT_EQ(code, 1) << test::read_text(dir.file("bad.log"));
-  EXPECT_NE(test::read_text(dir.file("bad.log")).find("row 250"), std::string::npos)
-      << test::read_text(dir.file("bad.log"));
+  const test::CliRun r = test::run_cli(
+      dir, "score -m " + dir.file("m.json") + " --data " + dir.file("d.csv") + " -o " + dir.file("out.npy"),
+      "MIXLE_SCORE_CHUNK_ROWS=100");
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("row 250"), std::string::npos) << r.err;
   for (const auto& e : std::filesystem::directory_iterator(dir.path()))
     EXPECT_EQ(e.path().filename().string().find("out.npy"), std::string::npos) << e.path();
 }

@@ -2,6 +2,7 @@
 // (the gaussian_diag vectorised path at D = 10 included), the component-parallel and
 // component-sharded backends, fp32 beside fp64, zero weights as dropped rows, k-means++ never
 // starting at a row of weight 0, and the errors for bad weights.
+#include "common/json_numbers.hpp"
 #include "engine_test_util.hpp"
 
 #include <mixle/data.hpp>
@@ -24,31 +25,8 @@ namespace {
 
 using test::expect_invalid_input;
 
-// Every number of a model file, in order (keys hold no digits that differ between two models
-// of the same layout).
-std::vector<double> numbers(const Model& model) {
-  const std::string text = model_to_json(model);
-  std::vector<double> out;
-  const char* p = text.c_str();
-  while (*p) {
-    if ((*p >= '0' && *p <= '9') || *p == '-') {
-      char* end = nullptr;
-      const double v = std::strtod(p, &end);
-      if (end == p) {  // a '-' of a word ("mixle-model")
-        ++p;
-        continue;
-      }
-      out.push_back(v);
-      p = end;
-    } else {
-      ++p;
-    }
-  }
-  return out;
-}
-
 double max_relative_difference(const Model& a, const Model& b) {
-  const auto x = numbers(a), y = numbers(b);
+  const auto x = test::model_numbers(a), y = test::model_numbers(b);
   EXPECT_EQ(x.size(), y.size());
   EXPECT_GT(x.size(), 2 * a.components());  // weights and parameters were read
   double worst = 0.0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "comms/process_util.hpp"
+#include "common/json_numbers.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -15,19 +16,6 @@
 #include <vector>
 
 namespace mixle::test {
-
-/// Every number of a JSON document, in document order.
-inline std::vector<double> flatten(const nlohmann::json& j) {
-  std::vector<double> out;
-  if (j.is_number()) out.push_back(j.get<double>());
-  if (j.is_array())
-    for (const auto& e : j)
-      for (double v : flatten(e)) out.push_back(v);
-  if (j.is_object())
-    for (const auto& [k, v] : j.items())
-      for (double x : flatten(v)) out.push_back(x);
-  return out;
-}
 
 /// Largest |a − b| / |a| over the numbers of two model files (same shape expected).
 inline double max_relative_difference(const std::filesystem::path& a, const std::filesystem::path& b) {
