@@ -32,12 +32,11 @@ MStepResult EncodedData::estimate(const Model& prev, const EstimatorOptions& opt
 Model EncodedData::initialize(const Model& shape, std::uint64_t seed, double p, const EstimatorOptions& options) {
   if (!(p > 0.0 && p <= 1.0)) throw InvalidInput("init-p = " + std::to_string(p) + " must be in (0, 1]");
   const std::size_t K = shape.components();
-  Assigner assign = [seed, p](const Dataset& rows, std::size_t first_row, std::size_t K, double* resp) {
-    std::fill(resp, resp + rows.rows() * K, 0.0);
+  Assigner assign = [seed, p](const Dataset& rows, std::size_t first_row, std::size_t K, std::size_t* label) {
     for (std::size_t r = 0; r < rows.rows(); ++r) {
       const std::uint64_t g = first_row + r;
       if (to_unit(row_draw(seed, 1, g)) >= p) continue;
-      resp[r * K + row_draw(seed, 2, g) % K] = 1.0;
+      label[r] = static_cast<std::size_t>(row_draw(seed, 2, g) % K);
     }
   };
   const Statistics s = accumulate_assigned(shape, assign);

@@ -30,9 +30,10 @@ struct Statistics {
   double loglik_sum() const { return values.at(0); }
 };
 
-/// Fills responsibilities (rows × K, host) for a block of rows whose first row has global
-/// index `first_row` (used by initialisation: hard or random assignments).
-using Assigner = std::function<void(const Dataset& rows, std::size_t first_row, std::size_t K, double* resp)>;
+/// Labels a block of rows whose first row has global index `first_row` (initialisation's hard
+/// or random assignments): label[r] < K puts row r in that component; K (what label holds on
+/// entry) leaves it out.
+using Assigner = std::function<void(const Dataset& rows, std::size_t first_row, std::size_t K, std::size_t* label)>;
 
 class EncodedData {
  public:
@@ -54,7 +55,8 @@ class EncodedData {
 
   /// E-step over all rows: reduced statistics (identical on every rank).
   virtual Statistics stream_accumulate(const Model& model, const EstimatorOptions& options) = 0;
-  /// Reduced statistics of given assignments (float64, zero shift).
+  /// Reduced statistics of hard assignments (float64, zero shift); rows left out count in the
+  /// header's rows (or weight) only.
   virtual Statistics accumulate_assigned(const Model& shape, const Assigner& assign) = 0;
   /// A deterministic sample of about `target` rows chosen by `seed` (the same rows on every
   /// rank, whatever the world size).

@@ -1,4 +1,5 @@
 #include "engine/initialise.hpp"
+#include "engine/nearest_centres.hpp"
 
 #include <mixle/error.hpp>
 
@@ -9,13 +10,6 @@
 #include <random>
 
 #include <omp.h>
-
-// x86-64 with GCC: also an AVX2 build of the function, chosen at load time where the CPU has it.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define MIXLE_WITH_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
-#else
-#define MIXLE_WITH_AVX2_CLONE
-#endif
 
 namespace mixle::engine {
 
@@ -57,14 +51,15 @@ Model model_shape(EncodedData& data, const std::vector<PartSpec>& parts, std::si
 
 namespace {
 
-// The k-means distances are the initialisation's whole cost. Every squared distance is summed
-// over the coordinates in order 0 … C−1, so its bits do not depend on how the loops around it
-// are arranged; the loops run across centres (or points) in SIMD lanes and across points in
-// threads, and every choice — nearest centre, ties to the lowest index — is the plain loop's.
+// The k-means distances are most of the initialisation's cost. Every squared distance that
+// decides something is summed over the coordinates in order 0 … C−1 in float64, so its bits do
+// not depend on how the loops around it are arranged; the loops run across centres (or points)
+// in SIMD lanes and across points in threads, and every choice — nearest centre, ties to the
+// lowest index — is the plain loop's (CentreSet screens in float32 first, within a bound).
 
 int thread_count(int threads) { return threads > 0 ? threads : omp_get_max_threads(); }
 
-/// Points per thread's share of a seeding step (the SIMD loop's length).
+/// Points per thread's share of a seeding or labelling step (the seeding's SIMD loop length).
 constexpr std::size_t kPointBlock = 1024;
 
 /// `rows` (n × C, row-major) stored by coordinate: C × n.
@@ -76,33 +71,6 @@ std::vector<double> by_coordinate(const std::vector<double>& rows, std::size_t n
 }
 
 }  // namespace
-
-// Centres go eight at a time, their distances held in registers while the
-// coordinates stream past; built for AVX2 too where the CPU has it (no FMA: the same bits).
-MIXLE_WITH_AVX2_CLONE
-std::size_t nearest_centre(const double* x, const double* centres_t, std::size_t K, std::size_t C) {
-  constexpr std::size_t kLanes = 8;
-  std::size_t arg = 0;
-  double best = std::numeric_limits<double>::infinity();
-  std::size_t k0 = 0;
-  for (; k0 + kLanes <= K; k0 += kLanes) {
-    double d2[kLanes] = {};
-    for (std::size_t c = 0; c < C; ++c) {
-      const double xc = x[c];
-      const double* centre_c = centres_t + c * K + k0;
-#pragma omp simd
-      for (std::size_t j = 0; j < kLanes; ++j) d2[j] += (xc - centre_c[j]) * (xc - centre_c[j]);
-    }
-    for (std::size_t j = 0; j < kLanes; ++j)
-      if (d2[j] < best) best = d2[j], arg = k0 + j;
-  }
-  for (std::size_t k = k0; k < K; ++k) {
-    double d2 = 0.0;
-    for (std::size_t c = 0; c < C; ++c) d2 += (x[c] - centres_t[c * K + k]) * (x[c] - centres_t[c * K + k]);
-    if (d2 < best) best = d2, arg = k;
-  }
-  return arg;
-}
 
 // A modelled column enters the distance standardised (numeric columns), or as V indicators of
 // its code (columns of a family with categories: codes are labels, so codes 0 and 3 are as far
@@ -240,12 +208,19 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
     std::copy_n(pts.begin() + pick * C, C, centres.begin() + k * C);
   }
   // A few Lloyd iterations on the sample; once no label changes, the centres cannot either.
+  // Labels come from CentreSet (nearest_centre's rule through a bounded float32 screen).
+  const auto point_blocks = static_cast<std::int64_t>((n + kPointBlock - 1) / kPointBlock);
+  auto label_points = [&](const CentreSet& set, std::vector<std::size_t>& label) {
+#pragma omp parallel for num_threads(workers) if (workers > 1 && point_blocks > 1) schedule(static)
+    for (std::int64_t b = 0; b < point_blocks; ++b) {
+      const std::size_t r0 = static_cast<std::size_t>(b) * kPointBlock, r1 = std::min(n, r0 + kPointBlock);
+      set.nearest(&pts[r0 * C], r1 - r0, &label[r0]);
+    }
+  };
   std::vector<std::size_t> label(n, K), previous;
   for (int it = 0; it < kLloydIterations; ++it) {
-    const std::vector<double> centres_t = by_coordinate(centres, K, C);
     previous = label;
-#pragma omp parallel for num_threads(workers) if (workers > 1) schedule(static)
-    for (std::size_t r = 0; r < n; ++r) label[r] = nearest_centre(&pts[r * C], centres_t.data(), K, C);
+    label_points(CentreSet(centres, K, C), label);
     if (label == previous) break;
     std::vector<double> sum(K * C, 0.0), count(K, 0.0);
     for (std::size_t r = 0; r < n; ++r) {
@@ -257,17 +232,18 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
       if (count[k] > 0.0)  // an empty cluster keeps its centre
         for (std::size_t c = 0; c < C; ++c) centres[k * C + c] = sum[k * C + c] / count[k];
   }
-  const std::vector<double> centres_t = by_coordinate(centres, K, C);
-  Assigner nearest = [&](const Dataset& rows, std::size_t, std::size_t Kc, double* resp) {
-    const auto m = static_cast<std::int64_t>(rows.rows());
-    std::fill(resp, resp + rows.rows() * Kc, 0.0);
-#pragma omp parallel num_threads(workers) if (workers > 1 && m >= 1024)
+  // Every row to its nearest centre, embedded a block of rows at a time.
+  const CentreSet final_centres(centres, K, C);
+  Assigner nearest = [&](const Dataset& rows, std::size_t, std::size_t, std::size_t* label_of) {
+    const auto blocks_of_rows = static_cast<std::int64_t>((rows.rows() + kPointBlock - 1) / kPointBlock);
+#pragma omp parallel num_threads(workers) if (workers > 1 && blocks_of_rows > 1)
     {
-      std::vector<double> x(C);
+      std::vector<double> x(kPointBlock * C);
 #pragma omp for schedule(static)
-      for (std::int64_t r = 0; r < m; ++r) {
-        coordinates.embed(rows, static_cast<std::size_t>(r), x.data());
-        resp[static_cast<std::size_t>(r) * Kc + nearest_centre(x.data(), centres_t.data(), K, C)] = 1.0;
+      for (std::int64_t b = 0; b < blocks_of_rows; ++b) {
+        const std::size_t r0 = static_cast<std::size_t>(b) * kPointBlock, r1 = std::min(rows.rows(), r0 + kPointBlock);
+        for (std::size_t r = r0; r < r1; ++r) coordinates.embed(rows, r, &x[(r - r0) * C]);
+        final_centres.nearest(x.data(), r1 - r0, label_of + r0);
       }
     }
   };

@@ -43,10 +43,6 @@ class KmeansCoordinates {
 constexpr std::size_t kKmeansSample = 20000;
 /// Lloyd iterations at most (fewer when the labels settle).
 constexpr int kLloydIterations = 10;
-/// The nearest of K centres stored by coordinate (centres_t[c·K + k]) to x[0 … C): the lowest k
-/// at the least squared distance, each distance summed over c in order 0 … C−1 — the k-means
-/// steps' one rule, so labels do not depend on how the loops are arranged or threaded.
-std::size_t nearest_centre(const double* x, const double* centres_t, std::size_t K, std::size_t C);
 /// The rows k-means++ samples for K components: kKmeansSample, or 4 per component when more.
 std::size_t kmeans_sample_rows(std::size_t components);
 Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed, const EstimatorOptions& options,

@@ -2,6 +2,7 @@
 #include "engine_test_util.hpp"
 #include "engine/encoded_data.hpp"
 #include "engine/initialise.hpp"
+#include "engine/nearest_centres.hpp"
 
 #include <mixle/fit.hpp>
 
@@ -267,6 +268,70 @@ TEST(EngineInit, KmeansPlusPlusIsTheSameAtAnyThreadCountAndElementType) {
   const FitResult r = fit(f64, o);
   EXPECT_GT(r.init_seconds, 0.0);
   EXPECT_LT(r.init_seconds, r.seconds);
+}
+
+// Hard assignments fold each component's rows and nothing else: labels that leave some rows
+// out, weights, and chunks of 4,096 rows (K = 257), against a naive weighted mean and variance
+// per component; the left-out rows count in the header's weight only.
+TEST(EngineInit, HardAssignmentsFoldEachComponentsRows) {
+  constexpr std::size_t K = 257, C = 3, N = 10000;
+  std::mt19937_64 rng(17);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::vector<float> values(N * C);
+  std::vector<double> weights(N);
+  for (float& v : values) v = static_cast<float>(5.0 + z(rng));
+  for (std::size_t r = 0; r < N; ++r) weights[r] = 0.25 + static_cast<double>(r % 7);
+  auto label_of = [](std::size_t row) { return (row * 2654435761u) % (K + 1); };  // K: left out
+  const Dataset rows = Dataset::view(values.data(), N, C).with_weights(weights);
+  Model shape;
+  shape.weights.assign(K, 1.0 / K);
+  Part g = make_part(Family::gaussian_diag, 0, C);
+  g.mean.assign(K * C, 0.0);
+  g.var.assign(K * C, 1.0);
+  shape.parts = {g};
+  const auto handle = engine::encoded_data(rows, {});
+  std::size_t calls = 0;
+  const engine::Statistics s =
+      handle->accumulate_assigned(shape, [&](const Dataset& chunk, std::size_t first, std::size_t Kc, std::size_t* label) {
+        ++calls;
+        ASSERT_EQ(Kc, K);
+        for (std::size_t r = 0; r < chunk.rows(); ++r) {
+          ASSERT_EQ(label[r], K);  // "left out" on entry
+          label[r] = label_of(first + r);
+        }
+      });
+  EXPECT_EQ(calls, 3u);  // 4096 + 4096 + 1808 rows
+  double all_weight = 0.0;
+  for (double w : weights) all_weight += w;
+  EXPECT_NEAR(s.rows(), all_weight, 1e-9 * all_weight);
+  engine::EstimatorOptions est;
+  est.precision = engine::Precision::fp64;
+  const Model m = engine::m_step(shape, s.values, engine::shift_table(shape, engine::Precision::fp64, true), est).model;
+  std::vector<double> mass(K, 0.0), sum(K * C, 0.0), sq(K * C, 0.0);
+  double assigned = 0.0;
+  for (std::size_t r = 0; r < N; ++r) {
+    const std::size_t k = label_of(r);
+    if (k == K) continue;
+    mass[k] += weights[r];
+    assigned += weights[r];
+    for (std::size_t c = 0; c < C; ++c) sum[k * C + c] += weights[r] * values[r * C + c];
+  }
+  for (std::size_t r = 0; r < N; ++r) {
+    const std::size_t k = label_of(r);
+    if (k == K) continue;
+    for (std::size_t c = 0; c < C; ++c) {
+      const double d = values[r * C + c] - sum[k * C + c] / mass[k];
+      sq[k * C + c] += weights[r] * d * d;
+    }
+  }
+  for (std::size_t k = 0; k < K; ++k) {
+    ASSERT_GT(mass[k], 0.0) << k;
+    EXPECT_NEAR(m.weights[k], mass[k] / assigned, 1e-12) << k;
+    for (std::size_t c = 0; c < C; ++c) {
+      EXPECT_NEAR(m.parts[0].mean[k * C + c], sum[k * C + c] / mass[k], 1e-11) << k << "," << c;
+      EXPECT_NEAR(m.parts[0].var[k * C + c], sq[k * C + c] / mass[k] + est.m_step.reg_covar, 1e-10) << k << "," << c;
+    }
+  }
 }
 
 }  // namespace
