@@ -73,16 +73,16 @@ Statistics LocalEncodedData::stream_accumulate(const Model& model, const Estimat
 
 namespace {
 
-/// Rows `order` of `rows`, in that order, copied into `buffer` and viewed there (with their
-/// weights, copied): the dataset lives as long as the buffer is left alone.
+/// Rows `order` of `rows`, in that order, as a dataset that owns them (with their weights).
+/// Owned, not a view of a reused buffer: the CUDA kernels keep rows resident by their address,
+/// and a cached dataset keeps its storage — so its address — from being reused.
 template <class T>
-Dataset gather(const Dataset& rows, const std::vector<std::size_t>& order, std::vector<unsigned char>& buffer) {
+Dataset gather(const Dataset& rows, const std::vector<std::size_t>& order) {
   const std::size_t C = rows.cols();
   const T* x = rows.as<T>();
-  buffer.resize(order.size() * C * sizeof(T));
-  T* out = reinterpret_cast<T*>(buffer.data());
-  for (std::size_t i = 0; i < order.size(); ++i) std::copy_n(x + order[i] * C, C, out + i * C);
-  Dataset grouped = Dataset::view(out, order.size(), C);
+  std::vector<T> values(order.size() * C);
+  for (std::size_t i = 0; i < order.size(); ++i) std::copy_n(x + order[i] * C, C, values.begin() + i * C);
+  Dataset grouped = Dataset::from_vector(std::move(values), order.size(), C);
   if (const double* w = rows.weights()) {
     std::vector<double> weights(order.size());
     for (std::size_t i = 0; i < order.size(); ++i) weights[i] = w[order[i]];
@@ -102,7 +102,6 @@ Statistics LocalEncodedData::accumulate_assigned(const Model& shape, const Assig
   chunk -= chunk % 128;
   std::vector<std::size_t> label, start(K + 1), order;
   std::vector<double> resp;
-  std::vector<unsigned char> buffer;
   for (std::size_t begin = 0; begin < data_.rows(); begin += chunk) {
     const std::size_t end = std::min(data_.rows(), begin + chunk), m = end - begin;
     const Dataset rows = data_.slice(begin, end);
@@ -125,8 +124,7 @@ Statistics LocalEncodedData::accumulate_assigned(const Model& shape, const Assig
     for (std::size_t r = 0; r < m; ++r)
       if (label[r] < K) order[start[label[r]]++] = r;
     if (order.empty()) continue;
-    const Dataset grouped =
-        rows.dtype() == DType::f32 ? gather<float>(rows, order, buffer) : gather<double>(rows, order, buffer);
+    const Dataset grouped = rows.dtype() == DType::f32 ? gather<float>(rows, order) : gather<double>(rows, order);
     resp.assign(order.size() * K, 0.0);
     for (std::size_t i = 0; i < order.size(); ++i) resp[i * K + label[order[i]]] = 1.0;
     compute_->accumulate_given(shape, grouped, resp.data(), s.values);
