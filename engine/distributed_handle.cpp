@@ -92,6 +92,11 @@ Statistics DistributedEncodedData::accumulate_assigned(const Model& shape, const
   return s;
 }
 
+void DistributedEncodedData::fold_rows(std::vector<double>& sums, const RowVisitor& visit) {
+  reduce_with_errors(
+      sums, [&] { LocalEncodedData::fold_rows(sums, visit); }, "initialisation (k-means)");
+}
+
 Dataset DistributedEncodedData::sample(std::uint64_t seed, std::size_t target) {
   // No rows at all gives target / 0 = inf (or NaN for target 0): std::min keeps 1.0 either way.
   const double p = std::min(1.0, static_cast<double>(target) / static_cast<double>(global_rows_));

@@ -35,6 +35,9 @@ struct Statistics {
 /// entry) leaves it out.
 using Assigner = std::function<void(const Dataset& rows, std::size_t first_row, std::size_t K, std::size_t* label)>;
 
+/// Visits a chunk of this rank's rows whose first row has global index `first_row`.
+using RowVisitor = std::function<void(const Dataset& rows, std::size_t first_row)>;
+
 class EncodedData {
  public:
   virtual ~EncodedData() = default;
@@ -58,6 +61,9 @@ class EncodedData {
   /// Reduced statistics of hard assignments (float64, zero shift); rows left out count in the
   /// header's rows (or weight) only.
   virtual Statistics accumulate_assigned(const Model& shape, const Assigner& assign) = 0;
+  /// Calls `visit` on this rank's rows, a chunk at a time in row order, then sums `sums` over
+  /// all ranks (identical on every rank afterwards; a rank whose visit threw is named on all).
+  virtual void fold_rows(std::vector<double>& sums, const RowVisitor& visit) = 0;
   /// A deterministic sample of about `target` rows chosen by `seed` (the same rows on every
   /// rank, whatever the world size).
   virtual Dataset sample(std::uint64_t seed, std::size_t target) = 0;

@@ -139,22 +139,24 @@ void KmeansCoordinates::embed_values(const T* row, double* out) const {
 
 std::size_t kmeans_sample_rows(std::size_t components) { return std::max(kKmeansSample, 4 * components); }
 
-Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed, const EstimatorOptions& options,
-                           int threads) {
+KmeansStart kmeans_on_sample(EncodedData& data, const Model& shape, std::uint64_t seed, int threads) {
   const std::size_t K = shape.components();
   const Dataset sample = data.sample(seed, kmeans_sample_rows(K));
   const std::size_t n = sample.rows();
   if (n < K)
     throw InvalidInput("kmeans++ initialisation drew " + std::to_string(n) + " sample rows for K = " +
                        std::to_string(K) + " components; use fewer components or --init select");
-  const KmeansCoordinates coordinates(shape, sample);
+  KmeansStart start{KmeansCoordinates(shape, sample), {}};
+  const KmeansCoordinates& coordinates = start.coordinates;
   const std::size_t C = coordinates.width();
   std::vector<double> pts(n * C);
   for (std::size_t r = 0; r < n; ++r) coordinates.embed(sample, r, &pts[r * C]);
 
   const int workers = thread_count(threads);
   std::mt19937_64 rng(seed ^ 0x6b6d65616e732b2bull);
-  std::vector<double> centres(K * C), d2(n, std::numeric_limits<double>::infinity());
+  std::vector<double>& centres = start.centres;
+  centres.resize(K * C);
+  std::vector<double> d2(n, std::numeric_limits<double>::infinity());
   // Weighted rows (Dataset::weights) count as that many copies: the first centre is drawn in
   // proportion to weight, the others to weight × D², and Lloyd's means are weighted.
   const double* weight = sample.weights();
@@ -232,24 +234,40 @@ Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t 
       if (count[k] > 0.0)  // an empty cluster keeps its centre
         for (std::size_t c = 0; c < C; ++c) centres[k * C + c] = sum[k * C + c] / count[k];
   }
-  // Every row to its nearest centre, embedded a block of rows at a time.
-  const CentreSet final_centres(centres, K, C);
-  Assigner nearest = [&](const Dataset& rows, std::size_t, std::size_t, std::size_t* label_of) {
-    const auto blocks_of_rows = static_cast<std::int64_t>((rows.rows() + kPointBlock - 1) / kPointBlock);
-#pragma omp parallel num_threads(workers) if (workers > 1 && blocks_of_rows > 1)
-    {
-      std::vector<double> x(kPointBlock * C);
+  return start;
+}
+
+void label_rows(const Dataset& rows, const KmeansCoordinates& coordinates, const CentreSet& centres, std::size_t* label,
+                int threads) {
+  const int workers = thread_count(threads);
+  const std::size_t C = coordinates.width();
+  const auto blocks = static_cast<std::int64_t>((rows.rows() + kPointBlock - 1) / kPointBlock);
+#pragma omp parallel num_threads(workers) if (workers > 1 && blocks > 1)
+  {
+    std::vector<double> x(kPointBlock * C);
 #pragma omp for schedule(static)
-      for (std::int64_t b = 0; b < blocks_of_rows; ++b) {
-        const std::size_t r0 = static_cast<std::size_t>(b) * kPointBlock, r1 = std::min(rows.rows(), r0 + kPointBlock);
-        for (std::size_t r = r0; r < r1; ++r) coordinates.embed(rows, r, &x[(r - r0) * C]);
-        final_centres.nearest(x.data(), r1 - r0, label_of + r0);
-      }
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::size_t r0 = static_cast<std::size_t>(b) * kPointBlock, r1 = std::min(rows.rows(), r0 + kPointBlock);
+      for (std::size_t r = r0; r < r1; ++r) coordinates.embed(rows, r, &x[(r - r0) * C]);
+      centres.nearest(x.data(), r1 - r0, label + r0);
     }
-  };
-  const Statistics s = data.accumulate_assigned(shape, nearest);
+  }
+}
+
+Model model_from_centres(EncodedData& data, const Model& shape, const KmeansStart& start,
+                         const EstimatorOptions& options, int threads) {
+  const CentreSet centres(start.centres, shape.components(), start.coordinates.width());
+  const Statistics s =
+      data.accumulate_assigned(shape, [&](const Dataset& rows, std::size_t, std::size_t, std::size_t* label) {
+        label_rows(rows, start.coordinates, centres, label, threads);
+      });
   MStepResult r = m_step(shape, s.values, shift_table(shape, Precision::fp64, true), options);
   return std::move(r.model);
+}
+
+Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed, const EstimatorOptions& options,
+                           int threads) {
+  return model_from_centres(data, shape, kmeans_on_sample(data, shape, seed, threads), options, threads);
 }
 
 }  // namespace mixle::engine

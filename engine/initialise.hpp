@@ -2,6 +2,7 @@
 #pragma once
 
 #include "engine/encoded_data.hpp"
+#include "engine/nearest_centres.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -45,7 +46,35 @@ constexpr std::size_t kKmeansSample = 20000;
 constexpr int kLloydIterations = 10;
 /// The rows k-means++ samples for K components: kKmeansSample, or 4 per component when more.
 std::size_t kmeans_sample_rows(std::size_t components);
+
+/// Where k-means starts: the coordinates fitted to the sample and K centres in them (K × width,
+/// row-major) — k-means++ seeding and Lloyd's steps on the sample.
+struct KmeansStart {
+  KmeansCoordinates coordinates;
+  std::vector<double> centres;
+};
+KmeansStart kmeans_on_sample(EncodedData& data, const Model& shape, std::uint64_t seed, int threads);
+/// label[r] = the nearest centre of row r of `rows` (embedded; threaded over blocks of rows).
+void label_rows(const Dataset& rows, const KmeansCoordinates& coordinates, const CentreSet& centres, std::size_t* label,
+                int threads);
+/// Every row to its nearest centre of `start`, then one M-step: an initial model.
+Model model_from_centres(EncodedData& data, const Model& shape, const KmeansStart& start,
+                         const EstimatorOptions& options, int threads);
+
 Model initialise_kmeans_pp(EncodedData& data, const Model& shape, std::uint64_t seed, const EstimatorOptions& options,
                            int threads = 0);
+
+/// Lloyd's iterations at most, and the centres' total squared shift (in the coordinates, where
+/// each modelled column has variance 1 on the sample) at which they stop — scikit-learn's
+/// KMeans defaults (max_iter 300, tol 1e-4 of the mean variance).
+constexpr int kKmeansMaxIterations = 300;
+constexpr double kKmeansTolerance = 1e-4;
+/// `--init kmeans`: the k-means++ start, then Lloyd's iterations on all rows (every rank's, the
+/// centres' sums reduced across ranks) until the centres move less than `tolerance` or after
+/// `max_iterations`; then every row to its nearest centre and one M-step. Reports the
+/// iterations run through `iterations` when given.
+Model initialise_kmeans(EncodedData& data, const Model& shape, std::uint64_t seed, const EstimatorOptions& options,
+                        int threads = 0, int max_iterations = kKmeansMaxIterations, double tolerance = kKmeansTolerance,
+                        int* iterations = nullptr);
 
 }  // namespace mixle::engine

@@ -132,6 +132,12 @@ Statistics LocalEncodedData::accumulate_assigned(const Model& shape, const Assig
   return s;
 }
 
+void LocalEncodedData::fold_rows(std::vector<double>&, const RowVisitor& visit) {
+  constexpr std::size_t kChunk = std::size_t{1} << 16;
+  for (std::size_t begin = 0; begin < data_.rows(); begin += kChunk)
+    visit(data_.slice(begin, std::min(data_.rows(), begin + kChunk)), first_global_row() + begin);
+}
+
 Dataset LocalEncodedData::sample_local(std::uint64_t seed, double p) const {
   std::vector<double> values, weights;
   std::size_t n = 0;

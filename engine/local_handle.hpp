@@ -18,6 +18,7 @@ class LocalEncodedData : public EncodedData {
   std::vector<double> column_max() override;
   Statistics stream_accumulate(const Model& model, const EstimatorOptions& options) override;
   Statistics accumulate_assigned(const Model& shape, const Assigner& assign) override;
+  void fold_rows(std::vector<double>& sums, const RowVisitor& visit) override;
   Dataset sample(std::uint64_t seed, std::size_t target) override;
 
   const Dataset& data() const { return data_; }

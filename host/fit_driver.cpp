@@ -141,6 +141,7 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
         case InitMethod::kmeanspp:
           initial = engine::initialise_kmeans_pp(handle, shape, seed, est, options.threads);
           break;
+        case InitMethod::kmeans: initial = engine::initialise_kmeans(handle, shape, seed, est, options.threads); break;
       }
       engine::apply_initial_parameters(initial, given);
     }

@@ -195,6 +195,8 @@ int run_fit(FitArgs& args) {
     if (!file->empty()) *values = read_data(*file).values();  // row-major: a full model's K×D×D as (K·D)×D
   if (args.init == "select") {
     o.init = InitMethod::select;
+  } else if (args.init == "kmeans") {
+    o.init = InitMethod::kmeans;
   } else if (args.init != "kmeans++") {  // kmeans++ is FitOptions' default
     o.init = InitMethod::model;
     o.init_model = load_model(args.init);
@@ -270,7 +272,7 @@ std::function<int()> setup_fit(CLI::App& app) {
   app.add_option("--max-iter", args->options.max_iter, "Maximum EM iterations")->capture_default_str();
   app.add_option("--tol", args->options.tol, "Stop when |Δ mean log-likelihood| < tol")->capture_default_str();
   app.add_option("--seed", args->options.seed, "Random seed")->capture_default_str();
-  app.add_option("--init", args->init, "Initialisation: kmeans++, select, or a model JSON file")->capture_default_str();
+  app.add_option("--init", args->init, "Initialisation: kmeans++ (on a sample), kmeans (Lloyd on all rows after kmeans++), select, or a model JSON file")->capture_default_str();
   app.add_option("--init-p", args->options.init_p, "select: probability that a row is kept")->capture_default_str();
   app.add_option("--init-weights", args->init_weights,
                  "Initial weights (K values, .npy or CSV), replacing the drawn ones");

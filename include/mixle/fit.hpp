@@ -17,6 +17,7 @@ enum class InitMethod {
   kmeanspp,  // k-means++ on a seeded sample, then one hard-assignment M-step (default)
   select,    // each row kept with probability init_p, assigned a random component, one M-step
   model,     // start from FitOptions::init_model
+  kmeans,    // k-means++'s start, then Lloyd's iterations on all rows to convergence; one M-step
 };
 
 /// Progress of one EM iteration, passed to FitOptions::progress.

@@ -41,9 +41,11 @@ class MixtureModel(_MixtureBase):
         ``mixle.family_names()``.
     tol, max_iter, n_init, reg_covar, random_state, warm_start, verbose, verbose_interval
         As for GaussianMixture.
-    init : {"kmeanspp", "select"}, default="kmeanspp"
-        The engine's initialisation: k-means++ then one hard-assignment M-step, or each row kept
-        with probability ``init_p`` and given a random component.
+    init : {"kmeanspp", "kmeans", "select"}, default="kmeanspp"
+        The engine's initialisation: k-means++ on a sample then one hard-assignment M-step;
+        "kmeans": the same start, then Lloyd's iterations on all rows (all ranks') to
+        convergence before the M-step; or each row kept with probability ``init_p`` and given a
+        random component.
     init_p : float, default=0.1
     pseudo_count : float, default=1e-3
         Prior counts of categorical and bernoulli probabilities.
@@ -110,8 +112,8 @@ class MixtureModel(_MixtureBase):
         distributed = self._distributed_options() is not None  # this rank's rows: any number
         X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=0 if distributed else 2)
         sample_weight = _check_sample_weight(sample_weight, X.shape[0], all_rows=not distributed)
-        if self.init not in ("kmeanspp", "select"):
-            raise ValueError(f"init = {self.init!r}: one of 'kmeanspp', 'select'")
+        if self.init not in ("kmeanspp", "kmeans", "select"):
+            raise ValueError(f"init = {self.init!r}: one of 'kmeanspp', 'kmeans', 'select'")
         if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
             raise ValueError(f"max_iter = {self.max_iter!r}: an integer >= 1 expected")
         X = _as_engine_array(X)

@@ -144,8 +144,10 @@ FitOptions fit_options(const nb::dict& kw) {
         o.init = InitMethod::select;
       else if (init == "model")
         o.init = InitMethod::model;
+      else if (init == "kmeans")
+        o.init = InitMethod::kmeans;
       else
-        throw InvalidInput("init = '" + init + "': one of 'kmeanspp', 'select', 'model'");
+        throw InvalidInput("init = '" + init + "': one of 'kmeanspp', 'kmeans', 'select', 'model'");
     } else if (k == "init_p")
       o.init_p = nb::cast<double>(value);
     else if (k == "init_weights")

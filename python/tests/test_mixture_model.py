@@ -78,6 +78,19 @@ def test_every_family_is_listed():
         assert family in names
 
 
+@pytest.mark.parametrize("init", ["kmeans", "select"])
+def test_every_engine_initialisation_recovers_the_mixture(records, init):
+    X, labels = records
+    gm = mixle.MixtureModel(2, layout="gaussian_diag:0-2,categorical:2-3:3,poisson:3-4", init=init, random_state=0)
+    gm.fit(X)
+    order = np.argsort(gm.parts_[0]["mean"][:, 0])
+    np.testing.assert_allclose(gm.weights_[order], [0.3, 0.7], atol=0.02)
+    agreement = np.mean(order[gm.predict(X)] == labels)
+    assert max(agreement, 1 - agreement) > 0.99
+    with pytest.raises(ValueError, match="'kmeanspp', 'kmeans', 'select'"):
+        mixle.MixtureModel(2, init="kmeans+").fit(X)
+
+
 def test_engine_errors_are_value_errors_naming_the_problem(records):
     X, _ = records
     bad = X.copy()

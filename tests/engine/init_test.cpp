@@ -291,8 +291,8 @@ TEST(EngineInit, HardAssignmentsFoldEachComponentsRows) {
   shape.parts = {g};
   const auto handle = engine::encoded_data(rows, {});
   std::size_t calls = 0;
-  const engine::Statistics s =
-      handle->accumulate_assigned(shape, [&](const Dataset& chunk, std::size_t first, std::size_t Kc, std::size_t* label) {
+  const engine::Statistics s = handle->accumulate_assigned(
+      shape, [&](const Dataset& chunk, std::size_t first, std::size_t Kc, std::size_t* label) {
         ++calls;
         ASSERT_EQ(Kc, K);
         for (std::size_t r = 0; r < chunk.rows(); ++r) {
@@ -332,6 +332,67 @@ TEST(EngineInit, HardAssignmentsFoldEachComponentsRows) {
       EXPECT_NEAR(m.parts[0].var[k * C + c], sq[k * C + c] / mass[k] + est.m_step.reg_covar, 1e-10) << k << "," << c;
     }
   }
+}
+
+// `--init kmeans` on one column (where the coordinates are the values shifted and scaled
+// alike, so nearness is the values'): run to a fixed point (tolerance 0), each initial mean is
+// the mean of the rows nearest to it — Lloyd's condition — and integer weights act as repeated
+// rows. k-means++'s start is not such a point on 30,000 rows (its Lloyd steps saw a sample).
+TEST(EngineInit, KmeansOnAllRowsReachesLloydsFixedPoint) {
+  constexpr std::size_t N = 30000, K = 4;
+  std::mt19937_64 rng(23);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::vector<double> v(N);
+  for (std::size_t r = 0; r < N; ++r) v[r] = 3.0 * static_cast<double>(r % K) + 1.2 * z(rng);
+  Model shape;
+  shape.weights.assign(K, 1.0 / K);
+  Part g = make_part(Family::gaussian_diag, 0, 1);
+  g.mean.assign(K, 0.0);
+  g.var.assign(K, 1.0);
+  shape.parts = {g};
+  engine::EstimatorOptions est;
+  est.precision = engine::Precision::fp64;
+  auto lloyd_gap = [&](const Model& m) {  // largest |mean − mean of the rows nearest to it|
+    std::vector<double> sum(K, 0.0), count(K, 0.0);
+    for (double x : v) {
+      std::size_t best = 0;
+      for (std::size_t k = 1; k < K; ++k)
+        if (std::abs(x - m.parts[0].mean[k]) < std::abs(x - m.parts[0].mean[best])) best = k;
+      sum[best] += x;
+      count[best] += 1.0;
+    }
+    double gap = 0.0;
+    for (std::size_t k = 0; k < K; ++k) gap = std::max(gap, std::abs(m.parts[0].mean[k] - sum[k] / count[k]));
+    return gap;
+  };
+  const Dataset rows = Dataset::from_vector(v, N, 1);
+  int iterations = 0;
+  const Model fixed = engine::initialise_kmeans(*engine::encoded_data(rows, {}), shape, 5, est, 2,
+                                                engine::kKmeansMaxIterations, 0.0, &iterations);
+  EXPECT_GT(iterations, 1);
+  EXPECT_LT(iterations, engine::kKmeansMaxIterations);
+  EXPECT_LT(lloyd_gap(fixed), 1e-12);
+  const Model plus = engine::initialise_kmeans_pp(*engine::encoded_data(rows, {}), shape, 5, est, 2);
+  EXPECT_GT(lloyd_gap(plus), 1e-6);
+  // One iteration is one: the default tolerance stops no later than tolerance 0.
+  int one = 0, by_default = 0;
+  (void)engine::initialise_kmeans(*engine::encoded_data(rows, {}), shape, 5, est, 2, 1, 0.0, &one);
+  (void)engine::initialise_kmeans(*engine::encoded_data(rows, {}), shape, 5, est, 2, engine::kKmeansMaxIterations,
+                                  engine::kKmeansTolerance, &by_default);
+  EXPECT_EQ(one, 1);
+  EXPECT_LE(by_default, iterations);
+
+  // Weights 1–3 against the rows repeated that many times (the sample differs, so the start
+  // may too; the fixed point Lloyd's steps reach from it is compared by its condition).
+  std::vector<double> weights(N), repeated;
+  for (std::size_t r = 0; r < N; ++r) {
+    weights[r] = static_cast<double>(1 + r % 3);
+    for (int i = 0; i < static_cast<int>(weights[r]); ++i) repeated.push_back(v[r]);
+  }
+  const Model weighted = engine::initialise_kmeans(*engine::encoded_data(rows.with_weights(weights), {}), shape, 5, est,
+                                                   1, engine::kKmeansMaxIterations, 0.0);
+  v = repeated;
+  EXPECT_LT(lloyd_gap(weighted), 1e-12);
 }
 
 }  // namespace

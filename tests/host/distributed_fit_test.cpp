@@ -85,6 +85,32 @@ TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
   }
 }
 
+// `--init kmeans` runs Lloyd's iterations over every rank's rows (the centres' sums reduced
+// across ranks): two ranks start EM from the one-process initial model, up to the order of the
+// float64 sums.
+TEST(DistributedFit, KmeansOverEveryRanksRowsMatchesOneProcess) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
+  TempDir dir;
+  const fs::path data = make_mixed_records(dir, 30000);  // more rows than k-means++'s sample
+  auto args = [&](const fs::path& out) {
+    std::vector<std::string> a = fit_args(data, out, 3, "0");
+    a.insert(a.end(), {"--init", "kmeans"});
+    return a;
+  };
+  Process one = run_process(args(dir.path / "one.json"), {}, dir.path / "one.log", 120s);
+  ASSERT_EQ(one.exit_code(), 0) << one.output();
+  std::vector<std::string> argv{kCli, "launch", "--nproc", "2", "--"};
+  for (const auto& a : args(dir.path / "two.json")) argv.push_back(a);
+  Process two = run_process(argv, {}, dir.path / "two.log", 180s);
+  ASSERT_EQ(two.exit_code(), 0) << two.output();
+  EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "two.json"), kWorldSizeRtol);
+  // And it is not k-means++'s start: Lloyd's steps on all rows moved the centres.
+  std::vector<std::string> pp = fit_args(data, dir.path / "pp.json", 3, "0");
+  Process plus = run_process(pp, {}, dir.path / "pp.log", 120s);
+  ASSERT_EQ(plus.exit_code(), 0) << plus.output();
+  EXPECT_GT(max_relative_difference(dir.path / "one.json", dir.path / "pp.json"), 1e-9);
+}
+
 // Under a launcher `--backend component_parallel` threads components inside each rank's share
 // (it used to make every rank fit the whole file): the model is the two-rank local fit's, bit
 // for bit (component threads change no arithmetic), and the run says how it ran. A backend
