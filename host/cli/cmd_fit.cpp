@@ -272,7 +272,10 @@ std::function<int()> setup_fit(CLI::App& app) {
   app.add_option("--max-iter", args->options.max_iter, "Maximum EM iterations")->capture_default_str();
   app.add_option("--tol", args->options.tol, "Stop when |Δ mean log-likelihood| < tol")->capture_default_str();
   app.add_option("--seed", args->options.seed, "Random seed")->capture_default_str();
-  app.add_option("--init", args->init, "Initialisation: kmeans++ (on a sample), kmeans (Lloyd on all rows after kmeans++), select, or a model JSON file")->capture_default_str();
+  app.add_option("--init", args->init,
+                 "Initialisation: kmeans++ (on a sample), kmeans (Lloyd on all rows after kmeans++), select, or a "
+                 "model JSON file")
+      ->capture_default_str();
   app.add_option("--init-p", args->options.init_p, "select: probability that a row is kept")->capture_default_str();
   app.add_option("--init-weights", args->init_weights,
                  "Initial weights (K values, .npy or CSV), replacing the drawn ones");
