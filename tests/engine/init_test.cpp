@@ -395,5 +395,63 @@ TEST(EngineInit, KmeansOnAllRowsReachesLloydsFixedPoint) {
   EXPECT_LT(lloyd_gap(weighted), 1e-12);
 }
 
+// The same in two columns of unequal spread, where nearness is measured in k-means's
+// coordinates (fitted to k-means++'s sample, which the test draws the same way): at the fixed
+// point each initial mean is the mean of the rows whose coordinates are nearest to its own.
+// And the handle visits its rows in chunks, in order, each once (150,000 rows: three chunks).
+TEST(EngineInit, KmeansFixedPointInTwoColumnsAndEveryRowVisited) {
+  constexpr std::size_t N = 150000, K = 5, C = 2;
+  std::mt19937_64 rng(29);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::vector<double> v(N * C);
+  for (std::size_t r = 0; r < N; ++r) {
+    v[r * C] = 4.0 * static_cast<double>(r % K) + z(rng);
+    v[r * C + 1] = 100.0 * static_cast<double>((r * 3) % K) + 30.0 * z(rng);
+  }
+  const Dataset rows = Dataset::from_vector(v, N, C);
+  const auto handle = engine::encoded_data(rows, {});
+  std::size_t next = 0, chunks = 0;
+  std::vector<double> none;
+  handle->fold_rows(none, [&](const Dataset& chunk, std::size_t first) {
+    EXPECT_EQ(first, next);
+    EXPECT_EQ(chunk.at(0, 0), v[first * C]);
+    next += chunk.rows();
+    ++chunks;
+  });
+  EXPECT_EQ(next, N);
+  EXPECT_GT(chunks, 1u);
+
+  Model shape;
+  shape.weights.assign(K, 1.0 / K);
+  Part g = make_part(Family::gaussian_diag, 0, C);
+  g.mean.assign(K * C, 0.0);
+  g.var.assign(K * C, 1.0);
+  shape.parts = {g};
+  engine::EstimatorOptions est;
+  est.precision = engine::Precision::fp64;
+  const Model m = engine::initialise_kmeans(*handle, shape, 9, est, 2, engine::kKmeansMaxIterations, 0.0);
+  const engine::KmeansCoordinates coordinates(shape, handle->sample(9, engine::kmeans_sample_rows(K)));
+  const Dataset means = Dataset::from_vector(m.parts[0].mean, K, C);
+  std::vector<double> centres_t(C * K), x(C), sum(K * C, 0.0), count(K, 0.0);
+  for (std::size_t k = 0; k < K; ++k) {
+    coordinates.embed(means, k, x.data());
+    for (std::size_t c = 0; c < C; ++c) centres_t[c * K + k] = x[c];
+  }
+  for (std::size_t r = 0; r < N; ++r) {
+    coordinates.embed(rows, r, x.data());
+    const std::size_t k = engine::nearest_centre(x.data(), centres_t.data(), K, C);
+    count[k] += 1.0;
+    for (std::size_t c = 0; c < C; ++c) sum[k * C + c] += v[r * C + c];
+  }
+  for (std::size_t k = 0; k < K; ++k) {
+    ASSERT_GT(count[k], 0.0);
+    EXPECT_NEAR(m.weights[k], count[k] / N, 1e-12) << k;
+    for (std::size_t c = 0; c < C; ++c)
+      EXPECT_NEAR(m.parts[0].mean[k * C + c], sum[k * C + c] / count[k],
+                  1e-9 * (1.0 + std::abs(sum[k * C + c] / count[k])))
+          << k << "," << c;
+  }
+}
+
 }  // namespace
 }  // namespace mixle
