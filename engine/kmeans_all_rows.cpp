@@ -38,9 +38,10 @@ Model initialise_kmeans(EncodedData& data, const Model& shape, std::uint64_t see
       const double mass = sums[K * C + k];
       if (!(mass > 0.0)) continue;  // an empty cluster keeps its centre
       for (std::size_t c = 0; c < C; ++c) {
-        const double moved = sums[k * C + c] / mass;
-        shift += (moved - centres[k * C + c]) * (moved - centres[k * C + c]);
-        centres[k * C + c] = moved;
+        double& centre = centres[k * C + c];
+        const double moved = sums[k * C + c] / mass, step = moved - centre;
+        shift += step * step;
+        centre = moved;
       }
     }
     if (shift <= tolerance) break;
