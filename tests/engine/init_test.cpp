@@ -270,6 +270,18 @@ TEST(EngineInit, KmeansPlusPlusIsTheSameAtAnyThreadCountAndElementType) {
   EXPECT_LT(r.init_seconds, r.seconds);
 }
 
+/// K gaussian_diag components over columns [0, C) at equal weights, means 0 and variances 1:
+/// the shape an initialisation fills.
+Model diag_shape(std::size_t K, std::size_t C) {
+  Model shape;
+  shape.weights.assign(K, 1.0 / static_cast<double>(K));
+  Part g = make_part(Family::gaussian_diag, 0, C);
+  g.mean.assign(K * C, 0.0);
+  g.var.assign(K * C, 1.0);
+  shape.parts = {g};
+  return shape;
+}
+
 // Hard assignments fold each component's rows and nothing else: labels that leave some rows
 // out, weights, and chunks of 4,096 rows (K = 257), against a naive weighted mean and variance
 // per component; the left-out rows count in the header's weight only.
@@ -283,12 +295,7 @@ TEST(EngineInit, HardAssignmentsFoldEachComponentsRows) {
   for (std::size_t r = 0; r < N; ++r) weights[r] = 0.25 + static_cast<double>(r % 7);
   auto label_of = [](std::size_t row) { return (row * 2654435761u) % (K + 1); };  // K: left out
   const Dataset rows = Dataset::view(values.data(), N, C).with_weights(weights);
-  Model shape;
-  shape.weights.assign(K, 1.0 / K);
-  Part g = make_part(Family::gaussian_diag, 0, C);
-  g.mean.assign(K * C, 0.0);
-  g.var.assign(K * C, 1.0);
-  shape.parts = {g};
+  const Model shape = diag_shape(K, C);
   const auto handle = engine::encoded_data(rows, {});
   std::size_t calls = 0;
   const engine::Statistics s = handle->accumulate_assigned(
@@ -344,12 +351,7 @@ TEST(EngineInit, KmeansOnAllRowsReachesLloydsFixedPoint) {
   std::normal_distribution<double> z(0.0, 1.0);
   std::vector<double> v(N);
   for (std::size_t r = 0; r < N; ++r) v[r] = 3.0 * static_cast<double>(r % K) + 1.2 * z(rng);
-  Model shape;
-  shape.weights.assign(K, 1.0 / K);
-  Part g = make_part(Family::gaussian_diag, 0, 1);
-  g.mean.assign(K, 0.0);
-  g.var.assign(K, 1.0);
-  shape.parts = {g};
+  const Model shape = diag_shape(K, 1);
   engine::EstimatorOptions est;
   est.precision = engine::Precision::fp64;
   auto lloyd_gap = [&](const Model& m) {  // largest |mean − mean of the rows nearest to it|
@@ -421,12 +423,7 @@ TEST(EngineInit, KmeansFixedPointInTwoColumnsAndEveryRowVisited) {
   EXPECT_EQ(next, N);
   EXPECT_GT(chunks, 1u);
 
-  Model shape;
-  shape.weights.assign(K, 1.0 / K);
-  Part g = make_part(Family::gaussian_diag, 0, C);
-  g.mean.assign(K * C, 0.0);
-  g.var.assign(K * C, 1.0);
-  shape.parts = {g};
+  const Model shape = diag_shape(K, C);
   engine::EstimatorOptions est;
   est.precision = engine::Precision::fp64;
   const Model m = engine::initialise_kmeans(*handle, shape, 9, est, 2, engine::kKmeansMaxIterations, 0.0);
