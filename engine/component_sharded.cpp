@@ -357,13 +357,21 @@ MStepResult ShardedEstimator::m_step(const Model& shard, const ShardEStep& step,
   return result;
 }
 
+void refuse_reseed(EmptyPolicy policy) {
+  if (policy == EmptyPolicy::reseed)
+    throw InvalidInput(
+        "empty-component policy 'reseed' needs every row's log-likelihood under the whole mixture, which "
+        "component sharding never assembles in one place; use 'keep' (the default) with component shards");
+}
+
 EmResult run_sharded_em(ShardedEstimator& estimator, Model shard, std::size_t component_begin,
                         const EmOptions& options) {
+  refuse_reseed(options.empty);
   return run_em_steps(
       std::move(shard), options,
       [&](const Model& model) {
         const ShardEStep step = estimator.e_step(model, options.estimator);
-        return IterationStep{step.rows, step.loglik, estimator.m_step(model, step, options.estimator)};
+        return IterationStep{step.rows, step.loglik, estimator.m_step(model, step, options.estimator), {}};
       },
       component_begin);
 }

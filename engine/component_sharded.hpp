@@ -115,8 +115,13 @@ class ShardedEstimator {
   std::vector<unsigned char> kept_;  // a chunk's log-densities between scoring and folding (reused)
 };
 
+/// Throws InvalidInput for EmptyPolicy::reseed, which component sharding cannot run (a reseed
+/// scores every row under the whole mixture); entry points call it before reading data.
+void refuse_reseed(EmptyPolicy policy);
+
 /// EM over shards, mirroring run_em (engine/em.hpp): info.model in the callback is this rank's
-/// shard; `component_begin` turns shard-local empty components into global indices.
+/// shard; `component_begin` turns shard-local empty components into global indices. Refuses
+/// EmptyPolicy::reseed (refuse_reseed).
 EmResult run_sharded_em(ShardedEstimator& estimator, Model shard, std::size_t component_begin,
                         const EmOptions& options);
 

@@ -88,13 +88,14 @@ Statistics DistributedEncodedData::accumulate_assigned(const Model& shape, const
       [&] {
         if (data_.rows() > 0) s = LocalEncodedData::accumulate_assigned(shape, assign);
       },
-      "initialisation");
+      "hard assignments (initialisation or an empty-component reseed)");
   return s;
 }
 
 void DistributedEncodedData::fold_rows(std::vector<double>& sums, const RowVisitor& visit) {
   reduce_with_errors(
-      sums, [&] { LocalEncodedData::fold_rows(sums, visit); }, "initialisation (k-means)");
+      sums, [&] { LocalEncodedData::fold_rows(sums, visit); },
+      "a pass over the rows (k-means or an empty-component reseed)");
 }
 
 Dataset DistributedEncodedData::sample(std::uint64_t seed, std::size_t target) {

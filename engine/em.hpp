@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine/encoded_data.hpp"
+#include "engine/reseed.hpp"
 
 #include <functional>
 #include <string>
@@ -17,7 +18,8 @@ struct IterationInfo {
   double seconds = 0.0;      // this iteration's wall time
   double rows = 0.0;
   std::vector<std::size_t> empty_components;
-  const Model* model = nullptr;  // the model after this iteration's M-step (valid in the callback)
+  std::vector<Reseeded> reseeded;  // the empty components restarted after this M-step (EmptyPolicy::reseed)
+  const Model* model = nullptr;    // the model after this iteration's M-step (valid in the callback)
 };
 
 struct EmOptions {
@@ -25,6 +27,9 @@ struct EmOptions {
   double tol = 1e-3;
   EstimatorOptions estimator;
   std::function<void(const IterationInfo&)> on_iteration;  // called after each iteration
+  /// Components that capture no rows: kept at weight 0, or restarted (run_em only; reseed_component).
+  EmptyPolicy empty = EmptyPolicy::keep;
+  int threads = 0;  // CPU threads for a reseed's scoring passes (0: OpenMP's default)
   /// Resuming from a checkpoint: iterations already done and their mean log-likelihoods; the
   /// loop continues at start_iteration + 1 and max_iter still counts all iterations.
   int start_iteration = 0;
@@ -48,6 +53,7 @@ struct IterationStep {
   double rows = 0.0;
   double loglik_sum = 0.0;
   MStepResult next;
+  std::vector<Reseeded> reseeded;  // components of `next.empty_components` restarted after the M-step
 };
 
 /// The EM loop itself — iteration count, convergence, history, warnings, callbacks — around a
@@ -59,7 +65,10 @@ EmResult run_em_steps(Model initial, const EmOptions& options, const std::functi
 
 /// Runs EM from `initial`. Each iteration's E-step evaluates the current model (so a fit
 /// started from a model file first evaluates that model, as scikit-learn does with
-/// means_init/precisions_init); the returned model is the last M-step's.
+/// means_init/precisions_init); the returned model is the last M-step's. With
+/// EmptyPolicy::reseed, a component that captures no rows is restarted from the worst-explained
+/// rows (reseed_component, at most once per component and run), and EM does not stop at that
+/// iteration.
 EmResult run_em(EncodedData& data, Model initial, const EmOptions& options);
 
 }  // namespace mixle::engine

@@ -174,7 +174,7 @@ MStepResult m_step(const Model& prev, const std::vector<double>& stats, const Sh
     if (mass <= kEmptyMass) {
       result.empty_components.push_back(k);
       next.weights[k] = 0.0;
-      continue;  // keep previous parameters (EmptyPolicy::keep; reseed is applied by the driver)
+      continue;  // keeps its previous parameters; run_em reseeds it under EmptyPolicy::reseed
     }
     for (std::size_t i = 0; i < prev.parts.size(); ++i) {
       Part& p = next.parts[i];

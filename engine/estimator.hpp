@@ -23,9 +23,10 @@ struct EstimatorOptions {
   Precision precision = Precision::fp32;
 };
 
-/// A component is empty when its responsibility mass is at most this (rows, float64). Policy:
-/// an empty component keeps its previous parameters with weight 0 (so it stays finite and
-/// never produces NaN) and the M-step reports it; the EM driver warns, naming it.
+/// A component is empty when its responsibility mass is at most this (rows, float64). The
+/// M-step gives an empty component weight 0 and keeps its previous parameters (so it stays
+/// finite and never produces NaN) and reports it; the EM loop warns, naming it, and under
+/// EmptyPolicy::reseed restarts it (engine/reseed.hpp).
 constexpr double kEmptyMass = 1e-8;
 
 /// Offsets of each part's statistics in the flat buffer (kernels/model_view.hpp's layout).

@@ -37,6 +37,7 @@ std::string shard_device(const std::string& device, int g) {
 }  // namespace
 
 FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) {
+  engine::refuse_reseed(engine::empty_policy_from_name(options.empty));
   if (data.empty()) throw InvalidInput(data.source() + ": no data rows");
   if (options.num_workers < 0)
     throw InvalidInput("num_workers = " + std::to_string(options.num_workers) +

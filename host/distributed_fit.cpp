@@ -262,6 +262,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
                                  const DistributedOptions& dist, const host::LaunchEnv& env,
                                  const std::shared_ptr<comms::Communicator>& comm, const DataInfo& info,
                                  const std::string& device, int groups, const std::string& reason) {
+  engine::refuse_reseed(engine::empty_policy_from_name(options.empty));
   const engine::ShardMesh mesh = engine::make_shard_mesh(comm->size(), comm->rank(), groups);
   std::vector<plan::DistributedUpdate> updates = run_contracts(env, *comm, groups, options);  // before any row is read
   const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, std::nullopt, groups);

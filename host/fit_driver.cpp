@@ -76,6 +76,7 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
   if (options.init != InitMethod::model && options.components == 0)
     throw InvalidInput("components = 0; a mixture needs K ≥ 1 (--components)");
   const engine::EstimatorOptions est = estimator_options(options);
+  const engine::EmptyPolicy empty = engine::empty_policy_from_name(options.empty);
 
   const int restarts = options.init == InitMethod::model ? 1 : options.n_init;
   const int first = hooks.resume_model ? hooks.start_restart : 0;
@@ -150,6 +151,8 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
     em.max_iter = options.max_iter;
     em.tol = options.tol;
     em.estimator = est;
+    em.empty = empty;
+    em.threads = options.threads;
     if (resumed) {
       em.start_iteration = hooks.start_iteration;
       em.prior_mean_loglik = hooks.prior_mean_loglik;

@@ -284,6 +284,11 @@ std::function<int()> setup_fit(CLI::App& app) {
                  "Initial precisions (inverse covariances) of the Gaussian part: K×D diag, K spherical, (K·D)×D "
                  "full, D×D tied");
   app.add_option("--n-init", args->options.n_init, "Restarts; the best final fit is kept")->capture_default_str();
+  app.add_option("--empty", args->options.empty,
+                 "A component that captures no rows: keep (weight 0, parameters unchanged) or reseed (restarted "
+                 "once from the worst-explained rows)")
+      ->check(CLI::IsMember({"keep", "reseed"}))
+      ->capture_default_str();
   app.add_option("--reg-covar", args->options.reg_covar, "Added to variances and covariance diagonals")
       ->capture_default_str();
   app.add_option("--pseudo-count", args->options.pseudo_count, "Categorical/bernoulli prior count")

@@ -50,9 +50,13 @@ struct FitOptions {
   std::vector<double> init_weights, init_means, init_precisions;
   int n_init =
       1;  // restarts (restart 0 seeded with seed, restart r by a hash of (seed, r)); the best final fit is kept
-  double reg_covar = 1e-6;         // added to variances / covariance diagonals
-  double pseudo_count = 1e-3;      // categorical / bernoulli prior counts
-  double rate_floor = 1e-6;        // poisson rate and exponential mean floor
+  double reg_covar = 1e-6;     // added to variances / covariance diagonals
+  double pseudo_count = 1e-3;  // categorical / bernoulli prior counts
+  double rate_floor = 1e-6;    // poisson rate and exponential mean floor
+  /// A component that captures no rows: "keep" (its parameters stay, weight 0 — scikit-learn's
+  /// behaviour) or "reseed" (restarted once from the rows the model explains worst; not with
+  /// component sharding). Either way FitResult::warnings names it.
+  std::string empty = "keep";
   std::string precision = "fp32";  // fp32 | fp64 (CPU, CUDA) | tf32 (CUDA)
   std::string device = "cpu";      // auto | cpu | cuda | cuda:i
   int threads = 0;                 // CPU threads, 0 = all available

@@ -51,6 +51,9 @@ class MixtureModel(_MixtureBase):
         Prior counts of categorical and bernoulli probabilities.
     rate_floor : float, default=1e-6
         Floor of poisson rates and exponential means.
+    empty : {"keep", "reseed"}, default="keep"
+        A component that captures no rows keeps its parameters at weight 0, or is restarted once
+        from the rows the model explains worst (a warning names it either way).
     device, precision, n_threads, distributed
         As for GaussianMixture (a distributed fit's initialisation runs over every rank's rows).
 
@@ -77,6 +80,7 @@ class MixtureModel(_MixtureBase):
         init_p=0.1,
         pseudo_count=1e-3,
         rate_floor=1e-6,
+        empty="keep",
         random_state=None,
         warm_start=False,
         verbose=0,
@@ -96,6 +100,7 @@ class MixtureModel(_MixtureBase):
         self.init_p = init_p
         self.pseudo_count = pseudo_count
         self.rate_floor = rate_floor
+        self.empty = empty
         self.random_state = random_state
         self.warm_start = warm_start
         self.verbose = verbose
@@ -114,6 +119,8 @@ class MixtureModel(_MixtureBase):
         sample_weight = _check_sample_weight(sample_weight, X.shape[0], all_rows=not distributed)
         if self.init not in ("kmeanspp", "kmeans", "select"):
             raise ValueError(f"init = {self.init!r}: one of 'kmeanspp', 'kmeans', 'select'")
+        if self.empty not in ("keep", "reseed"):
+            raise ValueError(f"empty = {self.empty!r}: one of 'keep', 'reseed'")
         if not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
             raise ValueError(f"max_iter = {self.max_iter!r}: an integer >= 1 expected")
         X = _as_engine_array(X)
@@ -128,6 +135,7 @@ class MixtureModel(_MixtureBase):
             "reg_covar": float(self.reg_covar),
             "pseudo_count": float(self.pseudo_count),
             "rate_floor": float(self.rate_floor),
+            "empty": self.empty,
             "n_init": 1 if warm else int(self.n_init),
             "seed": _seed(self.random_state),
             "init": "model" if warm else self.init,

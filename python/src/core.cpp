@@ -166,6 +166,8 @@ FitOptions fit_options(const nb::dict& kw) {
       o.pseudo_count = nb::cast<double>(value);
     else if (k == "rate_floor")
       o.rate_floor = nb::cast<double>(value);
+    else if (k == "empty")
+      o.empty = nb::cast<std::string>(value);
     else if (k == "precision")
       o.precision = nb::cast<std::string>(value);
     else if (k == "device")

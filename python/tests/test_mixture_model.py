@@ -101,3 +101,29 @@ def test_engine_errors_are_value_errors_naming_the_problem(records):
         mixle.MixtureModel(2, layout="banana:0-4").fit(X)
     with pytest.raises(ValueError, match=r"layout\[0\]"):
         mixle.MixtureModel(2, layout=[("poisson", 0)]).fit(X)
+
+
+def test_an_empty_component_is_kept_or_reseeded_as_asked():
+    rng = np.random.default_rng(3)
+    centres = np.array([[0.0, 0.0], [8.0, 0.0], [-40.0, 5.0]])
+    X = np.concatenate([c + rng.standard_normal((600, 2)) for c in centres])
+    # Components 0 and 1 on the first two clusters, component 2 far from every row.
+    start = """{"format":"mixle-model","version":1,"weights":[0.5,0.5,0],"parts":[
+      {"family":"gaussian_diag","columns":[0,2],"mean":[[0,0],[8,0],[1000,1000]],"var":[[1,1],[1,1],[1,1]]}]}"""
+    fits = {}
+    for empty in ("keep", "reseed"):
+        gm = mixle.MixtureModel.from_json(start, warm_start=True, empty=empty, precision="fp64", tol=1e-8)
+        with pytest.warns(RuntimeWarning, match="component 2 captured no rows") as caught:
+            gm.fit(X)
+        fits[empty] = (gm, [str(w.message) for w in caught])
+    kept, kept_warnings = fits["keep"]
+    assert kept.weights_[2] == 0.0
+    assert any("keeps its previous parameters" in w for w in kept_warnings)
+    reseeded, reseeded_warnings = fits["reseed"]
+    assert any("reseeded from the 600 worst-explained rows" in w for w in reseeded_warnings)
+    np.testing.assert_allclose(reseeded.weights_, [1 / 3] * 3, atol=1e-6)
+    cluster_means = X.reshape(3, 600, 2).mean(axis=1)
+    np.testing.assert_allclose(reseeded.parts_[0]["mean"], cluster_means, atol=1e-4)
+    assert reseeded.score(X) > kept.score(X) + 1.0
+    with pytest.raises(ValueError, match="'keep', 'reseed'"):
+        mixle.MixtureModel(2, empty="split").fit(X)

@@ -267,6 +267,37 @@ TEST(CliInitialParameters, GivenMeansOrderTheComponents) {
   EXPECT_NE(range.err.find("not with -k a:b"), std::string::npos) << range.err;
 }
 
+// --empty reseed restarts a component that captures no rows and says so on stderr; keep (the
+// default) leaves it at weight 0; anything else is a usage error naming the choices.
+TEST(CliEmptyComponents, ReseedRestartsAComponentThatKeepLeavesAtWeightZero) {
+  TempDir dir("cli-empty");
+  test::write_bytes(dir.file("truth.json"), R"({"format": "mixle-model", "version": 1, "weights": [0.3, 0.3, 0.4],
+    "parts": [{"family": "gaussian_diag", "columns": [0, 2], "mean": [[0, 0], [8, 0], [-40, 5]],
+               "var": [[1, 1], [1, 1], [1, 1]]}]})");
+  test::write_bytes(dir.file("start.json"), R"({"format": "mixle-model", "version": 1, "weights": [0.5, 0.5, 0],
+    "parts": [{"family": "gaussian_diag", "columns": [0, 2], "mean": [[0, 0], [8, 0], [1000, 1000]],
+               "var": [[1, 1], [1, 1], [1, 1]]}]})");
+  ASSERT_EQ(
+      run_lowered(dir, "generate -m " + dir.file("truth.json") + " -n 3000 --seed 2 -o " + dir.file("d.npy")).code, 0);
+  const std::string base =
+      "fit --data " + dir.file("d.npy") + " --init " + dir.file("start.json") + " --precision fp64 -q";
+  const CliRun kept = run_lowered(dir, base + " --out " + dir.file("kept.json"));
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_NE(kept.err.find("component 2 captured no rows at iteration 1; it keeps"), std::string::npos) << kept.err;
+  EXPECT_EQ(load_model(dir.file("kept.json")).weights[2], 0.0);
+  const CliRun reseeded = run_lowered(dir, base + " --empty reseed --out " + dir.file("reseeded.json"));
+  ASSERT_EQ(reseeded.code, 0) << reseeded.err;
+  EXPECT_NE(reseeded.err.find("component 2 captured no rows at iteration 1; reseeded from the"), std::string::npos)
+      << reseeded.err;
+  const Model m = load_model(dir.file("reseeded.json"));
+  EXPECT_NEAR(m.weights[2], 0.4, 0.03);
+  EXPECT_NEAR(m.parts[0].mean[4], -40.0, 0.2);
+  const CliRun bad = run_lowered(dir, base + " --empty split");
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("keep"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("reseed"), std::string::npos) << bad.err;
+}
+
 TEST(CliModelSelection, RangeOfComponentsPicksTheTrueK) {
   TempDir dir("cli-select");
   test::write_bytes(dir.file("truth.json"), R"({"format": "mixle-model", "version": 1, "weights": [0.3, 0.3, 0.4],

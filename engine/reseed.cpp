@@ -1,0 +1,116 @@
+#include "engine/reseed.hpp"
+
+#include "engine/compute.hpp"
+
+#include <mixle/error.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mixle::engine {
+
+EmptyPolicy empty_policy_from_name(const std::string& name) {
+  if (name == "keep") return EmptyPolicy::keep;
+  if (name == "reseed") return EmptyPolicy::reseed;
+  throw InvalidInput("empty-component policy '" + name + "' is not one of: keep, reseed");
+}
+
+const char* empty_policy_name(EmptyPolicy policy) noexcept {
+  return policy == EmptyPolicy::reseed ? "reseed" : "keep";
+}
+
+std::size_t badness_bin(double loglik) noexcept {
+  if (std::isnan(loglik)) return 0;
+  const double u = -loglik;
+  const double t = std::floor(8.0 * std::copysign(std::log2(1.0 + std::abs(u)), u));
+  const double bin = static_cast<double>(kBadnessZero) + t;  // ±inf stay infinite
+  if (!(bin > 0.0)) return 0;
+  return bin >= static_cast<double>(kBadnessBins - 1) ? kBadnessBins - 1 : static_cast<std::size_t>(bin);
+}
+
+namespace {
+
+/// Every row's badness bin under `model` (fp64 scores on the CPU: a reseed is rare and must
+/// pick the same rows whatever device runs the E-step).
+void badness_bins(Compute& cpu, const Model& model, const Dataset& rows, std::vector<double>& loglik,
+                  std::vector<std::size_t>& bin) {
+  loglik.resize(rows.rows());
+  bin.resize(rows.rows());
+  cpu.score(model, rows, Precision::fp64, loglik.data(), nullptr);
+  for (std::size_t r = 0; r < rows.rows(); ++r) bin[r] = badness_bin(loglik[r]);
+}
+
+}  // namespace
+
+namespace {
+
+/// Component k of `model` from its rows' statistics `s` (accumulated about zero) and their
+/// weight `mass` of `total`; the other weights shrink in proportion.
+void restart(Model& model, std::size_t k, const Statistics& s, double mass, double total, const MStepOptions& options) {
+  const std::size_t K = model.components();
+  const StatLayout layout = stat_layout(model);
+  for (std::size_t i = 0; i < model.parts.size(); ++i) {
+    Part& p = model.parts[i];
+    const double* stats = s.values.data() + layout.part_offset[i] + static_cast<std::int64_t>(k) * layout.part_stride[i];
+    const FamilyOps& ops = family_ops(p.family);
+    ops.m_step(p, k, stats, mass, nullptr, options);
+    if (ops.shares_parameters(p)) {
+      // The shared parameters (gaussian_tied's covariance) stay as they are: pooled from one
+      // other component alone, they are that component's, which every component holds.
+      std::vector<double> one(K, 0.0);
+      one[k == 0 ? 1 : 0] = 1.0;
+      ops.m_step_shared(p, one, options);
+    }
+  }
+  const double share = mass / total;
+  double others = 0.0;
+  for (std::size_t j = 0; j < K; ++j)
+    if (j != k) others += model.weights[j];
+  for (std::size_t j = 0; j < K; ++j)
+    model.weights[j] = j == k ? share : others > 0.0 ? model.weights[j] * (1.0 - share) / others : 0.0;
+}
+
+}  // namespace
+
+Reseeded reseed_component(EncodedData& data, Model& evaluated, Model& next, std::size_t k,
+                          const EstimatorOptions& options, int threads) {
+  const std::size_t K = next.components();
+  if (k >= K || evaluated.components() != K)
+    throw InvalidInput("reseed: component " + std::to_string(k) + " of a " + std::to_string(K) + "-component model");
+  const auto cpu = make_cpu_compute(threads);
+  std::vector<double> loglik;
+  std::vector<std::size_t> bin;
+
+  // Pass 1: the sample weight in each badness bin, over every rank's rows.
+  std::vector<double> weight_in(kBadnessBins, 0.0);
+  data.fold_rows(weight_in, [&](const Dataset& rows, std::size_t) {
+    badness_bins(*cpu, evaluated, rows, loglik, bin);
+    const double* w = rows.weights();
+    for (std::size_t r = 0; r < rows.rows(); ++r) weight_in[bin[r]] += w ? w[r] : 1.0;
+  });
+  double total = 0.0;
+  for (double w : weight_in) total += w;
+  const double wanted = total / static_cast<double>(K);
+  // The worst bins that together hold at least `wanted`.
+  std::size_t first_bin = kBadnessBins;
+  double taken = 0.0;
+  while (first_bin > 0 && !(taken >= wanted && taken > 0.0)) taken += weight_in[--first_bin];
+
+  // Pass 2: those rows, and only those, to component k; its M-step from them.
+  const Statistics s =
+      data.accumulate_assigned(evaluated, [&](const Dataset& rows, std::size_t, std::size_t, std::size_t* label) {
+        badness_bins(*cpu, evaluated, rows, loglik, bin);
+        const double* w = rows.weights();
+        for (std::size_t r = 0; r < rows.rows(); ++r)
+          if (bin[r] >= first_bin && !(w && w[r] == 0.0) && std::isfinite(loglik[r])) label[r] = k;
+      });
+  const double mass = s.values[kernels::kStatHeader + k];
+  if (!(mass > kEmptyMass))
+    throw InvalidInput("reseed: no row with a finite log-likelihood to restart component " + std::to_string(k) +
+                       " from");
+  restart(next, k, s, mass, total, options.m_step);
+  restart(evaluated, k, s, mass, total, options.m_step);
+  return Reseeded{k, mass, mass / total};
+}
+
+}  // namespace mixle::engine
