@@ -36,7 +36,7 @@ EmResult run_em_steps(Model initial, const EmOptions& options, const std::functi
       options.prior_mean_loglik.empty() ? std::numeric_limits<double>::quiet_NaN() : options.prior_mean_loglik.back();
   result.mean_loglik = options.prior_mean_loglik;
   result.iterations = options.start_iteration;
-  std::vector<char> warned(result.model.components(), 0);
+  std::vector<bool> warned(result.model.components(), false);
   for (int it = options.start_iteration + 1; it <= options.max_iter; ++it) {
     const auto t0 = clock::now();
     IterationStep done = step(result.model);
@@ -49,7 +49,7 @@ EmResult run_em_steps(Model initial, const EmOptions& options, const std::functi
       const bool reseeded =
           std::any_of(done.reseeded.begin(), done.reseeded.end(), [&](const Reseeded& r) { return r.component == k; });
       if (!reseeded && !warned[k]) {
-        warned[k] = 1;
+        warned[k] = true;
         result.warnings.push_back("component " + std::to_string(component_offset + k) +
                                   " captured no rows at iteration " + std::to_string(it) +
                                   "; it keeps its previous parameters with weight 0");
@@ -87,7 +87,7 @@ EmResult run_em_steps(Model initial, const EmOptions& options, const std::functi
 }
 
 EmResult run_em(EncodedData& data, Model initial, const EmOptions& options) {
-  std::vector<char> reseeded_before(initial.components(), 0);
+  std::vector<bool> reseeded_before(initial.components(), false);
   return run_em_steps(std::move(initial), options, [&](const Model& model) {
     const Statistics stats = data.stream_accumulate(model, options.estimator);
     IterationStep step{stats.rows(),
@@ -99,7 +99,7 @@ EmResult run_em(EncodedData& data, Model initial, const EmOptions& options) {
     Model evaluated;  // copied only when a component is reseeded
     for (const std::size_t k : step.next.empty_components)
       if (!reseeded_before[k]) {
-        reseeded_before[k] = 1;
+        reseeded_before[k] = true;
         if (evaluated.components() == 0) evaluated = model;
         step.reseeded.push_back(
             reseed_component(data, evaluated, step.next.model, k, options.estimator, options.threads));

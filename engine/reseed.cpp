@@ -15,9 +15,7 @@ EmptyPolicy empty_policy_from_name(const std::string& name) {
   throw InvalidInput("empty-component policy '" + name + "' is not one of: keep, reseed");
 }
 
-const char* empty_policy_name(EmptyPolicy policy) noexcept {
-  return policy == EmptyPolicy::reseed ? "reseed" : "keep";
-}
+const char* empty_policy_name(EmptyPolicy policy) noexcept { return policy == EmptyPolicy::reseed ? "reseed" : "keep"; }
 
 std::size_t badness_bin(double loglik) noexcept {
   if (std::isnan(loglik)) return 0;
@@ -25,7 +23,14 @@ std::size_t badness_bin(double loglik) noexcept {
   const double t = std::floor(8.0 * std::copysign(std::log2(1.0 + std::abs(u)), u));
   const double bin = static_cast<double>(kBadnessZero) + t;  // ±inf stay infinite
   if (!(bin > 0.0)) return 0;
-  return bin >= static_cast<double>(kBadnessBins - 1) ? kBadnessBins - 1 : static_cast<std::size_t>(bin);
+  return static_cast<std::size_t>(std::min(bin, static_cast<double>(kBadnessBins - 1)));
+}
+
+std::size_t first_worst_bin(const std::vector<double>& weight_in, double wanted) noexcept {
+  std::size_t first = weight_in.size();
+  double taken = 0.0;
+  while (first > 0 && !(taken >= wanted && taken > 0.0)) taken += weight_in[--first];
+  return first;
 }
 
 namespace {
@@ -44,14 +49,15 @@ void badness_bins(Compute& cpu, const Model& model, const Dataset& rows, std::ve
 
 namespace {
 
-/// Component k of `model` from its rows' statistics `s` (accumulated about zero) and their
-/// weight `mass` of `total`; the other weights shrink in proportion.
-void restart(Model& model, std::size_t k, const Statistics& s, double mass, double total, const MStepOptions& options) {
+/// Component k of `model` from its rows' statistics `s` (accumulated about zero, `mass` their
+/// weight), with mixture weight `share`; the other weights shrink in proportion.
+void restart(Model& model, std::size_t k, const Statistics& s, double mass, double share, const MStepOptions& options) {
   const std::size_t K = model.components();
   const StatLayout layout = stat_layout(model);
   for (std::size_t i = 0; i < model.parts.size(); ++i) {
     Part& p = model.parts[i];
-    const double* stats = s.values.data() + layout.part_offset[i] + static_cast<std::int64_t>(k) * layout.part_stride[i];
+    const double* stats =
+        s.values.data() + layout.part_offset[i] + static_cast<std::int64_t>(k) * layout.part_stride[i];
     const FamilyOps& ops = family_ops(p.family);
     ops.m_step(p, k, stats, mass, nullptr, options);
     if (ops.shares_parameters(p)) {
@@ -62,7 +68,6 @@ void restart(Model& model, std::size_t k, const Statistics& s, double mass, doub
       ops.m_step_shared(p, one, options);
     }
   }
-  const double share = mass / total;
   double others = 0.0;
   for (std::size_t j = 0; j < K; ++j)
     if (j != k) others += model.weights[j];
@@ -91,26 +96,24 @@ Reseeded reseed_component(EncodedData& data, Model& evaluated, Model& next, std:
   double total = 0.0;
   for (double w : weight_in) total += w;
   const double wanted = total / static_cast<double>(K);
-  // The worst bins that together hold at least `wanted`.
-  std::size_t first_bin = kBadnessBins;
-  double taken = 0.0;
-  while (first_bin > 0 && !(taken >= wanted && taken > 0.0)) taken += weight_in[--first_bin];
+  const std::size_t first_bin = first_worst_bin(weight_in, wanted);
 
   // Pass 2: those rows, and only those, to component k; its M-step from them.
   const Statistics s =
       data.accumulate_assigned(evaluated, [&](const Dataset& rows, std::size_t, std::size_t, std::size_t* label) {
         badness_bins(*cpu, evaluated, rows, loglik, bin);
-        const double* w = rows.weights();
         for (std::size_t r = 0; r < rows.rows(); ++r)
-          if (bin[r] >= first_bin && !(w && w[r] == 0.0) && std::isfinite(loglik[r])) label[r] = k;
+          if (bin[r] >= first_bin && std::isfinite(loglik[r])) label[r] = k;
       });
   const double mass = s.values[kernels::kStatHeader + k];
   if (!(mass > kEmptyMass))
     throw InvalidInput("reseed: no row with a finite log-likelihood to restart component " + std::to_string(k) +
                        " from");
-  restart(next, k, s, mass, total, options.m_step);
-  restart(evaluated, k, s, mass, total, options.m_step);
-  return Reseeded{k, mass, mass / total};
+  // Coarse bins (rows alike, say) may hold far more than 1/K of the weight: the weight is capped.
+  const double share = std::min(mass, wanted) / total;
+  restart(next, k, s, mass, share, options.m_step);
+  restart(evaluated, k, s, mass, share, options.m_step);
+  return Reseeded{k, mass, share};
 }
 
 }  // namespace mixle::engine

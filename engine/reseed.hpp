@@ -26,6 +26,9 @@ const char* empty_policy_name(EmptyPolicy policy) noexcept;
 constexpr std::size_t kBadnessZero = 8 * 64;
 constexpr std::size_t kBadnessBins = 2 * kBadnessZero + 1;
 std::size_t badness_bin(double loglik) noexcept;
+/// The first of the worst bins (the highest) that together hold at least `wanted` of the weight
+/// (and some weight): the rows a reseed takes are those of bins ≥ it. 0 when no such bins.
+std::size_t first_worst_bin(const std::vector<double>& weight_in, double wanted) noexcept;
 
 /// One reseeded component: the rows it was restarted from (their total sample weight) and its
 /// new mixture weight.
@@ -37,13 +40,14 @@ struct Reseeded {
 
 /// Restarts component k (one that captured no rows) from the rows worst explained by
 /// `evaluated`, the model whose E-step found k empty: the rows of the worst badness bins that
-/// together hold at least 1/K of the total sample weight are given to k alone; k's parameters become the M-step of those
-/// rows (float64, the family's regularisation; shared parameters such as gaussian_tied's
-/// covariance stay as they are) and its weight their share of the total weight, the other
-/// weights shrinking in proportion. Component k is set so in both `next` (the M-step's model,
-/// the one EM continues from) and `evaluated`, so that reseeding several components one after
-/// the other spreads them over different rows. Deterministic: the same rows on any number of
-/// ranks and threads. Two passes over the data (collective on a distributed handle).
+/// together hold at least 1/K of the total sample weight (first_worst_bin) are given to k alone;
+/// k's parameters become the M-step of those rows (float64, the family's regularisation; shared
+/// parameters such as gaussian_tied's covariance stay as they are) and its weight their share of
+/// the total weight, at most 1/K, the other weights shrinking in proportion. Component k is set
+/// so in both `next` (the M-step's model, the one EM continues from) and `evaluated`, so that
+/// reseeding several components one after the other spreads them over different rows.
+/// Deterministic: the same rows on any number of ranks and threads. Two passes over the data
+/// (collective on a distributed handle).
 Reseeded reseed_component(EncodedData& data, Model& evaluated, Model& next, std::size_t k,
                           const EstimatorOptions& options, int threads);
 

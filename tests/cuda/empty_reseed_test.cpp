@@ -38,7 +38,8 @@ TEST(EmptyReseedCuda, FitOnTheDeviceReseedsAsTheCpuFitDoes) {
   EXPECT_NEAR(gpu.model.weights[2], 1.0 / 3.0, 1e-3);
   for (std::size_t k = 0; k < 3; ++k) EXPECT_NEAR(gpu.model.weights[k], cpu.model.weights[k], 1e-9) << k;
   for (std::size_t i = 0; i < cpu.model.parts[0].mean.size(); ++i)
-    EXPECT_NEAR(gpu.model.parts[0].mean[i], cpu.model.parts[0].mean[i], 1e-9 * (1.0 + std::abs(cpu.model.parts[0].mean[i])))
+    EXPECT_NEAR(gpu.model.parts[0].mean[i], cpu.model.parts[0].mean[i],
+                1e-9 * (1.0 + std::abs(cpu.model.parts[0].mean[i])))
         << i;
   for (std::size_t i = 0; i < cpu.model.parts[0].var.size(); ++i)
     EXPECT_NEAR(gpu.model.parts[0].var[i], cpu.model.parts[0].var[i], 1e-9 * (1.0 + cpu.model.parts[0].var[i])) << i;

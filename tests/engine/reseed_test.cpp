@@ -69,9 +69,8 @@ Model start_model(const std::string& family, std::size_t K) {
   if (family == "gaussian_diag") spread = R"("var":)" + repeat("[1,1]");
   if (family == "gaussian_spherical") spread = R"("var":)" + repeat("1");
   if (family == "gaussian_full" || family == "gaussian_tied") spread = R"("cov":)" + repeat("[[1,0.2],[0.2,1]]");
-  return model_from_json(R"({"format":"mixle-model","version":1,"weights":)" + weights +
-                         R"(,"parts":[{"family":")" + family + R"(","columns":[0,2],"mean":)" + means + "," +
-                         spread + "}]}");
+  return model_from_json(R"({"format":"mixle-model","version":1,"weights":)" + weights + R"(,"parts":[{"family":")" +
+                         family + R"(","columns":[0,2],"mean":)" + means + "," + spread + "}]}");
 }
 
 engine::EstimatorOptions fp64() {
@@ -106,6 +105,18 @@ TEST(Reseed, BadnessBinsOrderRowsFromBestToWorstExplained) {
   EXPECT_EQ(badness_bin(-std::numeric_limits<double>::infinity()), engine::kBadnessBins - 1);
   EXPECT_EQ(badness_bin(std::numeric_limits<double>::infinity()), 0u);
   EXPECT_EQ(badness_bin(std::nan("")), 0u);
+}
+
+TEST(Reseed, TheWorstBinsHoldingTheWantedWeightAreTaken) {
+  using engine::first_worst_bin;
+  const std::vector<double> weight_in{4.0, 0.0, 3.0, 2.0};
+  EXPECT_EQ(first_worst_bin(weight_in, 2.0), 3u);  // the worst bin alone holds it
+  EXPECT_EQ(first_worst_bin(weight_in, 2.5), 2u);  // 2 < 2.5 ≤ 2 + 3
+  EXPECT_EQ(first_worst_bin(weight_in, 5.0), 2u);
+  EXPECT_EQ(first_worst_bin(weight_in, 5.5), 0u);  // the empty bin 1 adds nothing
+  EXPECT_EQ(first_worst_bin(weight_in, 100.0), 0u);
+  EXPECT_EQ(first_worst_bin({0.0, 1.0, 0.0}, 0.0), 1u);  // some weight, even when none is wanted
+  EXPECT_EQ(first_worst_bin({0.0, 0.0}, 0.0), 0u);
 }
 
 // Clusters A (0, 0), B (8, 0) and C (−40, 5), 600 rows each; components 0 and 1 sit on A and B,
@@ -216,13 +227,14 @@ TEST(Reseed, IntegerWeightsReseedAsReplicatedRows) {
   const std::size_t N = 3 * kPerCluster;
   std::vector<double> weights(N), replicated;
   for (std::size_t r = 0; r < N; ++r) {
-    weights[r] = static_cast<double>(1 + r % 3);
-    for (int copy = 0; copy < static_cast<int>(weights[r]); ++copy) replicated.insert(replicated.end(), {v[2 * r], v[2 * r + 1]});
+    weights[r] = static_cast<double>(r % 4);  // weight 0: a row left out
+    for (int copy = 0; copy < static_cast<int>(weights[r]); ++copy)
+      replicated.insert(replicated.end(), {v[2 * r], v[2 * r + 1]});
   }
   const FitOptions o = from_model(start_model("gaussian_diag", 3), "reseed");
   const FitResult weighted = fit(Dataset::from_vector(v, N, 2).with_weights(weights), o);
   const FitResult copies = fit(Dataset::from_vector(replicated, replicated.size() / 2, 2), o);
-  EXPECT_TRUE(any_warning(weighted.warnings, "reseeded from the 1200 worst-explained rows"));
+  EXPECT_TRUE(any_warning(weighted.warnings, "reseeded from the 900 worst-explained rows"));
   ASSERT_EQ(weighted.iterations, copies.iterations);
   const std::vector<double> a = test::model_numbers(weighted.model), b = test::model_numbers(copies.model);
   ASSERT_EQ(a.size(), b.size());
@@ -289,8 +301,64 @@ TEST(Reseed, TheEmLoopDoesNotStopAtAnIterationThatReseeded) {
   EXPECT_EQ(r.iterations, 3);
   EXPECT_TRUE(r.converged);
   ASSERT_EQ(r.warnings.size(), 1u);
-  EXPECT_EQ(r.warnings[0], "component 2 captured no rows at iteration 2; reseeded from the 30 worst-explained rows "
-                           "(weight 0.3)");
+  EXPECT_EQ(r.warnings[0],
+            "component 2 captured no rows at iteration 2; reseeded from the 30 worst-explained rows "
+            "(weight 0.3)");
+}
+
+/// A handle whose every E-step finds component 2 empty (its share of the rows dropped).
+class LosesComponentTwo : public engine::LocalEncodedData {
+ public:
+  using LocalEncodedData::LocalEncodedData;
+  engine::Statistics stream_accumulate(const Model& model, const engine::EstimatorOptions& options) override {
+    engine::Statistics s = LocalEncodedData::stream_accumulate(model, options);
+    const engine::StatLayout layout = engine::stat_layout(model);
+    s.values[kernels::kStatHeader + 2] = 0.0;
+    for (int i = 0; i < layout.part_stride[0]; ++i)
+      s.values[layout.part_offset[0] + 2 * layout.part_stride[0] + i] = 0.0;
+    return s;
+  }
+};
+
+// A component that empties again after its reseed is kept at weight 0 and warned about once:
+// one reseed per component and run, so EM cannot reseed forever.
+TEST(Reseed, AComponentIsReseededOncePerRun) {
+  const std::vector<double> v = clusters({{0, 0}, {8, 0}, {-40, 5}});
+  LosesComponentTwo handle(Dataset::from_vector(v, 3 * kPerCluster, 2), engine::make_cpu_compute(1));
+  engine::EmOptions em;
+  em.max_iter = 5;
+  em.tol = 0.0;
+  em.estimator = fp64();
+  em.empty = EmptyPolicy::reseed;
+  const engine::EmResult r = engine::run_em(handle, start_model("gaussian_diag", 3), em);
+  ASSERT_EQ(r.warnings.size(), 2u) << r.warnings.back();
+  EXPECT_NE(r.warnings[0].find("iteration 1; reseeded"), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[1].find("iteration 2; it keeps its previous parameters"), std::string::npos) << r.warnings[1];
+  EXPECT_EQ(r.model.weights[2], 0.0);
+}
+
+// All rows alike: every row is in one badness bin, so a reseed's rows are all of them; its weight
+// is capped at 1/K, and the two empty components take 1/3 each in turn (component 0 keeps
+// (2/3)², component 1 (1/3)(2/3)). The components are then identical and EM keeps the weights.
+TEST(Reseed, RowsAllAlikeGiveEachReseedAtMostOneKthOfTheWeight) {
+  std::vector<double> v;
+  for (int r = 0; r < 500; ++r) v.insert(v.end(), {2.5, -1.0});
+  FitOptions o;
+  o.components = 3;
+  o.precision = "fp64";
+  o.threads = 1;
+  o.max_iter = 10;
+  o.empty = "reseed";
+  const FitResult r = fit(Dataset::from_vector(v, 500, 2), o);
+  ASSERT_EQ(r.warnings.size(), 2u);
+  EXPECT_NE(r.warnings[1].find("component 2 captured no rows at iteration 1; reseeded from the 500 worst-explained "
+                               "rows (weight 0.3333)"),
+            std::string::npos)
+      << r.warnings[1];
+  EXPECT_NEAR(r.model.weights[0], 4.0 / 9.0, 1e-12);
+  EXPECT_NEAR(r.model.weights[1], 2.0 / 9.0, 1e-12);
+  EXPECT_NEAR(r.model.weights[2], 1.0 / 3.0, 1e-12);
+  for (std::size_t k = 0; k < 3; ++k) EXPECT_NEAR(r.model.parts[0].mean[2 * k], 2.5, 1e-12) << k;
 }
 
 TEST(Reseed, ComponentShardingRefusesIt) {
