@@ -98,17 +98,16 @@ Reseeded reseed_component(EncodedData& data, Model& evaluated, Model& next, std:
   const double wanted = total / static_cast<double>(K);
   const std::size_t first_bin = first_worst_bin(weight_in, wanted);
 
-  // Pass 2: those rows, and only those, to component k; its M-step from them.
+  // Pass 2: those rows, and only those, to component k; its M-step from them. They hold weight
+  // (first_worst_bin), and their log-likelihoods are finite: the E-step that found k empty
+  // refused impossible and NaN rows.
   const Statistics s =
       data.accumulate_assigned(evaluated, [&](const Dataset& rows, std::size_t, std::size_t, std::size_t* label) {
         badness_bins(*cpu, evaluated, rows, loglik, bin);
         for (std::size_t r = 0; r < rows.rows(); ++r)
-          if (bin[r] >= first_bin && std::isfinite(loglik[r])) label[r] = k;
+          if (bin[r] >= first_bin) label[r] = k;
       });
   const double mass = s.values[kernels::kStatHeader + k];
-  if (!(mass > kEmptyMass))
-    throw InvalidInput("reseed: no row with a finite log-likelihood to restart component " + std::to_string(k) +
-                       " from");
   // Coarse bins (rows alike, say) may hold far more than 1/K of the weight: the weight is capped.
   const double share = std::min(mass, wanted) / total;
   restart(next, k, s, mass, share, options.m_step);

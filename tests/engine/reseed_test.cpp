@@ -162,6 +162,11 @@ TEST(Reseed, AnEmptyComponentTakesTheWorstExplainedRowsMeanAndSpreadForEveryCova
     }
     EXPECT_NO_THROW(validate_model(model));
   }
+  engine::LocalEncodedData handle(Dataset::from_vector(v, 3 * kPerCluster, 2), engine::make_cpu_compute(1));
+  Model three = start_model("gaussian_diag", 3), four = start_model("gaussian_diag", 4);
+  test::expect_invalid_input([&] { engine::reseed_component(handle, three, three, 3, fp64(), 1); },
+                             {"component 3 of a 3-component model"});
+  test::expect_invalid_input([&] { engine::reseed_component(handle, four, three, 2, fp64(), 1); }, {"reseed"});
 }
 
 // Two empty components and two unexplained clusters: the first reseed takes the worse one (E,
