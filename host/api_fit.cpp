@@ -8,6 +8,7 @@
 #include "host/backend_shape.hpp"
 #include "host/component_sharded_fit.hpp"
 #include "host/fit_driver.hpp"
+#include "host/missing_values.hpp"
 
 #include <mixle/error.hpp>
 #include <mixle/fit.hpp>
@@ -19,17 +20,30 @@
 
 namespace mixle {
 
-FitResult fit(const Dataset& data, const FitOptions& options) {
-  if (data.empty()) throw InvalidInput(data.source() + ": no data rows");
-  if (host::backend_shape(options.backend) == host::BackendShape::component_sharded)
-    return host::fit_component_sharded(data, options);
-  engine::EncodedDataOptions enc;
-  enc.backend = options.backend;
-  enc.device = options.device;
-  enc.threads = options.threads;
-  enc.num_workers = options.num_workers;
-  const auto handle = engine::encoded_data(data, enc);
-  return host::fit_handle(*handle, options);
+FitResult fit(const Dataset& given, const FitOptions& options) {
+  if (given.empty()) throw InvalidInput(given.source() + ": no data rows");
+  host::DroppedRows kept{given, 0, {}};
+  if (host::missing_policy_from_name(options.missing) == host::MissingPolicy::drop) {
+    kept = host::drop_missing_rows(given, host::modelled_parts(options, given.cols()));
+    if (kept.count == given.rows())
+      throw InvalidInput(given.source() +
+                         ": every row has a missing value (NaN) in a modelled column; none is left to fit");
+  }
+  const Dataset& data = kept.data;
+  FitResult result;
+  if (host::backend_shape(options.backend) == host::BackendShape::component_sharded) {
+    result = host::fit_component_sharded(data, options);
+  } else {
+    engine::EncodedDataOptions enc;
+    enc.backend = options.backend;
+    enc.device = options.device;
+    enc.threads = options.threads;
+    enc.num_workers = options.num_workers;
+    const auto handle = engine::encoded_data(data, enc);
+    result = host::fit_handle(*handle, options);
+  }
+  host::note_dropped_rows(result, kept.count, kept.first);
+  return result;
 }
 
 namespace {

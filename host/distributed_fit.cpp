@@ -13,6 +13,7 @@
 #include "host/checkpoint.hpp"
 #include "host/fit_driver.hpp"
 #include "host/launch_env.hpp"
+#include "host/missing_values.hpp"
 #include "host/run_records.hpp"
 
 #include <mixle/distributed.hpp>
@@ -252,6 +253,35 @@ Dataset read_rows(const std::string& path, const ReadOptions& read, const DataIn
   return read_data(path, r);
 }
 
+/// `--missing drop` on this rank's rows `local`; the count and the first rows listed are every
+/// rank's (in rank order), the same on all. A collective whenever the policy is drop.
+host::DroppedRows drop_on_ranks(const Dataset& local, const FitOptions& options, comms::Communicator& comm) {
+  host::DroppedRows kept{local, 0, {}};
+  if (host::missing_policy_from_name(options.missing) != host::MissingPolicy::drop) return kept;
+  if (local.rows() > 0) kept = host::drop_missing_rows(local, host::modelled_parts(options, local.cols()));
+  // Per rank: its rows, the rows it dropped, and the first of those (−1 past the end).
+  constexpr std::size_t kSlot = 2 + host::kDroppedListed;
+  std::vector<double> mine(kSlot, -1.0), all(kSlot * static_cast<std::size_t>(comm.size()));
+  mine[0] = static_cast<double>(local.rows());
+  mine[1] = static_cast<double>(kept.count);
+  for (std::size_t i = 0; i < kept.first.size(); ++i) mine[2 + i] = static_cast<double>(kept.first[i]);
+  comm.all_gather(std::span<const double>(mine), std::span<double>(all));
+  double rows = 0.0;
+  kept.count = 0;
+  kept.first.clear();
+  for (std::size_t r = 0; r < static_cast<std::size_t>(comm.size()); ++r) {
+    rows += all[r * kSlot];
+    kept.count += static_cast<std::size_t>(all[r * kSlot + 1]);
+    for (std::size_t i = 2; i < kSlot && all[r * kSlot + i] >= 0.0; ++i)
+      if (kept.first.size() < host::kDroppedListed) kept.first.push_back(static_cast<std::size_t>(all[r * kSlot + i]));
+  }
+  if (kept.count > 0 && static_cast<double>(kept.count) == rows)
+    throw InvalidInput(
+        local.source() +
+        ": every row (of every rank) has a missing value (NaN) in a modelled column; none is left to fit");
+  return kept;
+}
+
 /// Component-sharded fit (engine/component_sharded.hpp, docs/sharding.md) on a world of
 /// data groups × `groups` ranks, through the shared fit driver: its handle is a data-parallel
 /// one whose rows sit on component group 0 only, so validation, initialisation and restarts are
@@ -267,7 +297,8 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   std::vector<plan::DistributedUpdate> updates = run_contracts(env, *comm, groups, options);  // before any row is read
   const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, std::nullopt, groups);
   const engine::RowRange mine = ranges[static_cast<std::size_t>(mesh.data_group())];
-  const Dataset local = read_rows(path, read, info, mine);
+  const host::DroppedRows kept = drop_on_ranks(read_rows(path, read, info, mine), options, *comm);
+  const Dataset& local = kept.data;
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info.rows, path);
   const bool first_group = mesh.component_group() == 0;
   engine::DistributedEncodedData init_handle(
@@ -315,6 +346,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   };
   DistributedFitResult result;
   result.fit = host::fit_handle(init_handle, options, hooks);
+  host::note_dropped_rows(result.fit, kept.count, kept.first);
   result.model_parameter_bytes = model_parameter_bytes;
   gather_resident(*comm, shard_parameter_bytes, shard_statistic_bytes, result);
   describe_rank(result, *comm, device, mine.begin, local.rows(), checkpoint);
@@ -334,7 +366,8 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
                                        const DistributedOptions& dist, const host::LaunchEnv& env,
                                        comms::Communicator& comm, const std::string& device, const std::string& reason,
                                        std::vector<plan::DistributedUpdate> updates) {
-  engine::DistributedEncodedData handle(local, data_rows, first_row, comm, rank_compute(options, device));
+  const host::DroppedRows kept = drop_on_ranks(local, options, comm);
+  engine::DistributedEncodedData handle(kept.data, data_rows, first_row, comm, rank_compute(options, device));
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, data_rows, source);
   host::RunRecords records = run_records(dist, env, comm, data_rows, options, comm.size(), handle.local_rows(), 0,
                                          checkpoint, comm.collective_bytes(), std::move(updates));
@@ -344,6 +377,7 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
   };
   DistributedFitResult result;
   result.fit = host::fit_handle(handle, options, hooks);
+  host::note_dropped_rows(result.fit, kept.count, kept.first);
   describe_rank(result, comm, device, first_row, local.rows(), checkpoint);
   result.collective_bytes = comm.collective_bytes();
   result.collective_seconds = handle.collective_seconds();

@@ -289,6 +289,11 @@ std::function<int()> setup_fit(CLI::App& app) {
                  "once from the worst-explained rows)")
       ->check(CLI::IsMember({"keep", "reseed"}))
       ->capture_default_str();
+  app.add_option("--missing", args->options.missing,
+                 "A row with NaN in a modelled column: error (refused, naming the row) or drop (left out of the fit, "
+                 "counted and named in a warning)")
+      ->check(CLI::IsMember({"error", "drop"}))
+      ->capture_default_str();
   app.add_option("--reg-covar", args->options.reg_covar, "Added to variances and covariance diagonals")
       ->capture_default_str();
   app.add_option("--pseudo-count", args->options.pseudo_count, "Categorical/bernoulli prior count")

@@ -57,6 +57,9 @@ struct FitOptions {
   /// behaviour) or "reseed" (restarted once from the rows the model explains worst; not with
   /// component sharding). Either way FitResult::warnings names it.
   std::string empty = "keep";
+  /// A row with NaN in a modelled column: "error" (refused, naming the row) or "drop" (it takes
+  /// no part in the fit; FitResult::dropped_rows counts it).
+  std::string missing = "error";
   std::string precision = "fp32";  // fp32 | fp64 (CPU, CUDA) | tf32 (CUDA)
   std::string device = "cpu";      // auto | cpu | cuda | cuda:i
   int threads = 0;                 // CPU threads, 0 = all available
@@ -78,9 +81,10 @@ struct FitResult {
   bool converged = false;
   double final_mean_loglik = 0.0;  // of the returned model (one extra E-step)
   std::vector<std::string> warnings;
-  double seconds = 0.0;  // all restarts
-  std::size_t rows = 0;
-  double total_weight = 0.0;  // Σ of the rows' sample weights (= rows when unweighted)
+  double seconds = 0.0;          // all restarts
+  std::size_t rows = 0;          // rows fitted (all ranks), dropped ones not counted
+  std::size_t dropped_rows = 0;  // rows with a missing value that FitOptions::missing = "drop" left out
+  double total_weight = 0.0;     // Σ of the rows' sample weights (= rows when unweighted)
   int best_restart = 0;
 };
 

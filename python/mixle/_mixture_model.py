@@ -54,6 +54,10 @@ class MixtureModel(_MixtureBase):
     empty : {"keep", "reseed"}, default="keep"
         A component that captures no rows keeps its parameters at weight 0, or is restarted once
         from the rows the model explains worst (a warning names it either way).
+    missing : {"error", "drop"}, default="error"
+        A row with NaN in a modelled column is refused, or left out of the fit (counted in
+        ``n_dropped_rows_`` and named in a warning; ``fit_predict`` labels a row holding NaN
+        -1). ``predict`` and ``score_samples`` refuse NaN either way.
     device, precision, n_threads, distributed
         As for GaussianMixture (a distributed fit's initialisation runs over every rank's rows).
 
@@ -81,6 +85,7 @@ class MixtureModel(_MixtureBase):
         pseudo_count=1e-3,
         rate_floor=1e-6,
         empty="keep",
+        missing="error",
         random_state=None,
         warm_start=False,
         verbose=0,
@@ -101,6 +106,7 @@ class MixtureModel(_MixtureBase):
         self.pseudo_count = pseudo_count
         self.rate_floor = rate_floor
         self.empty = empty
+        self.missing = missing
         self.random_state = random_state
         self.warm_start = warm_start
         self.verbose = verbose
@@ -115,7 +121,15 @@ class MixtureModel(_MixtureBase):
         each row's most responsible component. sample_weight: one weight >= 0 per row (None: all
         1); a row of integer weight w counts as w copies of it."""
         distributed = self._distributed_options() is not None  # this rank's rows: any number
-        X = validate_data(self, X, dtype=[np.float64, np.float32], ensure_min_samples=0 if distributed else 2)
+        if self.missing not in ("error", "drop"):
+            raise ValueError(f"missing = {self.missing!r}: one of 'error', 'drop'")
+        X = validate_data(
+            self,
+            X,
+            dtype=[np.float64, np.float32],
+            ensure_min_samples=0 if distributed else 2,
+            ensure_all_finite="allow-nan" if self.missing == "drop" else True,
+        )
         sample_weight = _check_sample_weight(sample_weight, X.shape[0], all_rows=not distributed)
         if self.init not in ("kmeanspp", "kmeans", "select"):
             raise ValueError(f"init = {self.init!r}: one of 'kmeanspp', 'kmeans', 'select'")
@@ -136,6 +150,7 @@ class MixtureModel(_MixtureBase):
             "pseudo_count": float(self.pseudo_count),
             "rate_floor": float(self.rate_floor),
             "empty": self.empty,
+            "missing": self.missing,
             "n_init": 1 if warm else int(self.n_init),
             "seed": _seed(self.random_state),
             "init": "model" if warm else self.init,
@@ -147,13 +162,19 @@ class MixtureModel(_MixtureBase):
         self._set_model(r["model"])
         self.converged_ = r["converged"]
         self.n_iter_ = r["iterations"]
+        self.n_dropped_rows_ = int(r.get("dropped_rows", 0))
         self.lower_bounds_ = list(r["mean_loglik"])
         self.lower_bound_ = self.lower_bounds_[-1]
         progress.finished(self.lower_bound_, self.converged_)
         if not self.converged_:
             self._warn_not_converged()
         o = self._engine_options()
-        return _core.predict(self._model, X, o["device"], o["threads"], "fp64")
+        holed = np.isnan(X).any(axis=1) if self.missing == "drop" else None
+        if holed is None or not holed.any():
+            return _core.predict(self._model, X, o["device"], o["threads"], "fp64")
+        labels = np.full(X.shape[0], -1, dtype=np.int64)  # a row holding NaN has no label
+        labels[~holed] = _core.predict(self._model, np.ascontiguousarray(X[~holed]), o["device"], o["threads"], "fp64")
+        return labels
 
     def _set_model(self, model: _core.Model) -> None:
         self._model = model

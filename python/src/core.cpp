@@ -168,6 +168,8 @@ FitOptions fit_options(const nb::dict& kw) {
       o.rate_floor = nb::cast<double>(value);
     else if (k == "empty")
       o.empty = nb::cast<std::string>(value);
+    else if (k == "missing")
+      o.missing = nb::cast<std::string>(value);
     else if (k == "precision")
       o.precision = nb::cast<std::string>(value);
     else if (k == "device")
@@ -196,6 +198,7 @@ nb::dict fit_result(FitResult&& r) {
   out["seconds"] = r.seconds;
   out["rows"] = r.rows;
   out["total_weight"] = r.total_weight;
+  out["dropped_rows"] = r.dropped_rows;
   out["init_seconds"] = r.init_seconds;
   out["best_restart"] = r.best_restart;
   return out;

@@ -127,3 +127,26 @@ def test_an_empty_component_is_kept_or_reseeded_as_asked():
     assert reseeded.score(X) > kept.score(X) + 1.0
     with pytest.raises(ValueError, match="'keep', 'reseed'"):
         mixle.MixtureModel(2, empty="split").fit(X)
+
+
+def test_rows_with_nan_are_refused_or_dropped_as_asked(records):
+    X, _ = records
+    X = X[:4000].copy()
+    holes = [3, 10, 2500, 3999]
+    holed = X.copy()
+    holed[holes, [0, 2, 3, 1]] = np.nan  # the Gaussian, categorical and Poisson columns
+    layout = "gaussian_diag:0-2,categorical:2-3:3,poisson:3-4"
+    with pytest.raises(ValueError, match="NaN"):
+        mixle.MixtureModel(2, layout=layout).fit(holed)
+    params = dict(precision="fp64", random_state=0, init="select", tol=0.0, max_iter=10)
+    start = mixle.MixtureModel(2, layout=layout, max_iter=3).fit(np.delete(X, holes, axis=0)).to_json()
+    dropped = mixle.MixtureModel.from_json(start, warm_start=True, missing="drop", **params)
+    with pytest.warns(RuntimeWarning, match=r"dropped 4 row\(s\) .* \(rows 3, 10, 2500, 3999, counted from 0\)"):
+        labels = dropped.fit_predict(holed)
+    by_hand = mixle.MixtureModel.from_json(start, warm_start=True, **params).fit(np.delete(X, holes, axis=0))
+    assert dropped.n_dropped_rows_ == 4
+    np.testing.assert_allclose(dropped.weights_, by_hand.weights_, rtol=1e-9)
+    np.testing.assert_allclose(dropped.parts_[0]["mean"], by_hand.parts_[0]["mean"], rtol=1e-9)
+    assert (labels[holes] == -1).all() and (labels[np.delete(np.arange(4000), holes)] >= 0).all()
+    with pytest.raises(ValueError, match="'error', 'drop'"):
+        mixle.MixtureModel(2, missing="skip").fit(X)
