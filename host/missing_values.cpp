@@ -17,7 +17,8 @@ MissingPolicy missing_policy_from_name(const std::string& name) {
 std::vector<PartSpec> modelled_parts(const FitOptions& options, std::size_t columns) {
   if (options.init != InitMethod::model || !options.init_model) return parse_layout(options.layout, columns);
   std::vector<PartSpec> parts;
-  for (const Part& p : options.init_model->parts) parts.push_back(PartSpec{p.family, p.col_begin, p.col_end, p.categories});
+  for (const Part& p : options.init_model->parts)
+    parts.push_back(PartSpec{p.family, p.col_begin, p.col_end, p.categories});
   return parts;
 }
 
@@ -78,10 +79,9 @@ void note_dropped_rows(FitResult& result, std::size_t count, const std::vector<s
   if (count > first.size()) rows += ", …";
   result.dropped_rows = count;
   result.rows -= count;
-  result.warnings.insert(result.warnings.begin(),
-                         "dropped " + std::to_string(count) +
-                             " row(s) with a missing value (NaN) in a modelled column (rows " + rows +
-                             ", counted from 0); they take no part in the fit");
+  result.warnings.insert(result.warnings.begin(), "dropped " + std::to_string(count) +
+                                                      " row(s) with a missing value (NaN) in a modelled column (rows " +
+                                                      rows + ", counted from 0); they take no part in the fit");
 }
 
 }  // namespace mixle::host

@@ -296,6 +296,10 @@ TEST(CliEmptyComponents, ReseedRestartsAComponentThatKeepLeavesAtWeightZero) {
   EXPECT_EQ(bad.code, 2) << bad.err;
   EXPECT_NE(bad.err.find("keep"), std::string::npos) << bad.err;
   EXPECT_NE(bad.err.find("reseed"), std::string::npos) << bad.err;
+  // --help states both policies' choices and defaults.
+  const CliRun help = run_lowered(dir, "fit --help");
+  EXPECT_NE(help.out.find("--empty TEXT:{keep,reseed}=keep"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--missing TEXT:{error,drop}=error"), std::string::npos) << help.out;
 }
 
 TEST(CliModelSelection, RangeOfComponentsPicksTheTrueK) {

@@ -98,9 +98,9 @@ TEST(MissingRows, DroppedRowsGiveTheFitOfTheRowsDeletedByHand) {
   }
   // The default refuses NaN, naming the first row that holds one.
   expect_invalid_input([&] { fit(Dataset::from_vector(holed, 3000, C), from_start("error")); },
-                             {"row 3, column 1", "nan"});
+                       {"row 3, column 1", "nan"});
   expect_invalid_input([&] { fit(Dataset::from_vector(holed, 3000, C), from_start("ignore")); },
-                             {"'ignore'", "error, drop"});
+                       {"'ignore'", "error, drop"});
 }
 
 TEST(MissingRows, WeightedRowsKeepTheirWeightUnlessDropped) {
@@ -115,9 +115,8 @@ TEST(MissingRows, WeightedRowsKeepTheirWeightUnlessDropped) {
   }
   const std::vector<double> holed = with_nan(all.values(), C, missing, 0);
   const FitResult dropped = fit(Dataset::from_vector(holed, 2000, C).with_weights(weights), from_start("drop"));
-  const FitResult by_hand =
-      fit(Dataset::from_vector(without(all.values(), C, missing), 1997, C).with_weights(kept_weights),
-          from_start("error"));
+  const FitResult by_hand = fit(
+      Dataset::from_vector(without(all.values(), C, missing), 1997, C).with_weights(kept_weights), from_start("error"));
   EXPECT_LT(max_relative(dropped.model, by_hand.model), 1e-9);
   EXPECT_DOUBLE_EQ(dropped.total_weight, by_hand.total_weight);
 }
@@ -132,8 +131,8 @@ TEST(MissingRows, OnlyModelledColumnsCountAndNothingIsCopiedWithoutThem) {
   EXPECT_EQ(none.data.weights(), nullptr);
   // Column 2 modelled by a poisson part: those rows are dropped, their NaN become 0 (a count
   // every discrete family accepts) and their weight 0; the rest are untouched.
-  const host::DroppedRows two = host::drop_missing_rows(
-      data, {PartSpec{Family::gaussian_diag, 0, 2, 0}, PartSpec{Family::poisson, 2, 3, 0}});
+  const host::DroppedRows two =
+      host::drop_missing_rows(data, {PartSpec{Family::gaussian_diag, 0, 2, 0}, PartSpec{Family::poisson, 2, 3, 0}});
   EXPECT_EQ(two.count, 2u);
   EXPECT_EQ(two.first, (std::vector<std::size_t>{0, 2}));
   ASSERT_NE(two.data.weights(), nullptr);
@@ -152,8 +151,11 @@ TEST(MissingRows, OnlyModelledColumnsCountAndNothingIsCopiedWithoutThem) {
   o.components = 1;
   o.layout = "poisson";
   o.missing = "drop";
-  expect_invalid_input([&] { fit(Dataset::from_vector(std::vector<double>{kNaN, 1.0, 2.0, kNaN}, 2, 2), o); },
-                             {"every row has a missing value"});
+  expect_invalid_input(
+      [&] {
+        fit(Dataset::from_vector(std::vector<double>{kNaN, 1.0, 2.0, kNaN}, 2, 2), o);
+      },
+      {"every row has a missing value"});
 }
 
 // Two ranks under `mixle launch`, NaN rows in both ranks' halves: the model of the one-process
@@ -168,11 +170,25 @@ TEST(MissingRows, TwoRanksDropTheirOwnRowsAndAgreeWithOneProcess) {
   write_matrix((dir.path / "holed.npy").string(), holed.data(), 4000, 5);
   write_file_atomic((dir.path / "start.json").string(), kStart);
   auto args = [&](const std::string& out) {
-    return std::vector<std::string>{MIXLE_CLI_PATH, "fit",         "--data",         (dir.path / "holed.npy").string(),
-                                    "--init",       (dir.path / "start.json").string(), "--precision", "fp64",
-                                    "--max-iter",   "20",          "--tol",          "0",
-                                    "--threads",    "1",           "--missing",      "drop",
-                                    "--quiet",      "--out",       (dir.path / out).string()};
+    return std::vector<std::string>{MIXLE_CLI_PATH,
+                                    "fit",
+                                    "--data",
+                                    (dir.path / "holed.npy").string(),
+                                    "--init",
+                                    (dir.path / "start.json").string(),
+                                    "--precision",
+                                    "fp64",
+                                    "--max-iter",
+                                    "20",
+                                    "--tol",
+                                    "0",
+                                    "--threads",
+                                    "1",
+                                    "--missing",
+                                    "drop",
+                                    "--quiet",
+                                    "--out",
+                                    (dir.path / out).string()};
   };
   Process one = run_process(args("one.json"), {}, dir.path / "one.log", 120s);
   ASSERT_EQ(one.exit_code(), 0) << one.output();
@@ -190,6 +206,14 @@ TEST(MissingRows, TwoRanksDropTheirOwnRowsAndAgreeWithOneProcess) {
   Process refused = run_process(argv, {}, dir.path / "refused.log", 180s);
   EXPECT_NE(refused.exit_code(), 0);
   EXPECT_NE(refused.output().find("row 5, column 2"), std::string::npos) << refused.output();
+  // Every row missing, in shares of unequal size (1001 and 1000 rows): refused as such.
+  const std::vector<double> nothing(2001 * 5, kNaN);
+  write_matrix((dir.path / "holed.npy").string(), nothing.data(), 2001, 5);
+  std::vector<std::string> empty{MIXLE_CLI_PATH, "launch", "--nproc", "2", "--"};
+  for (const auto& a : args("none.json")) empty.push_back(a);
+  Process none = run_process(empty, {}, dir.path / "none.log", 180s);
+  EXPECT_NE(none.exit_code(), 0);
+  EXPECT_NE(none.output().find("every row (of every rank) has a missing value"), std::string::npos) << none.output();
 }
 
 }  // namespace
