@@ -47,7 +47,7 @@ void RunRecords::record(int restart, const engine::IterationInfo& it, const Mode
     c.world_size = facts_.world_size;
     c.model = *global;
     c.mean_loglik = history_;
-    if (best_ && best_->best_restart < restart) c.best = best_;
+    c.best = best_;  // the best of the restarts before this one (after_restart sets it after each)
     save_checkpoint(dist_.checkpoint_dir, c);
   }
   if (dist_.receipts_file.empty()) return;

@@ -28,7 +28,31 @@ TEST(CliResourcesCalibrate, WritesMeasuredThroughputAndAppendsToTheCatalog) {
     ASSERT_EQ(list.size(), static_cast<std::size_t>(run));
     EXPECT_EQ(list.back()["workload"], "em");
     EXPECT_EQ(list.back()["device_results"][0]["success"], true);
+    // Stamped with the time of the run (seconds since the epoch).
+    const double stamped = list.back()["timestamp"].get<double>();
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    EXPECT_GT(stamped, now - 600.0);
+    EXPECT_LE(stamped, now + 1.0);
   }
+}
+
+// Identical CPU slots are measured once; each slot's result still carries its own name.
+TEST(CliResourcesCalibrate, EveryCpuSlotIsNamedInTheCatalog) {
+  TempDir dir;
+  const auto out = dir.path / "resources.json", catalog = dir.path / "catalog.json";
+  Process p = run_process(
+      {MIXLE_CLI_PATH, "resources", "--calibrate", "--no-cuda", "--cpu-workers", "2", "--rows", "2048", "--dims", "2",
+       "--components", "2", "--iters", "1", "--out", out.string(), "--catalog", catalog.string()},
+      {}, dir.path / "log.txt", 120s);
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  const auto resources = nlohmann::json::parse(read_file(out));
+  ASSERT_EQ(resources["devices"].size(), 2u);
+  const auto records = nlohmann::json::parse(read_file(catalog));
+  const auto& results = (records.is_array() ? records : records["records"]).back()["device_results"];
+  ASSERT_EQ(results.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(results[i]["device_name"], resources["devices"][i]["name"]) << results.dump();
+  EXPECT_NE(results[0]["device_name"], results[1]["device_name"]);
 }
 
 }  // namespace

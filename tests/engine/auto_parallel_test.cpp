@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 namespace mixle::engine {
 namespace {
@@ -71,6 +72,14 @@ TEST(AutoParallel, ShardedWhenOnlyHalfTheModelFits) {
   // every device), one data group.
   const ParallelChoice four = auto_parallel_estimator(fp64(), full, devices(4, memory), 10000);
   EXPECT_EQ(four.shard_components, 4);
+  // A world of 4 ranks with the 2 devices: 2 data groups of 2 shards, whose rows are planned
+  // over the devices of ranks 0 and 2 — the list has no third, so its last stands in.
+  const ParallelChoice wide = auto_parallel_estimator(fp64(), full, devices(2, memory), 10000, 1, 4);
+  EXPECT_EQ(wide.shard_components, 2);
+  ASSERT_FALSE(wide.placement.shards.empty());
+  std::set<std::string> named;
+  for (const auto& s : wide.placement.shards) named.insert(s.device.name);
+  EXPECT_EQ(named, (std::set<std::string>{"cpu:0", "cpu:1"}));
 }
 
 TEST(AutoParallel, UnrealizedWhenEvenAShardDoesNotFit) {

@@ -259,6 +259,11 @@ TEST(EngineInit, KmeansPlusPlusIsTheSameAtAnyThreadCountAndElementType) {
   const Model from_float = initial(f32, 2);
   EXPECT_EQ(from_float.weights, one.weights);
   EXPECT_EQ(from_float.parts[0].mean, one.parts[0].mean);
+  // 2,047 rows, all in the sample: the seeding's last block of 1,024 points is one point short.
+  const Dataset edge = f64.slice(0, 2047);
+  const Model edge_one = initial(edge, 1), edge_two = initial(edge, 2);
+  EXPECT_EQ(edge_two.parts[0].mean, edge_one.parts[0].mean);
+  EXPECT_EQ(edge_two.weights, edge_one.weights);
   // And it found the nine clusters: every component holds about a ninth of the rows.
   for (double w : one.weights) EXPECT_NEAR(w, 1.0 / 9.0, 0.02);
   // A fit reports the time its initialisation took, a part of its whole time.

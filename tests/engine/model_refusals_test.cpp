@@ -31,6 +31,22 @@ TEST(ModelRefusals, WeightsColumnsAndOverlappingParts) {
   test::expect_invalid_input([&] { validate_model(overlap); }, {"parts[2] (poisson)", "overlap another part's [0, 2)"});
 }
 
+// Parameter values are checked for every component and every entry: a bad value in a later
+// component, or in the first entry of a matrix, is named by its own index.
+TEST(ModelRefusals, EveryComponentsValuesAreChecked) {
+  // Categorical, K = 2, two columns of 2 codes: component 1's second column is [1.5, −0.5] —
+  // it sums to 1, so only the per-value rule can catch it.
+  Model cat = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
+      {"family":"categorical","columns":[0,2],"categories":2,"prob":[[[0.5,0.5],[0.5,0.5]],[[0.5,0.5],[0.5,0.5]]]}]})");
+  cat.parts[0].prob[6] = 1.5;
+  cat.parts[0].prob[7] = -0.5;
+  test::expect_invalid_input([&] { validate_model(cat); }, {"prob[1][2] = 1.5", "must be in [0, 1]"});
+  // gaussian_full: an infinite first entry of a covariance.
+  Model full = test::truth_model("full");
+  full.parts[0].cov[4] = std::numeric_limits<double>::infinity();  // component 1, entry (0, 0)
+  test::expect_invalid_input([&] { validate_model(full); }, {"cov[1][0] = inf", "must be finite"});
+}
+
 TEST(LayoutRefusals, ItemsNameWhatIsWrongAndShowTheForm) {
   test::expect_invalid_input([] { parse_layout("gaussian_diag:0-2,poisson", 4); },
                              {"layout item \"poisson\"", "family:begin-end[:V]"});

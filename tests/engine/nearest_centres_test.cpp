@@ -113,5 +113,18 @@ TEST(NearestCentres, TheScreenSettlesSeparatedClusters) {
   EXPECT_LE(expect_the_rule(centres, K, points, C), m / 100);
 }
 
+TEST(NearestCentres, TheScreensBoundScalesWithTheData) {
+  // The same clusters a million times smaller: the bound is relative to the points' and
+  // centres' norms, so the screen settles them as well as at unit scale.
+  constexpr std::size_t K = 64, C = 32, m = 4000;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::vector<double> centres(K * C), points(m * C);
+  for (double& v : centres) v = 5e-6 * z(rng);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t c = 0; c < C; ++c) points[i * C + c] = centres[(i % K) * C + c] + 1e-6 * z(rng);
+  EXPECT_LE(expect_the_rule(centres, K, points, C), m / 100);
+}
+
 }  // namespace
 }  // namespace mixle::engine

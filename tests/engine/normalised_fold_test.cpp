@@ -164,5 +164,40 @@ TEST(NormalisedFold, RowsWithoutAFiniteNormaliserFoldNothing) {
   }
 }
 
+/// A Compute with only the required operations (the CPU kernels underneath): what a backend that
+/// keeps no log-densities between scoring and folding inherits.
+class BareCompute final : public engine::Compute {
+ public:
+  std::string name() const override { return "bare"; }
+  kernels::PassReport accumulate(const Model& m, const Dataset& d, Precision p, std::vector<double>& s) override {
+    return inner_->accumulate(m, d, p, s);
+  }
+  kernels::PassReport score(const Model& m, const Dataset& d, Precision p, double* ll, double* resp) override {
+    return inner_->score(m, d, p, ll, resp);
+  }
+  void accumulate_given(const Model& m, const Dataset& d, const double* resp, std::vector<double>& s) override {
+    inner_->accumulate_given(m, d, resp, s);
+  }
+
+ private:
+  std::unique_ptr<engine::Compute> inner_ = engine::make_cpu_compute(1);
+};
+
+// Such a Compute says it keeps nothing (0 bytes per row, so component sharding sizes its chunks
+// for recomputation), keeps nothing when asked to, and its score_keeping is its score.
+TEST(NormalisedFold, AComputeThatKeepsNoLogDensitiesSaysSo) {
+  BareCompute bare;
+  EXPECT_EQ(bare.kept_bytes_per_row(4, Precision::fp32), 0u);
+  EXPECT_EQ(bare.kept_bytes_per_row(4, Precision::fp64), 0u);
+  const Model whole = mixture("diag");
+  const Dataset rows = sample(whole, 200, 4);
+  std::vector<double> scored(rows.rows()), kept_scored(rows.rows());
+  bare.score(whole, rows, Precision::fp64, scored.data(), nullptr);
+  std::vector<unsigned char> kept(16, 1);
+  bare.score_keeping(whole, rows, Precision::fp64, kept_scored.data(), kept);
+  EXPECT_TRUE(kept.empty());
+  EXPECT_EQ(kept_scored, scored);
+}
+
 }  // namespace
 }  // namespace mixle

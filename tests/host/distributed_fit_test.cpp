@@ -201,6 +201,15 @@ TEST(DistributedFit, RowSplitIsThePlansWithMemoryCutDevicesAndRanksByGlobalRank)
   Process partial = run_process(argv, {}, dir.path / "partial.log", 120s);
   EXPECT_EQ(partial.exit_code(), 1) << partial.output();
   EXPECT_NE(partial.output().find("1 of 2 devices state a global_rank"), std::string::npos) << partial.output();
+  // Two devices claiming rank 0 (and none rank 1) are refused, naming the second.
+  std::ofstream(dir.path / "twice.json") << R"({"devices":[
+    {"name":"a","kind":"cpu","throughput":1.0,"global_rank":0},{"name":"b","kind":"cpu","throughput":1.0,"global_rank":0}]})";
+  argv.back() = (dir.path / "twice.json").string();
+  Process twice = run_process(argv, {}, dir.path / "twice.log", 120s);
+  EXPECT_EQ(twice.exit_code(), 1) << twice.output();
+  EXPECT_NE(twice.output().find("device 'b' has global_rank 0; accepted: each of 0 … 1 exactly once"),
+            std::string::npos)
+      << twice.output();
 }
 
 TEST(DistributedFit, MpirunMatchesOneProcess) {

@@ -234,8 +234,9 @@ TEST(Resources, SlurmBlockDistribution) {
   EXPECT_EQ(r.devices()[4].name, "slurm-node:2:cpu:0");
   EXPECT_EQ(r.devices()[3].node_id, 1);
   EXPECT_EQ(r.devices()[3].local_rank, 1);
-  EXPECT_EQ(r.devices()[0].memory_bytes, 250u);  // node 0 runs 2 ranks
-  EXPECT_EQ(r.devices()[4].memory_bytes, 500u);  // node 2 runs 1
+  EXPECT_EQ(r.devices()[0].memory_bytes, 250u);                                    // node 0 runs 2 ranks
+  for (const DeviceSpec& d : r.devices()) EXPECT_EQ(d.throughput, 1.0) << d.name;  // CPU ranks: 1 each
+  EXPECT_EQ(r.devices()[4].memory_bytes, 500u);                                    // node 2 runs 1
   env["SLURM_LOCALID"] = "0";
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(env); }),
                   {"inconsistent", "SLURM_LOCALID=0", "block"});
