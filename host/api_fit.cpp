@@ -24,7 +24,7 @@ FitResult fit(const Dataset& given, const FitOptions& options) {
   if (given.empty()) throw InvalidInput(given.source() + ": no data rows");
   host::DroppedRows kept{given, 0, {}};
   if (host::missing_policy_from_name(options.missing) == host::MissingPolicy::drop) {
-    kept = host::drop_missing_rows(given, host::modelled_parts(options, given.cols()));
+    kept = host::drop_missing_rows(given, options);
     if (kept.count == given.rows())
       throw InvalidInput(given.source() +
                          ": every row has a missing value (NaN) in a modelled column; none is left to fit");

@@ -258,7 +258,7 @@ Dataset read_rows(const std::string& path, const ReadOptions& read, const DataIn
 host::DroppedRows drop_on_ranks(const Dataset& local, const FitOptions& options, comms::Communicator& comm) {
   host::DroppedRows kept{local, 0, {}};
   if (host::missing_policy_from_name(options.missing) != host::MissingPolicy::drop) return kept;
-  if (local.rows() > 0) kept = host::drop_missing_rows(local, host::modelled_parts(options, local.cols()));
+  kept = host::drop_missing_rows(local, options);
   // Per rank: its rows, the rows it dropped, and the first of those (−1 past the end).
   constexpr std::size_t kSlot = 2 + host::kDroppedListed;
   std::vector<double> mine(kSlot, -1.0), all(kSlot * static_cast<std::size_t>(comm.size()));

@@ -72,6 +72,11 @@ DroppedRows drop_missing_rows(const Dataset& data, const std::vector<PartSpec>& 
   return data.dtype() == DType::f32 ? drop_typed<float>(data, parts) : drop_typed<double>(data, parts);
 }
 
+DroppedRows drop_missing_rows(const Dataset& data, const FitOptions& options) {
+  if (data.empty()) return DroppedRows{data, 0, {}};
+  return drop_missing_rows(data, modelled_parts(options, data.cols()));
+}
+
 void note_dropped_rows(FitResult& result, std::size_t count, const std::vector<std::size_t>& first) {
   if (count == 0) return;
   std::string rows;

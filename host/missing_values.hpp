@@ -32,6 +32,9 @@ constexpr std::size_t kDroppedListed = 8;
 /// in a discrete family's columns, 1 elsewhere) in a copy of the rows; a row that was already
 /// weighted keeps its weight only when complete. Without such a row, `data` itself (no copy).
 DroppedRows drop_missing_rows(const Dataset& data, const std::vector<PartSpec>& parts);
+/// The same for the parts a fit with `options` models (modelled_parts); `data` itself when it
+/// has no rows (a rank's empty share).
+DroppedRows drop_missing_rows(const Dataset& data, const FitOptions& options);
 
 /// Records dropped rows in a fit's result: dropped_rows, rows (less the dropped ones) and a
 /// warning naming the first of them. Nothing when `count` is 0.

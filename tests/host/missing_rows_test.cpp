@@ -156,6 +156,12 @@ TEST(MissingRows, OnlyModelledColumnsCountAndNothingIsCopiedWithoutThem) {
         fit(Dataset::from_vector(std::vector<double>{kNaN, 1.0, 2.0, kNaN}, 2, 2), o);
       },
       {"every row has a missing value"});
+  test::expect_invalid_input(
+      [&] {
+        fit(Dataset::from_vector(std::vector<double>{1.0, kNaN}, 1, 2), o);
+      },
+      {"every row has a missing value"});
+  EXPECT_EQ(host::drop_missing_rows(Dataset::from_vector(std::vector<double>{}, 0, 0), o).count, 0u);
 }
 
 // Two ranks under `mixle launch`, NaN rows in both ranks' halves: the model of the one-process
@@ -206,9 +212,9 @@ TEST(MissingRows, TwoRanksDropTheirOwnRowsAndAgreeWithOneProcess) {
   Process refused = run_process(argv, {}, dir.path / "refused.log", 180s);
   EXPECT_NE(refused.exit_code(), 0);
   EXPECT_NE(refused.output().find("row 5, column 2"), std::string::npos) << refused.output();
-  // Every row missing, in shares of unequal size (1001 and 1000 rows): refused as such.
-  const std::vector<double> nothing(2001 * 5, kNaN);
-  write_matrix((dir.path / "holed.npy").string(), nothing.data(), 2001, 5);
+  // Every row missing — one row, so rank 0 holds it and rank 1 none: refused as such.
+  const std::vector<double> nothing(5, kNaN);
+  write_matrix((dir.path / "holed.npy").string(), nothing.data(), 1, 5);
   std::vector<std::string> empty{MIXLE_CLI_PATH, "launch", "--nproc", "2", "--"};
   for (const auto& a : args("none.json")) empty.push_back(a);
   Process none = run_process(empty, {}, dir.path / "none.log", 180s);
