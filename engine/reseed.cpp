@@ -15,8 +15,6 @@ EmptyPolicy empty_policy_from_name(const std::string& name) {
   throw InvalidInput("empty-component policy '" + name + "' is not one of: keep, reseed");
 }
 
-const char* empty_policy_name(EmptyPolicy policy) noexcept { return policy == EmptyPolicy::reseed ? "reseed" : "keep"; }
-
 std::size_t badness_bin(double loglik) noexcept {
   if (std::isnan(loglik)) return 0;
   const double u = -loglik;
@@ -44,10 +42,6 @@ void badness_bins(Compute& cpu, const Model& model, const Dataset& rows, std::ve
   cpu.score(model, rows, Precision::fp64, loglik.data(), nullptr);
   for (std::size_t r = 0; r < rows.rows(); ++r) bin[r] = badness_bin(loglik[r]);
 }
-
-}  // namespace
-
-namespace {
 
 /// Component k of `model` from its rows' statistics `s` (accumulated about zero, `mass` their
 /// weight), with mixture weight `share`; the other weights shrink in proportion.

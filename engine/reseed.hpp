@@ -6,6 +6,7 @@
 #include "engine/encoded_data.hpp"
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace mixle::engine {
@@ -13,10 +14,9 @@ namespace mixle::engine {
 /// What to do with a component whose responsibility mass falls to kEmptyMass or below.
 enum class EmptyPolicy {
   keep,    // it keeps its previous parameters with weight 0 (scikit-learn's behaviour, the default)
-  reseed,  // it restarts from the worst-explained rows (reseed_component), once per fit
+  reseed,  // it restarts from the worst-explained rows (reseed_component), once per run
 };
 EmptyPolicy empty_policy_from_name(const std::string& name);
-const char* empty_policy_name(EmptyPolicy policy) noexcept;
 
 /// How badly a row is explained, as a bin of u = −log p(x): eight bins per doubling of 1 + |u|
 /// on either side of 0 (bin kBadnessZero + floor(8 · sign(u) · log2(1 + |u|))), so that one pass

@@ -234,6 +234,11 @@ def test_a_python_worker_killed_mid_fit_fails_the_fit_in_bounded_time(spark, row
         time.sleep(0.05)
     assert len(ranks) == 3, f"the fit's ranks never connected: {ranks}"
     time.sleep(1.0)  # well inside EM
+    # Counted again now that every connection is up: rank 0 also holds the store's (its listener
+    # and one per rank), so it has the most. A count taken while the world was still forming
+    # could rank it lowest, and the test then killed rank 0.
+    ranks = _ranks_in_the_world()
+    assert len(ranks) == 3 and min(ranks.values()) < max(ranks.values()), f"rank 0 cannot be told apart: {ranks}"
     assert t.is_alive(), "the fit ended before the kill"
     killed_at = time.monotonic()
     os.kill(min(ranks, key=ranks.get), signal.SIGKILL)
