@@ -70,7 +70,7 @@ std::vector<double> DistributedEncodedData::column_max() {
 }
 
 Statistics DistributedEncodedData::stream_accumulate(const Model& model, const EstimatorOptions& options) {
-  Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(model).size));
+  Statistics s = Statistics::zero(static_cast<std::size_t>(stat_size(model, options)));
   reduce_with_errors(
       s.values,
       [&] {

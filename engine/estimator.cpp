@@ -39,6 +39,14 @@ StatLayout stat_layout(const Model& model) {
   return layout;
 }
 
+std::int64_t missing_mass_size(const Model& model) {
+  return static_cast<std::int64_t>(model.components() * model.columns());
+}
+
+std::int64_t stat_size(const Model& model, const EstimatorOptions& options) {
+  return stat_layout(model).size + (options.marginalise ? missing_mass_size(model) : 0);
+}
+
 ShiftTable shift_table(const Model& model, Precision precision, bool zero_shift) {
   ShiftTable table;
   std::size_t total = 0;
@@ -159,9 +167,14 @@ MStepResult m_step(const Model& prev, const std::vector<double>& stats, const Sh
                    const EstimatorOptions& options) {
   const std::size_t K = prev.components();
   const StatLayout layout = stat_layout(prev);
-  if (static_cast<std::int64_t>(stats.size()) != layout.size)
+  const std::int64_t given = static_cast<std::int64_t>(stats.size());
+  const bool marginalised = given == layout.size + missing_mass_size(prev) && missing_mass_size(prev) > 0;
+  if (given != layout.size && !marginalised)
     throw InvalidInput("statistics have " + std::to_string(stats.size()) + " values; the model needs " +
-                       std::to_string(layout.size));
+                       std::to_string(layout.size) + " (or " + std::to_string(layout.size + missing_mass_size(prev)) +
+                       " with missing values marginalised)");
+  const std::size_t C = prev.columns();
+  std::vector<double> column_mass;
   MStepResult result;
   result.model = prev;
   Model& next = result.model;
@@ -181,7 +194,15 @@ MStepResult m_step(const Model& prev, const std::vector<double>& stats, const Sh
       const double* s = stats.data() + layout.part_offset[i] + static_cast<std::int64_t>(k) * layout.part_stride[i];
       const double* shift =
           shifts.part_offset[i] >= 0 ? shifts.values.data() + shifts.part_offset[i] + k * p.dims() : nullptr;
-      family_ops(p.family).m_step(p, k, s, mass, shift, options.m_step);
+      if (marginalised) {
+        const double* missing = stats.data() + layout.size + static_cast<std::int64_t>(k * C + p.col_begin);
+        column_mass.resize(p.dims());
+        // A column's mass is a difference of sums: below 1e-10 of the component's mass it is
+        // rounding, not rows, and the column keeps its parameters (a mass of 0).
+        const double floor = std::max(kEmptyMass, 1e-10 * mass);
+        for (std::size_t d = 0; d < p.dims(); ++d) column_mass[d] = mass - missing[d] > floor ? mass - missing[d] : 0.0;
+      }
+      family_ops(p.family).m_step(p, k, s, mass, marginalised ? column_mass.data() : nullptr, shift, options.m_step);
     }
   }
   // Parameters the components share (gaussian_tied's covariance), from the components that

@@ -21,13 +21,16 @@ const char* precision_name(Precision precision) noexcept;
 struct EstimatorOptions {
   MStepOptions m_step;
   Precision precision = Precision::fp32;
+  /// Missing values are left out of rows (`--missing marginalise`): the statistics then end with
+  /// the missing-mass region (missing_mass_size), and the M-step estimates each column from the
+  /// rows that observed it.
+  bool marginalise = false;
 };
 
-/// A component is empty when its responsibility mass is at most this (rows, float64). The
-/// M-step gives an empty component weight 0 and keeps its previous parameters (so it stays
-/// finite and never produces NaN) and reports it; the EM loop warns, naming it, and under
-/// EmptyPolicy::reseed restarts it (engine/reseed.hpp).
-constexpr double kEmptyMass = 1e-8;
+// A component is empty when its responsibility mass is at most kEmptyMass
+// (engine/families/family_ops.hpp). The M-step gives an empty component weight 0 and keeps its
+// previous parameters (so it stays finite and never produces NaN) and reports it; the EM loop
+// warns, naming it, and under EmptyPolicy::reseed restarts it (engine/reseed.hpp).
 
 /// Offsets of each part's statistics in the flat buffer (kernels/model_view.hpp's layout).
 struct StatLayout {
@@ -37,6 +40,14 @@ struct StatLayout {
   std::int64_t size = 0;
 };
 StatLayout stat_layout(const Model& model);
+
+/// The statistics' missing-mass region, after stat_layout(model).size values when missing values
+/// are marginalised: Σ w·r_k over the rows whose column c is missing, at k·columns + c (K ×
+/// model.columns() values). A column's own mass is its component's mass less this.
+std::int64_t missing_mass_size(const Model& model);
+/// Values in the statistics of an E-step under `options`: the layout, and the missing-mass region
+/// when options.marginalise.
+std::int64_t stat_size(const Model& model, const EstimatorOptions& options);
 
 /// The per-component shifts moments are accumulated about: each shifted part's means, rounded
 /// through the compute precision exactly as the kernels see them (so the M-step adds back the
@@ -66,8 +77,8 @@ struct MStepResult {
   std::vector<std::size_t> empty_components;
 };
 
-/// M-step: the next model from reduced statistics `stats` (stat_layout(prev).size values)
-/// accumulated about `shifts`.
+/// M-step: the next model from reduced statistics `stats` accumulated about `shifts`:
+/// stat_layout(prev).size values, or that and the missing-mass region (missing_mass_size).
 MStepResult m_step(const Model& prev, const std::vector<double>& stats, const ShiftTable& shifts,
                    const EstimatorOptions& options);
 

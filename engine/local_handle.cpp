@@ -33,6 +33,7 @@ double LocalEncodedData::total_weight() {
   if (!w) return static_cast<double>(data_.rows());
   double total = 0.0;
   for (std::size_t r = 0; r < data_.rows(); ++r) total += w[r];
+  for (const double v : incomplete_.weights) total += v;  // held at weight 0 in data_
   return total;
 }
 
@@ -68,6 +69,10 @@ Statistics LocalEncodedData::stream_accumulate(const Model& model, const Estimat
   const kernels::PassReport report =
       compute_->accumulate(model, encoded_for(options.precision), options.precision, s.values);
   raise_for(report, data_.source(), data_.first_row());
+  if (options.marginalise) {
+    s.values.resize(static_cast<std::size_t>(stat_size(model, options)), 0.0);
+    accumulate_incomplete(model, data_, incomplete_, options.precision, s.values);
+  }
   return s;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "engine/encoded_data.hpp"
+#include "engine/incomplete_rows.hpp"
 
 namespace mixle::engine {
 
@@ -22,6 +23,10 @@ class LocalEncodedData : public EncodedData {
   Dataset sample(std::uint64_t seed, std::size_t target) override;
 
   const Dataset& data() const { return data_; }
+  /// Rows of data() with missing values, held there with weight 0 and placeholders: every E-step
+  /// under EstimatorOptions::marginalise folds them in from their observed columns
+  /// (engine/incomplete_rows.hpp).
+  void set_incomplete_rows(IncompleteRows rows) { incomplete_ = std::move(rows); }
   Compute& compute() { return *compute_; }
 
  protected:
@@ -37,6 +42,7 @@ class LocalEncodedData : public EncodedData {
   Dataset data_;
   Dataset encoded_f32_;
   std::unique_ptr<Compute> compute_;
+  IncompleteRows incomplete_;
 };
 
 /// Checks the data's columns against the model's parts (shared by every handle).

@@ -53,7 +53,7 @@ void restart(Model& model, std::size_t k, const Statistics& s, double mass, doub
     const double* stats =
         s.values.data() + layout.part_offset[i] + static_cast<std::int64_t>(k) * layout.part_stride[i];
     const FamilyOps& ops = family_ops(p.family);
-    ops.m_step(p, k, stats, mass, nullptr, options);
+    ops.m_step(p, k, stats, mass, nullptr, nullptr, options);
     if (ops.shares_parameters(p)) {
       // The shared parameters (gaussian_tied's covariance) stay as they are: pooled from one
       // other component alone, they are that component's, which every component holds.

@@ -22,16 +22,12 @@ namespace mixle {
 
 FitResult fit(const Dataset& given, const FitOptions& options) {
   if (given.empty()) throw InvalidInput(given.source() + ": no data rows");
-  host::DroppedRows kept{given, 0, {}};
-  if (host::missing_policy_from_name(options.missing) == host::MissingPolicy::drop) {
-    kept = host::drop_missing_rows(given, options);
-    if (kept.count == given.rows())
-      throw InvalidInput(given.source() +
-                         ": every row has a missing value (NaN) in a modelled column; none is left to fit");
-  }
+  host::DroppedRows kept = host::handle_missing_rows(given, options);
+  host::refuse_all_missing(kept.count, given.rows(), given.source(), options);
   const Dataset& data = kept.data;
   FitResult result;
   if (host::backend_shape(options.backend) == host::BackendShape::component_sharded) {
+    host::refuse_marginalise_sharded(options);
     result = host::fit_component_sharded(data, options);
   } else {
     engine::EncodedDataOptions enc;
@@ -40,9 +36,10 @@ FitResult fit(const Dataset& given, const FitOptions& options) {
     enc.threads = options.threads;
     enc.num_workers = options.num_workers;
     const auto handle = engine::encoded_data(data, enc);
+    if (!kept.incomplete.empty()) host::local_handle_of(*handle).set_incomplete_rows(std::move(kept.incomplete));
     result = host::fit_handle(*handle, options);
   }
-  host::note_dropped_rows(result, kept.count, kept.first);
+  host::note_missing_rows(result, options, kept.count, kept.first);
   return result;
 }
 

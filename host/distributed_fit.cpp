@@ -253,12 +253,13 @@ Dataset read_rows(const std::string& path, const ReadOptions& read, const DataIn
   return read_data(path, r);
 }
 
-/// `--missing drop` on this rank's rows `local`; the count and the first rows listed are every
-/// rank's (in rank order), the same on all. A collective whenever the policy is drop.
-host::DroppedRows drop_on_ranks(const Dataset& local, const FitOptions& options, comms::Communicator& comm) {
-  host::DroppedRows kept{local, 0, {}};
-  if (host::missing_policy_from_name(options.missing) != host::MissingPolicy::drop) return kept;
-  kept = host::drop_missing_rows(local, options);
+/// `--missing drop` or `marginalise` on this rank's rows `local`; the count and the first rows
+/// listed are every rank's (in rank order), the same on all; the rows to marginalise stay this
+/// rank's. A collective whenever the policy is not error.
+host::DroppedRows missing_on_ranks(const Dataset& local, const FitOptions& options, comms::Communicator& comm) {
+  if (host::missing_policy_from_name(options.missing) == host::MissingPolicy::error)
+    return host::DroppedRows{local, 0, {}, {}};
+  host::DroppedRows kept = host::handle_missing_rows(local, options);
   // Per rank: its rows, the rows it dropped, and the first of those (−1 past the end).
   constexpr std::size_t kSlot = 2 + host::kDroppedListed;
   std::vector<double> mine(kSlot, -1.0), all(kSlot * static_cast<std::size_t>(comm.size()));
@@ -275,10 +276,7 @@ host::DroppedRows drop_on_ranks(const Dataset& local, const FitOptions& options,
     for (std::size_t i = 2; i < kSlot && all[r * kSlot + i] >= 0.0; ++i)
       if (kept.first.size() < host::kDroppedListed) kept.first.push_back(static_cast<std::size_t>(all[r * kSlot + i]));
   }
-  if (kept.count > 0 && static_cast<double>(kept.count) == rows)
-    throw InvalidInput(
-        local.source() +
-        ": every row (of every rank) has a missing value (NaN) in a modelled column; none is left to fit");
+  host::refuse_all_missing(kept.count, static_cast<std::size_t>(rows), local.source(), options, " (of every rank)");
   return kept;
 }
 
@@ -293,11 +291,12 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
                                  const std::shared_ptr<comms::Communicator>& comm, const DataInfo& info,
                                  const std::string& device, int groups, const std::string& reason) {
   engine::refuse_reseed(engine::empty_policy_from_name(options.empty));
+  host::refuse_marginalise_sharded(options);
   const engine::ShardMesh mesh = engine::make_shard_mesh(comm->size(), comm->rank(), groups);
   std::vector<plan::DistributedUpdate> updates = run_contracts(env, *comm, groups, options);  // before any row is read
   const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, std::nullopt, groups);
   const engine::RowRange mine = ranges[static_cast<std::size_t>(mesh.data_group())];
-  const host::DroppedRows kept = drop_on_ranks(read_rows(path, read, info, mine), options, *comm);
+  const host::DroppedRows kept = missing_on_ranks(read_rows(path, read, info, mine), options, *comm);
   const Dataset& local = kept.data;
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info.rows, path);
   const bool first_group = mesh.component_group() == 0;
@@ -346,7 +345,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   };
   DistributedFitResult result;
   result.fit = host::fit_handle(init_handle, options, hooks);
-  host::note_dropped_rows(result.fit, kept.count, kept.first);
+  host::note_missing_rows(result.fit, options, kept.count, kept.first);
   result.model_parameter_bytes = model_parameter_bytes;
   gather_resident(*comm, shard_parameter_bytes, shard_statistic_bytes, result);
   describe_rank(result, *comm, device, mine.begin, local.rows(), checkpoint);
@@ -366,8 +365,9 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
                                        const DistributedOptions& dist, const host::LaunchEnv& env,
                                        comms::Communicator& comm, const std::string& device, const std::string& reason,
                                        std::vector<plan::DistributedUpdate> updates) {
-  const host::DroppedRows kept = drop_on_ranks(local, options, comm);
+  host::DroppedRows kept = missing_on_ranks(local, options, comm);
   engine::DistributedEncodedData handle(kept.data, data_rows, first_row, comm, rank_compute(options, device));
+  handle.set_incomplete_rows(std::move(kept.incomplete));
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, data_rows, source);
   host::RunRecords records = run_records(dist, env, comm, data_rows, options, comm.size(), handle.local_rows(), 0,
                                          checkpoint, comm.collective_bytes(), std::move(updates));
@@ -377,7 +377,7 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
   };
   DistributedFitResult result;
   result.fit = host::fit_handle(handle, options, hooks);
-  host::note_dropped_rows(result.fit, kept.count, kept.first);
+  host::note_missing_rows(result.fit, options, kept.count, kept.first);
   describe_rank(result, comm, device, first_row, local.rows(), checkpoint);
   result.collective_bytes = comm.collective_bytes();
   result.collective_seconds = handle.collective_seconds();

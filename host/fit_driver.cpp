@@ -4,6 +4,7 @@
 #include "engine/initial_parameters.hpp"
 #include "engine/initialise.hpp"
 #include "engine/row_hash.hpp"
+#include "host/missing_values.hpp"
 
 #include <mixle/error.hpp>
 
@@ -35,6 +36,7 @@ engine::EstimatorOptions estimator_options(const FitOptions& o) {
   e.m_step.pseudo_count = o.pseudo_count;
   e.m_step.rate_floor = o.rate_floor;
   e.precision = engine::precision_from_name(o.precision);
+  e.marginalise = missing_policy_from_name(o.missing) == MissingPolicy::marginalise;
   return e;
 }
 

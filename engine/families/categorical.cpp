@@ -64,13 +64,23 @@ class Categorical final : public FamilyOps {
     return 0.0;
   }
 
-  void m_step(Part& p, std::size_t k, const double* s, double mass, const double*,
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* column_mass, const double*,
               const MStepOptions& o) const override {
     const std::size_t D = p.dims(), V = p.categories;
     for (std::size_t d = 0; d < D; ++d) {
-      const double denom = mass + o.pseudo_count * static_cast<double>(V);
+      const double md = column_mass_of(column_mass, d, mass);
+      if (md <= kEmptyMass) continue;  // no row of the component observed column d
+      const double denom = md + o.pseudo_count * static_cast<double>(V);
       for (std::size_t v = 0; v < V; ++v) p.prob[(k * D + d) * V + v] = (s[d * V + v] + o.pseudo_count) / denom;
     }
+  }
+
+  bool observed_columns() const override { return true; }
+  double log_density_column(const Part& p, std::size_t k, std::size_t d, double x) const override {
+    return std::log(p.prob[(k * p.dims() + d) * p.categories + static_cast<std::size_t>(x)]);
+  }
+  void accumulate_column(const Part& p, std::size_t d, double x, double weight, double, double* stats) const override {
+    stats[d * p.categories + static_cast<std::size_t>(x)] += weight;
   }
 
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {

@@ -14,6 +14,10 @@
 
 namespace mixle::engine {
 
+/// A component (or, when missing values are marginalised, one of its columns) is empty when its
+/// responsibility mass is at most this (rows, float64).
+constexpr double kEmptyMass = 1e-8;
+
 /// Regularisation the M-step applies (scikit-learn's reg_covar and the usual priors).
 struct MStepOptions {
   double reg_covar = 1e-6;     // added to variances and covariance diagonals
@@ -60,8 +64,24 @@ class FamilyOps {
 
   /// M-step for component k from its statistics block, its responsibility mass and the shift
   /// used when accumulating (null for unshifted families or when the shift was 0).
-  virtual void m_step(Part& part, std::size_t k, const double* stats, double mass, const double* shift,
-                      const MStepOptions& options) const = 0;
+  /// `column_mass` (D values, or null when every row was complete) is each column's own mass
+  /// when missing values were left out (observed_columns): a column's parameters come from the
+  /// rows that observed it, and a column no row of the component observed (mass ≤ kEmptyMass)
+  /// keeps its parameters.
+  virtual void m_step(Part& part, std::size_t k, const double* stats, double mass, const double* column_mass,
+                      const double* shift, const MStepOptions& options) const = 0;
+
+  /// Whether a component's log-density is a sum of per-column terms and its statistics per-column
+  /// sums, so that a missing value can be left out of both (`--missing marginalise`): then
+  /// log_density_column and accumulate_column below are implemented.
+  virtual bool observed_columns() const { return false; }
+  /// Column d's term of component k's log-density at value x (float64, normalising terms
+  /// included: Σ_d of it is log p(x | k)).
+  virtual double log_density_column(const Part& part, std::size_t k, std::size_t d, double x) const;
+  /// Adds weight·(column d's statistics at x) to component k's statistics block `stats`, moments
+  /// about `shift` (column d's shift; 0 for unshifted families).
+  virtual void accumulate_column(const Part& part, std::size_t d, double x, double weight, double shift,
+                                 double* stats) const;
 
   /// After every component's m_step (the components that captured no row skipped, masses[k]
   /// 0): the parameters its components share, from all of them (gaussian_tied's pooled
@@ -88,6 +108,11 @@ class FamilyOps {
   /// near, not at, the one that generated the data.
   virtual void perturb(Part& part, std::mt19937_64& rng) const = 0;
 };
+
+/// column_mass[d] when a fit left missing values out, else the component's `mass`.
+inline double column_mass_of(const double* column_mass, std::size_t d, double mass) {
+  return column_mass ? column_mass[d] : mass;
+}
 
 /// Centres N(0, 4²) — the recipe of the scikit-learn anchor for the Gaussian families.
 inline void draw_benchmark_centres(std::vector<double>& mean, std::size_t n, std::mt19937_64& rng) {

@@ -90,14 +90,27 @@ class Gamma final : public FamilyOps {
     return log_norm;
   }
 
-  void m_step(Part& p, std::size_t k, const double* s, double mass, const double*, const MStepOptions&) const override {
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* column_mass, const double*,
+              const MStepOptions&) const override {
     const std::size_t D = p.dims();
     for (std::size_t d = 0; d < D; ++d) {
-      const double mean = s[d] / mass, mean_log = s[D + d] / mass;
+      const double md = column_mass_of(column_mass, d, mass);
+      if (md <= kEmptyMass) continue;  // no row of the component observed column d
+      const double mean = s[d] / md, mean_log = s[D + d] / md;
       const double alpha = gamma_shape(std::max(std::log(mean) - mean_log, kMinLogGap));
       p.shape[k * D + d] = alpha;
       p.rate[k * D + d] = alpha / mean;
     }
+  }
+
+  bool observed_columns() const override { return true; }
+  double log_density_column(const Part& p, std::size_t k, std::size_t d, double x) const override {
+    const double alpha = p.shape[k * p.dims() + d], beta = p.rate[k * p.dims() + d];
+    return alpha * std::log(beta) - kernels::log_gamma(alpha) + (alpha - 1.0) * std::log(x) - beta * x;
+  }
+  void accumulate_column(const Part& p, std::size_t d, double x, double weight, double, double* stats) const override {
+    stats[d] += weight * x;
+    stats[p.dims() + d] += weight * std::log(x);
   }
 
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {

@@ -71,12 +71,14 @@ class GaussianDiag final : public FamilyOps {
     std::copy_n(p.mean.begin() + k * p.dims(), p.dims(), out);
   }
 
-  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* shift,
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* column_mass, const double* shift,
               const MStepOptions& o) const override {
     const std::size_t D = p.dims();
     for (std::size_t d = 0; d < D; ++d) {
-      const double m1 = s[d] / mass;      // E[x − shift]
-      const double m2 = s[D + d] / mass;  // E[(x − shift)²]
+      const double md = column_mass_of(column_mass, d, mass);
+      if (md <= kEmptyMass) continue;   // no row of the component observed column d
+      const double m1 = s[d] / md;      // E[x − shift]
+      const double m2 = s[D + d] / md;  // E[(x − shift)²]
       const double var = std::max(m2 - m1 * m1, 0.0);
       p.mean[k * D + d] = (shift ? shift[d] : 0.0) + m1;
       p.var[k * D + d] = var + o.reg_covar;
@@ -89,6 +91,19 @@ class GaussianDiag final : public FamilyOps {
                            ": the variance collapsed to 0 (the component's rows are all equal "
                            "there); increase --reg-covar (reg_covar, default 1e-6)");
     }
+  }
+
+  bool observed_columns() const override { return true; }
+  // lognormal's term adds −log x itself (engine/families/lognormal.cpp).
+  double log_density_column(const Part& p, std::size_t k, std::size_t d, double x) const override {
+    const double v = p.var[k * p.dims() + d], t = x - p.mean[k * p.dims() + d];
+    return -0.5 * std::log(2.0 * std::numbers::pi * v) - t * t / (2.0 * v);
+  }
+  void accumulate_column(const Part& p, std::size_t d, double x, double weight, double shift,
+                         double* stats) const override {
+    const double t = x - shift;
+    stats[d] += weight * t;
+    stats[p.dims() + d] += weight * t * t;
   }
 
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {

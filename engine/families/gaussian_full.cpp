@@ -90,7 +90,7 @@ class GaussianFull final : public FamilyOps {
     std::copy_n(p.mean.begin() + k * p.dims(), p.dims(), out);
   }
 
-  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* shift,
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double*, const double* shift,
               const MStepOptions& o) const override {
     const std::size_t D = p.dims();
     std::vector<double> m1(D);

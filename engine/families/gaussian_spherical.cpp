@@ -13,6 +13,9 @@
 #include <numbers>
 
 namespace mixle::engine {
+
+const FamilyOps& gaussian_diag_ops();
+
 namespace {
 
 constexpr ParamDescriptor kParams[] = {{"mean", ParamShape::per_column, &Part::mean},
@@ -73,21 +76,37 @@ class GaussianSpherical final : public FamilyOps {
     std::copy_n(p.mean.begin() + static_cast<std::ptrdiff_t>(k * p.dims()), p.dims(), out);
   }
 
-  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* shift,
+  // The variance pools every column's squared deviations over the mass that observed it (with
+  // every row complete: the mean of the columns' variances).
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* column_mass, const double* shift,
               const MStepOptions& o) const override {
     const std::size_t D = p.dims();
-    double pooled = 0.0;  // Σ_d E[(x_d − mean_d)²]
+    double pooled = 0.0, observed = 0.0;  // Σ_d m_d·E_d[(x_d − mean_d)²], Σ_d m_d
     for (std::size_t d = 0; d < D; ++d) {
-      const double m1 = s[d] / mass;      // E[x − shift]
-      const double m2 = s[D + d] / mass;  // E[(x − shift)²]
-      pooled += std::max(m2 - m1 * m1, 0.0);
+      const double md = column_mass_of(column_mass, d, mass);
+      if (md <= kEmptyMass) continue;   // no row of the component observed column d
+      const double m1 = s[d] / md;      // E[x − shift]
+      const double m2 = s[D + d] / md;  // E[(x − shift)²]
+      pooled += md * std::max(m2 - m1 * m1, 0.0);
+      observed += md;
       p.mean[k * D + d] = (shift ? shift[d] : 0.0) + m1;
     }
-    p.var[k] = pooled / static_cast<double>(D) + o.reg_covar;
+    if (!(observed > 0.0)) return;
+    p.var[k] = pooled / observed + o.reg_covar;
     if (!(p.var[k] > 0.0))
       throw InvalidInput("gaussian_spherical component " + std::to_string(k) +
                          ": the variance collapsed to 0 (the component's rows are all equal); increase "
                          "--reg-covar (reg_covar, default 1e-6)");
+  }
+
+  bool observed_columns() const override { return true; }
+  double log_density_column(const Part& p, std::size_t k, std::size_t d, double x) const override {
+    const double v = p.var[k], t = x - p.mean[k * p.dims() + d];
+    return -0.5 * std::log(2.0 * std::numbers::pi * v) - t * t / (2.0 * v);
+  }
+  void accumulate_column(const Part& p, std::size_t d, double x, double weight, double shift,
+                         double* stats) const override {
+    gaussian_diag_ops().accumulate_column(p, d, x, weight, shift, stats);  // the same statistics layout
   }
 
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {

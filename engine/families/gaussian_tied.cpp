@@ -59,9 +59,9 @@ class GaussianTied final : public FamilyOps {
   void shift(const Part& p, std::size_t k, double* out) const override { full().shift(p, k, out); }
 
   // Component k's mean and its own covariance (reg_covar on the diagonal); pooled below.
-  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* shift,
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* column_mass, const double* shift,
               const MStepOptions& o) const override {
-    full().m_step(p, k, s, mass, shift, o);
+    full().m_step(p, k, s, mass, column_mass, shift, o);
   }
 
   // Σ_k N_k (S_k/N_k + reg·I) / Σ_k N_k = Σ_k S_k / N + reg·I over the components that captured

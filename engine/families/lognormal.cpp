@@ -44,9 +44,19 @@ class Lognormal final : public FamilyOps {
   }
   double pack(const Part& p, std::size_t k, double* coef) const override { return normal().pack(p, k, coef); }
   void shift(const Part& p, std::size_t k, double* out) const override { normal().shift(p, k, out); }
-  void m_step(Part& p, std::size_t k, const double* stats, double mass, const double* shift,
+  void m_step(Part& p, std::size_t k, const double* stats, double mass, const double* column_mass, const double* shift,
               const MStepOptions& options) const override {
-    normal().m_step(p, k, stats, mass, shift, options);
+    normal().m_step(p, k, stats, mass, column_mass, shift, options);
+  }
+  bool observed_columns() const override { return true; }
+  // The normal term of log x, and −log x (the change of variable).
+  double log_density_column(const Part& p, std::size_t k, std::size_t d, double x) const override {
+    const double y = std::log(x);
+    return normal().log_density_column(p, k, d, y) - y;
+  }
+  void accumulate_column(const Part& p, std::size_t d, double x, double weight, double shift,
+                         double* stats) const override {
+    normal().accumulate_column(p, d, std::log(x), weight, shift, stats);
   }
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
     normal().sample(p, k, rng, row);

@@ -2,6 +2,7 @@
 // All three keep one statistic per column: Σ r x.
 #include "engine/families/checks.hpp"
 #include "engine/families/family_ops.hpp"
+#include "kernels/common/math.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -60,6 +61,10 @@ class PositiveRate : public FamilyOps {
       require_value(std::isfinite(p.rate[i]) && p.rate[i] > 0.0, where, "rate", i / p.dims(), i % p.dims(), p.rate[i],
                     "must be finite and > 0");
   }
+  bool observed_columns() const override { return true; }
+  void accumulate_column(const Part& p, std::size_t d, double x, double weight, double, double* stats) const override {
+    stats[d] += weight * x;
+  }
 };
 
 class Poisson final : public PositiveRate {
@@ -77,9 +82,16 @@ class Poisson final : public PositiveRate {
     }
     return c;
   }
-  void m_step(Part& p, std::size_t k, const double* s, double mass, const double*,
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* column_mass, const double*,
               const MStepOptions& o) const override {
-    for (std::size_t d = 0; d < p.dims(); ++d) p.rate[k * p.dims() + d] = std::max(s[d] / mass, o.rate_floor);
+    for (std::size_t d = 0; d < p.dims(); ++d) {
+      const double md = column_mass_of(column_mass, d, mass);
+      if (md > kEmptyMass) p.rate[k * p.dims() + d] = std::max(s[d] / md, o.rate_floor);
+    }
+  }
+  double log_density_column(const Part& p, std::size_t k, std::size_t d, double x) const override {
+    const double rate = p.rate[k * p.dims() + d];
+    return x * std::log(rate) - rate + kernels::neg_log_factorial(x);
   }
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
     for (std::size_t d = 0; d < p.dims(); ++d) {
@@ -109,9 +121,16 @@ class Exponential final : public PositiveRate {
     }
     return c;
   }
-  void m_step(Part& p, std::size_t k, const double* s, double mass, const double*,
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* column_mass, const double*,
               const MStepOptions& o) const override {
-    for (std::size_t d = 0; d < p.dims(); ++d) p.rate[k * p.dims() + d] = 1.0 / std::max(s[d] / mass, o.rate_floor);
+    for (std::size_t d = 0; d < p.dims(); ++d) {
+      const double md = column_mass_of(column_mass, d, mass);
+      if (md > kEmptyMass) p.rate[k * p.dims() + d] = 1.0 / std::max(s[d] / md, o.rate_floor);
+    }
+  }
+  double log_density_column(const Part& p, std::size_t k, std::size_t d, double x) const override {
+    const double rate = p.rate[k * p.dims() + d];
+    return std::log(rate) - rate * x;
   }
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
     for (std::size_t d = 0; d < p.dims(); ++d) {
@@ -149,10 +168,20 @@ class Bernoulli final : public FamilyOps {
     }
     return 0.0;
   }
-  void m_step(Part& p, std::size_t k, const double* s, double mass, const double*,
+  void m_step(Part& p, std::size_t k, const double* s, double mass, const double* column_mass, const double*,
               const MStepOptions& o) const override {
-    for (std::size_t d = 0; d < p.dims(); ++d)
-      p.prob[k * p.dims() + d] = (s[d] + o.pseudo_count) / (mass + 2.0 * o.pseudo_count);
+    for (std::size_t d = 0; d < p.dims(); ++d) {
+      const double md = column_mass_of(column_mass, d, mass);
+      if (md > kEmptyMass) p.prob[k * p.dims() + d] = (s[d] + o.pseudo_count) / (md + 2.0 * o.pseudo_count);
+    }
+  }
+  bool observed_columns() const override { return true; }
+  double log_density_column(const Part& p, std::size_t k, std::size_t d, double x) const override {
+    const double q = p.prob[k * p.dims() + d];
+    return x != 0.0 ? std::log(q) : std::log1p(-q);  // selects, as the kernels do: q may be 0 or 1
+  }
+  void accumulate_column(const Part& p, std::size_t d, double x, double weight, double, double* stats) const override {
+    stats[d] += weight * x;
   }
   void sample(const Part& p, std::size_t k, std::mt19937_64& rng, double* row) const override {
     std::uniform_real_distribution<double> u(0.0, 1.0);

@@ -21,6 +21,16 @@ const FamilyOps& lognormal_ops();
 const FamilyOps& gaussian_spherical_ops();
 const FamilyOps& gaussian_tied_ops();
 
+double FamilyOps::log_density_column(const Part& part, std::size_t, std::size_t, double) const {
+  throw InvalidInput(std::string(family_name(part.family)) +
+                     " has no per-column log-density: a missing value cannot be left out of it");
+}
+
+void FamilyOps::accumulate_column(const Part& part, std::size_t, double, double, double, double*) const {
+  throw InvalidInput(std::string(family_name(part.family)) +
+                     " has no per-column statistics: a missing value cannot be left out of them");
+}
+
 namespace {
 
 /// Registration order is Family's order (and, for families with kernels of their own, the

@@ -290,9 +290,10 @@ std::function<int()> setup_fit(CLI::App& app) {
       ->check(CLI::IsMember({"keep", "reseed"}))
       ->capture_default_str();
   app.add_option("--missing", args->options.missing,
-                 "A row with NaN in a modelled column: error (refused, naming the row) or drop (left out of the fit, "
-                 "counted and named in a warning)")
-      ->check(CLI::IsMember({"error", "drop"}))
+                 "A row with NaN in a modelled column: error (refused, naming the row), drop (left out of the fit, "
+                 "counted and named in a warning) or marginalise (its missing values left out of its log-density and "
+                 "statistics; every family but gaussian_full and gaussian_tied)")
+      ->check(CLI::IsMember({"error", "drop", "marginalise"}))
       ->capture_default_str();
   app.add_option("--reg-covar", args->options.reg_covar, "Added to variances and covariance diagonals")
       ->capture_default_str();

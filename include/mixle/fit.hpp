@@ -57,8 +57,11 @@ struct FitOptions {
   /// behaviour) or "reseed" (restarted once from the rows the model explains worst; not with
   /// component sharding). Either way FitResult::warnings names it.
   std::string empty = "keep";
-  /// A row with NaN in a modelled column: "error" (refused, naming the row) or "drop" (it takes
-  /// no part in the fit; FitResult::dropped_rows counts it).
+  /// A row with NaN in a modelled column: "error" (refused, naming the row), "drop" (it takes
+  /// no part in the fit; FitResult::dropped_rows counts it) or "marginalise" (its missing values
+  /// are left out of its log-density and of their columns' statistics — for families whose
+  /// log-density is a sum over columns, i.e. every family but gaussian_full and gaussian_tied;
+  /// not with component sharding; FitResult::marginalised_rows counts such rows).
   std::string missing = "error";
   std::string precision = "fp32";  // fp32 | fp64 (CPU, CUDA) | tf32 (CUDA)
   std::string device = "cpu";      // auto | cpu | cuda | cuda:i
@@ -81,10 +84,11 @@ struct FitResult {
   bool converged = false;
   double final_mean_loglik = 0.0;  // of the returned model (one extra E-step)
   std::vector<std::string> warnings;
-  double seconds = 0.0;          // all restarts
-  std::size_t rows = 0;          // rows fitted (all ranks), dropped ones not counted
-  std::size_t dropped_rows = 0;  // rows with a missing value that FitOptions::missing = "drop" left out
-  double total_weight = 0.0;     // Σ of the rows' sample weights (= rows when unweighted)
+  double seconds = 0.0;               // all restarts
+  std::size_t rows = 0;               // rows fitted (all ranks), dropped ones not counted
+  std::size_t dropped_rows = 0;       // rows with a missing value that FitOptions::missing = "drop" left out
+  std::size_t marginalised_rows = 0;  // rows whose missing values FitOptions::missing = "marginalise" left out
+  double total_weight = 0.0;          // Σ of the rows' sample weights (= rows when unweighted)
   int best_restart = 0;
 };
 

@@ -54,10 +54,13 @@ class MixtureModel(_MixtureBase):
     empty : {"keep", "reseed"}, default="keep"
         A component that captures no rows keeps its parameters at weight 0, or is restarted once
         from the rows the model explains worst (a warning names it either way).
-    missing : {"error", "drop"}, default="error"
-        A row with NaN in a modelled column is refused, or left out of the fit (counted in
-        ``n_dropped_rows_`` and named in a warning; ``fit_predict`` labels a row holding NaN
-        -1). ``predict`` and ``score_samples`` refuse NaN either way.
+    missing : {"error", "drop", "marginalise"}, default="error"
+        A row with NaN in a modelled column is refused, left out of the fit ("drop": counted in
+        ``n_dropped_rows_`` and named in a warning), or fitted from its observed columns
+        ("marginalise": its missing values are left out of its log-density and of their columns'
+        statistics; every family but gaussian_full and gaussian_tied; counted in
+        ``n_marginalised_rows_``). ``fit_predict`` labels a row holding NaN -1 under either;
+        ``predict`` and ``score_samples`` refuse NaN.
     device, precision, n_threads, distributed
         As for GaussianMixture (a distributed fit's initialisation runs over every rank's rows).
 
@@ -121,14 +124,14 @@ class MixtureModel(_MixtureBase):
         each row's most responsible component. sample_weight: one weight >= 0 per row (None: all
         1); a row of integer weight w counts as w copies of it."""
         distributed = self._distributed_options() is not None  # this rank's rows: any number
-        if self.missing not in ("error", "drop"):
-            raise ValueError(f"missing = {self.missing!r}: one of 'error', 'drop'")
+        if self.missing not in ("error", "drop", "marginalise"):
+            raise ValueError(f"missing = {self.missing!r}: one of 'error', 'drop', 'marginalise'")
         X = validate_data(
             self,
             X,
             dtype=[np.float64, np.float32],
             ensure_min_samples=0 if distributed else 2,
-            ensure_all_finite="allow-nan" if self.missing == "drop" else True,
+            ensure_all_finite="allow-nan" if self.missing != "error" else True,
         )
         sample_weight = _check_sample_weight(sample_weight, X.shape[0], all_rows=not distributed)
         if self.init not in ("kmeanspp", "kmeans", "select"):
@@ -163,13 +166,14 @@ class MixtureModel(_MixtureBase):
         self.converged_ = r["converged"]
         self.n_iter_ = r["iterations"]
         self.n_dropped_rows_ = int(r.get("dropped_rows", 0))
+        self.n_marginalised_rows_ = int(r.get("marginalised_rows", 0))
         self.lower_bounds_ = list(r["mean_loglik"])
         self.lower_bound_ = self.lower_bounds_[-1]
         progress.finished(self.lower_bound_, self.converged_)
         if not self.converged_:
             self._warn_not_converged()
         o = self._engine_options()
-        holed = np.isnan(X).any(axis=1) if self.missing == "drop" else None
+        holed = np.isnan(X).any(axis=1) if self.missing != "error" else None
         if holed is None or not holed.any():
             return _core.predict(self._model, X, o["device"], o["threads"], "fp64")
         labels = np.full(X.shape[0], -1, dtype=np.int64)  # a row holding NaN has no label

@@ -199,6 +199,7 @@ nb::dict fit_result(FitResult&& r) {
   out["rows"] = r.rows;
   out["total_weight"] = r.total_weight;
   out["dropped_rows"] = r.dropped_rows;
+  out["marginalised_rows"] = r.marginalised_rows;
   out["init_seconds"] = r.init_seconds;
   out["best_restart"] = r.best_restart;
   return out;

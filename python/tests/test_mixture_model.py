@@ -1,5 +1,6 @@
 """mixle.MixtureModel: mixed records, the model format, pickling, errors."""
 
+import json
 import pickle
 
 import numpy as np
@@ -150,3 +151,39 @@ def test_rows_with_nan_are_refused_or_dropped_as_asked(records):
     assert (labels[holes] == -1).all() and (labels[np.delete(np.arange(4000), holes)] >= 0).all()
     with pytest.raises(ValueError, match="'error', 'drop'"):
         mixle.MixtureModel(2, missing="skip").fit(X)
+
+
+def test_marginalise_fits_rows_from_their_observed_columns(records):
+    # A column missing in every row, marginalised: the fit of the data and the start without it.
+    X, _ = records
+    X = X[:3000].copy()
+    layout = "gaussian_diag:0-2,categorical:2-3:3,poisson:3-4"
+    params = dict(precision="fp64", init="select", tol=0.0, max_iter=10)
+    start = mixle.MixtureModel(2, layout=layout, max_iter=3, random_state=0).fit(X).to_json()
+    holed = X.copy()
+    holed[:, 1] = np.nan
+    marginalised = mixle.MixtureModel.from_json(start, warm_start=True, missing="marginalise", **params)
+    with pytest.warns(RuntimeWarning, match=r"3000 row\(s\) have a missing value .* left out \(marginalised\)"):
+        labels = marginalised.fit_predict(holed)
+    narrow = json.loads(start)
+    gaussian = narrow["parts"][0]
+    gaussian["columns"] = [0, 1]
+    gaussian["mean"] = [row[:1] for row in gaussian["mean"]]
+    gaussian["var"] = [row[:1] for row in gaussian["var"]]
+    for part in narrow["parts"][1:]:
+        part["columns"] = [c - 1 for c in part["columns"]]
+    by_hand = mixle.MixtureModel.from_json(json.dumps(narrow), warm_start=True, **params)
+    by_hand.fit(np.delete(X, 1, axis=1))
+    assert marginalised.n_marginalised_rows_ == 3000 and marginalised.n_dropped_rows_ == 0
+    np.testing.assert_allclose(marginalised.weights_, by_hand.weights_, rtol=1e-9)
+    np.testing.assert_allclose(
+        np.asarray(marginalised.parts_[0]["mean"])[:, 0], np.asarray(by_hand.parts_[0]["mean"])[:, 0], rtol=1e-9
+    )
+    np.testing.assert_allclose(marginalised.parts_[2]["rate"], by_hand.parts_[2]["rate"], rtol=1e-9)
+    # Column 1 was observed by no row: its parameters are the start's.
+    np.testing.assert_array_equal(
+        np.asarray(marginalised.parts_[0]["mean"])[:, 1], np.asarray(json.loads(start)["parts"][0]["mean"])[:, 1]
+    )
+    assert (labels == -1).all()  # fit_predict labels a row holding NaN -1
+    with pytest.raises(ValueError, match="gaussian_full"):
+        mixle.MixtureModel(2, layout="gaussian_full", missing="marginalise").fit(holed[:, :2])

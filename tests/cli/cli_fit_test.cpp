@@ -299,7 +299,7 @@ TEST(CliEmptyComponents, ReseedRestartsAComponentThatKeepLeavesAtWeightZero) {
   // --help states both policies' choices and defaults.
   const CliRun help = run_lowered(dir, "fit --help");
   EXPECT_NE(help.out.find("--empty TEXT:{keep,reseed}=keep"), std::string::npos) << help.out;
-  EXPECT_NE(help.out.find("--missing TEXT:{error,drop}=error"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--missing TEXT:{error,drop,marginalise}=error"), std::string::npos) << help.out;
 }
 
 TEST(CliModelSelection, RangeOfComponentsPicksTheTrueK) {

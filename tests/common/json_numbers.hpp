@@ -6,6 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 namespace mixle::test {
@@ -26,6 +29,17 @@ inline std::vector<double> flatten(const nlohmann::json& j) {
 /// Every number of a model's file form, in order.
 inline std::vector<double> model_numbers(const Model& model) {
   return flatten(nlohmann::json::parse(model_to_json(model)));
+}
+
+/// Largest |a − b| / max(|b|, 1e-12) over every number of two models' file forms (weights and
+/// parameters); +inf when the models differ in shape.
+inline double max_relative_difference(const Model& a, const Model& b) {
+  const std::vector<double> x = model_numbers(a), y = model_numbers(b);
+  if (x.size() != y.size()) return std::numeric_limits<double>::infinity();
+  double worst = 0.0;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    worst = std::max(worst, std::abs(x[i] - y[i]) / std::max(1e-12, std::abs(y[i])));
+  return worst;
 }
 
 }  // namespace mixle::test

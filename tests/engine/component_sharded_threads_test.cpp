@@ -2,6 +2,7 @@
 // the fit equals the unsharded fit (fp64, rtol 1e-9) for gaussian_diag, a mixed record and
 // gaussian_full at several shard counts; a failure inside the shards reaches the caller as the
 // root cause; K < shards is a usage error.
+#include "common/json_numbers.hpp"
 #include "engine_test_util.hpp"
 #include "engine/component_sharded.hpp"
 
@@ -19,24 +20,7 @@ namespace {
 
 using test::truth_model;
 
-/// Largest relative difference over every parameter of two models of the same shape.
-double max_relative_difference(const Model& a, const Model& b) {
-  double worst = 0.0;
-  auto compare = [&](const std::vector<double>& x, const std::vector<double>& y) {
-    EXPECT_EQ(x.size(), y.size());
-    for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i)
-      worst = std::max(worst, std::abs(x[i] - y[i]) / std::max(1e-12, std::abs(y[i])));
-  };
-  compare(a.weights, b.weights);
-  for (std::size_t p = 0; p < std::min(a.parts.size(), b.parts.size()); ++p) {
-    compare(a.parts[p].mean, b.parts[p].mean);
-    compare(a.parts[p].var, b.parts[p].var);
-    compare(a.parts[p].cov, b.parts[p].cov);
-    compare(a.parts[p].prob, b.parts[p].prob);
-    compare(a.parts[p].rate, b.parts[p].rate);
-  }
-  return worst;
-}
+using test::max_relative_difference;
 
 struct Case {
   std::string kind, layout;

@@ -25,15 +25,7 @@ namespace {
 
 using test::expect_invalid_input;
 
-double max_relative_difference(const Model& a, const Model& b) {
-  const auto x = test::model_numbers(a), y = test::model_numbers(b);
-  EXPECT_EQ(x.size(), y.size());
-  EXPECT_GT(x.size(), 2 * a.components());  // weights and parameters were read
-  double worst = 0.0;
-  for (std::size_t i = 0; i < std::min(x.size(), y.size()); ++i)
-    worst = std::max(worst, std::abs(x[i] - y[i]) / std::max(1e-12, std::abs(y[i])));
-  return worst;
-}
+using test::max_relative_difference;
 
 constexpr std::size_t kCols = 16;
 const std::string kEveryFamily =
