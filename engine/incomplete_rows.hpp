@@ -36,11 +36,12 @@ struct IncompleteRows {
 /// throws InvalidInput naming the first that cannot, and the remedies.
 void require_observed_columns(const std::vector<PartSpec>& parts);
 
-/// Adds the statistics of `incomplete` (rows of `rows`, whose first row is `first_row` in
-/// messages) under `model` to `stats` (stat_size(model, options) values with
-/// options.marginalise): shifted moments about shift_table(model, precision), as the kernels
-/// accumulate them. A row impossible under every component (or NaN) raises the kernels' error.
+/// Adds the statistics of `incomplete` (rows of `rows`) under `model` to `stats`
+/// (stat_size(model, options) values with options.marginalise): shifted moments about
+/// shift_table(model, precision), as the kernels accumulate them, on `threads` CPU threads (0:
+/// OpenMP's default) — the same sums for any number of threads. A row impossible under every
+/// component (or NaN) raises the kernels' error, naming the row in `rows`' source.
 void accumulate_incomplete(const Model& model, const Dataset& rows, const IncompleteRows& incomplete,
-                           Precision precision, std::vector<double>& stats);
+                           Precision precision, int threads, std::vector<double>& stats);
 
 }  // namespace mixle::engine

@@ -71,7 +71,7 @@ Statistics LocalEncodedData::stream_accumulate(const Model& model, const Estimat
   raise_for(report, data_.source(), data_.first_row());
   if (options.marginalise) {
     s.values.resize(static_cast<std::size_t>(stat_size(model, options)), 0.0);
-    accumulate_incomplete(model, data_, incomplete_, options.precision, s.values);
+    accumulate_incomplete(model, data_, incomplete_, options.precision, incomplete_threads_, s.values);
   }
   return s;
 }

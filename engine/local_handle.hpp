@@ -25,8 +25,11 @@ class LocalEncodedData : public EncodedData {
   const Dataset& data() const { return data_; }
   /// Rows of data() with missing values, held there with weight 0 and placeholders: every E-step
   /// under EstimatorOptions::marginalise folds them in from their observed columns
-  /// (engine/incomplete_rows.hpp).
-  void set_incomplete_rows(IncompleteRows rows) { incomplete_ = std::move(rows); }
+  /// (engine/incomplete_rows.hpp) on `threads` CPU threads (0: OpenMP's default).
+  void set_incomplete_rows(IncompleteRows rows, int threads) {
+    incomplete_ = std::move(rows);
+    incomplete_threads_ = threads;
+  }
   Compute& compute() { return *compute_; }
 
  protected:
@@ -43,6 +46,7 @@ class LocalEncodedData : public EncodedData {
   Dataset encoded_f32_;
   std::unique_ptr<Compute> compute_;
   IncompleteRows incomplete_;
+  int incomplete_threads_ = 0;
 };
 
 /// Checks the data's columns against the model's parts (shared by every handle).

@@ -36,7 +36,8 @@ FitResult fit(const Dataset& given, const FitOptions& options) {
     enc.threads = options.threads;
     enc.num_workers = options.num_workers;
     const auto handle = engine::encoded_data(data, enc);
-    if (!kept.incomplete.empty()) host::local_handle_of(*handle).set_incomplete_rows(std::move(kept.incomplete));
+    if (!kept.incomplete.empty())
+      host::local_handle_of(*handle).set_incomplete_rows(std::move(kept.incomplete), options.threads);
     result = host::fit_handle(*handle, options);
   }
   host::note_missing_rows(result, options, kept.count, kept.first);

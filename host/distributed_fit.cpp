@@ -367,7 +367,7 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
                                        std::vector<plan::DistributedUpdate> updates) {
   host::DroppedRows kept = missing_on_ranks(local, options, comm);
   engine::DistributedEncodedData handle(kept.data, data_rows, first_row, comm, rank_compute(options, device));
-  handle.set_incomplete_rows(std::move(kept.incomplete));
+  handle.set_incomplete_rows(std::move(kept.incomplete), options.threads);
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, data_rows, source);
   host::RunRecords records = run_records(dist, env, comm, data_rows, options, comm.size(), handle.local_rows(), 0,
                                          checkpoint, comm.collective_bytes(), std::move(updates));
