@@ -237,7 +237,7 @@ TEST(Marginalise, AnIncompleteRowOfIntegerWeightCountsAsItsCopies) {
 }
 
 // The host folds incomplete rows in chunks on the fit's threads, the chunks' sums added in order:
-// any thread count gives the same bits.
+// any thread count gives the same bits; the component-parallel backend marginalises as well.
 TEST(Marginalise, ThreadsDoNotChangeTheResult) {
   TempDir dir;
   const Dataset data = read_data(make_mixed_records(dir, 3000).string());
@@ -256,6 +256,12 @@ TEST(Marginalise, ThreadsDoNotChangeTheResult) {
   EXPECT_EQ(model_numbers(four.model), model_numbers(one.model));
   EXPECT_EQ(four.mean_loglik, one.mean_loglik);
   EXPECT_EQ(one.marginalised_rows, 1500u);
+  // The component-parallel handle (components threaded in the kernels) folds them the same way.
+  o.backend = "component_parallel";
+  o.num_workers = 3;
+  const FitResult threaded = fit(Dataset::from_vector(x, 3000, 5), o);
+  EXPECT_LT(max_relative_difference(threaded.model, one.model), 1e-12);
+  EXPECT_EQ(threaded.marginalised_rows, 1500u);
 }
 
 TEST(Marginalise, WhatCannotMarginaliseIsRefusedWithTheRemedy) {
