@@ -1,4 +1,5 @@
 #include "engine/distributed_handle.hpp"
+#include "comms/failpoint.hpp"
 #include "engine/error_marks.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 
@@ -43,6 +44,7 @@ void DistributedEncodedData::reduce_with_errors(std::vector<double>& values, Fn&
   // One extra slot: Σ 2^rank over failing ranks — the reduce stays a single collective and
   // names who failed (engine/error_marks.hpp).
   values.push_back(error_mark(error, comm_.rank()));
+  comms::failpoint(comms::kFailpointAllReduce);
   const auto t0 = std::chrono::steady_clock::now();
   comm_.all_reduce_sum(std::span<double>(values));
   collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -1,5 +1,8 @@
 #include "host/checkpoint.hpp"
 
+#include "comms/failpoint.hpp"
+#include "host/data/atomic_file.hpp"
+
 #include <mixle/data.hpp>
 #include <mixle/error.hpp>
 
@@ -44,7 +47,14 @@ void save_checkpoint(const std::string& dir, const Checkpoint& c) {
     best["model"] = nlohmann::ordered_json::parse(model_to_json(b.model, -1));
     j["best"] = std::move(best);
   }
-  write_file_atomic(checkpoint_path(dir), j.dump(1) + "\n");
+  // Atomic: a rank lost mid-write (the failpoint between the halves) leaves the previous
+  // checkpoint in place, never a torn one.
+  const std::string text = j.dump(1) + "\n";
+  AtomicFile file(checkpoint_path(dir));
+  file.write(text.data(), text.size() / 2);
+  comms::failpoint(comms::kFailpointCheckpointWrite);
+  file.write(text.data() + text.size() / 2, text.size() - text.size() / 2);
+  file.commit();
 }
 
 std::optional<Checkpoint> load_checkpoint(const std::string& dir) {

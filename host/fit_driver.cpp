@@ -3,6 +3,7 @@
 
 #include "engine/initial_parameters.hpp"
 #include "engine/initialise.hpp"
+#include "comms/failpoint.hpp"
 #include "engine/row_hash.hpp"
 #include "host/missing_values.hpp"
 
@@ -138,6 +139,7 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
     if (resumed) {
       initial = *hooks.resume_model;
     } else {
+      comms::failpoint(comms::kFailpointInitialisation);
       switch (options.init) {
         case InitMethod::model: initial = shape; break;
         case InitMethod::select: initial = handle.initialize(shape, seed, options.init_p, est); break;
@@ -169,6 +171,7 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
       r = hooks.run_restart(std::move(initial), em, n, ll);
     } else {
       r = engine::run_em(handle, std::move(initial), em);
+      comms::failpoint(comms::kFailpointFinished);
       std::tie(n, ll) = handle.log_density_sum(r.model, est);
     }
     const double final_ll = ll / n;

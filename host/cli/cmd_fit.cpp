@@ -10,6 +10,7 @@
 #include <mixle/fit.hpp>
 
 #include "host/backend_shape.hpp"
+#include "host/data/atomic_file.hpp"
 #include "host/launch_env.hpp"
 
 #include <charconv>
@@ -224,6 +225,8 @@ int run_fit(FitArgs& args) {
 
   // Only rank 0 prints progress and writes outputs (docs/design.md §8).
   const bool rank0 = host::detect_launch_env().is_rank0();
+  // A fit can take hours: an output that could never be written fails now, not after it.
+  if (rank0 && !args.out.empty()) host::AtomicFile probe(args.out);  // removed again, uncommitted
   ProgressPrinter progress(!args.quiet && rank0);
   o.progress = [&](const FitProgress& p) { progress.iteration(p); };
   FitResult result;
