@@ -116,8 +116,8 @@ void check_weights(const std::vector<double>& weights, std::size_t rows, const s
                        "; one weight per row is expected");
   for (std::size_t r = 0; r < weights.size(); ++r)
     if (!(weights[r] >= 0.0) || !std::isfinite(weights[r]))
-      throw InvalidInput("sample weights " + weights_source + ": row " + std::to_string(first_row + r + 1) +
-                         " has weight " + std::to_string(weights[r]) +
+      throw InvalidInput("sample weights " + weights_source + ": row " + std::to_string(first_row + r) +
+                         " (counted from 0, as data rows are) has weight " + std::to_string(weights[r]) +
                          "; weights must be finite and ≥ 0 (0 leaves the row out)");
 }
 

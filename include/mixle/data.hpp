@@ -59,7 +59,7 @@ class Dataset {
   const double* weights() const noexcept { return weights_ ? weights_->data() + weight_offset_ : nullptr; }
   bool weighted() const noexcept { return weights_ != nullptr; }
   /// This dataset with `weights` attached (rows() values, each finite and ≥ 0). Throws
-  /// InvalidInput naming the first bad weight's row (1-based, as in a file; `weights_source`
+  /// InvalidInput naming the first bad weight's row (counted from 0, as data rows are; `weights_source`
   /// names where they came from) or the count given and expected. Rows all of weight 0 are
   /// allowed here — a rank's share may be — and refused by the fit that gets no weight at all.
   Dataset with_weights(std::vector<double> weights, const std::string& weights_source = "<memory>") const;

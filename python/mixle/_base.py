@@ -45,7 +45,9 @@ def _check_sample_weight(sample_weight, n_rows: int, all_rows: bool = True):
         raise ValueError(f"sample_weight: shape {w.shape}, expected ({n_rows},): one weight per row of X")
     bad = np.flatnonzero(~(np.isfinite(w) & (w >= 0)))
     if bad.size:
-        raise ValueError(f"sample_weight: row {bad[0] + 1} has weight {w[bad[0]]}; weights must be finite and >= 0")
+        raise ValueError(
+            f"sample_weight: row {bad[0]} (counted from 0) has weight {w[bad[0]]}; weights must be finite and >= 0"
+        )
     if all_rows and n_rows and not np.any(w > 0):
         raise ValueError("sample_weight: all weights are zero; at least one row must weigh more than 0")
     return w

@@ -146,7 +146,7 @@ def _train_task(fit_kwargs: dict, dist: dict, token: str):
                 bad = np.flatnonzero(~(np.isfinite(weights) & (weights >= 0)))
                 if bad.size:  # here, so that every rank stops in round 1 rather than at a timeout
                     raise ValueError(
-                        f"weightCol: row {bad[0] + 1} of this partition has weight {weights[bad[0]]}; "
+                        f"weightCol: row {bad[0]} (counted from 0) of this partition has weight {weights[bad[0]]}; "
                         "weights must be finite and >= 0"
                     )
             mine = {"rows": int(X.shape[0]), "columns": int(X.shape[1]) if X.shape[0] else None}

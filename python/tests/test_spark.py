@@ -107,7 +107,7 @@ def test_weight_col_weighs_each_row(spark, rows, given_start):
     assert_same(model, local.fit(rows, sample_weight=weights.astype(float)))
     assert model.getWeightCol() == "w"
     nulls = df.withColumn("w", F.when(F.col("id") == 4006, None).otherwise(F.col("w")))
-    with pytest.raises(ValueError, match="rank 2: weightCol: row 7 of this partition has weight nan"):
+    with pytest.raises(ValueError, match=r"rank 2: weightCol: row 6 \(counted from 0\) of this partition has weight nan"):
         mixle.spark.GaussianMixture(k=3, weightCol="w").fit(nulls)
     with pytest.raises(ValueError, match="weightCol = 'nope': no such column"):
         mixle.spark.GaussianMixture(k=3, weightCol="nope").fit(df)

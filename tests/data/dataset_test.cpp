@@ -38,15 +38,19 @@ TEST(DataDataset, FromVectorOwnsAndChecksSize) {
   test::expect_invalid_input([] { Dataset::from_vector(std::vector<float>{1, 2, 3}, 2, 2); }, {"3 values", "2 x 2"});
 }
 
-// A bad weight is named by its row (1-based, as in a file) and its own value.
+// A bad weight is named by its row (counted from 0, as data rows are) and its own value.
 TEST(DataDataset, ABadWeightIsNamedByRowAndValue) {
   const Dataset d = Dataset::from_vector(std::vector<double>{0, 1, 2, 3}, 4, 1);
   test::expect_invalid_input(
       [&] {
         d.with_weights({1.0, -2.5, 3.0, 4.0}, "w.csv");
       },
-      {"sample weights w.csv: row 2 has weight -2.5"});
-  test::expect_invalid_input([&] { d.with_weights({1.0, 2.0, 3.0, -4.0}, "w.csv"); }, {"row 4 has weight -4"});
+      {"sample weights w.csv: row 1 (counted from 0, as data rows are) has weight -2.5"});
+  test::expect_invalid_input(
+      [&] {
+        d.with_weights({1.0, 2.0, 3.0, -4.0}, "w.csv");
+      },
+      {"row 3 (counted from 0, as data rows are) has weight -4"});
   test::expect_invalid_input([&] { d.with_weights({1.0, 2.0}, "w.csv"); }, {"2 weights given for the 4 rows"});
 }
 

@@ -69,7 +69,7 @@ TEST(WeightsFile, WrongCountShapeOrValueIsNamed) {
   test::expect_invalid_input([&] { (void)read_data(data, o); }, {"wide.csv", "5 × 2", "one column"});
   o.weights_path = dir.file("negative.csv");
   test::write_bytes(o.weights_path, "w\n1\n2\n3\n-4\n5\n");
-  test::expect_invalid_input([&] { (void)read_data(data, o); }, {"negative.csv", "row 4", "≥ 0"});
+  test::expect_invalid_input([&] { (void)read_data(data, o); }, {"negative.csv", "row 3 (counted from 0", "≥ 0"});
   o.weights_path = dir.file("missing.npy");
   EXPECT_THROW((void)read_data(data, o), Error);
 }

@@ -185,14 +185,18 @@ TEST(SampleWeights, BadWeightsAreRefusedNamingTheRow) {
       [&] {
         (void)data.with_weights({1, 1, -2, 1}, "w.npy");
       },
-      {"sample weights w.npy", "row 3", "-2", "≥ 0"});
-  expect_invalid_input([&] { (void)data.with_weights({1, std::nan(""), 1, 1}); }, {"row 2", "finite"});
-  expect_invalid_input([&] { (void)data.with_weights({1, 1, std::numeric_limits<double>::infinity(), 1}); }, {"row 3"});
+      {"sample weights w.npy", "row 2 (counted from 0", "-2", "≥ 0"});
+  expect_invalid_input([&] { (void)data.with_weights({1, std::nan(""), 1, 1}); }, {"row 1 (counted from 0", "finite"});
+  expect_invalid_input(
+      [&] {
+        (void)data.with_weights({1, 1, std::numeric_limits<double>::infinity(), 1});
+      },
+      {"row 2 (counted from 0"});
   expect_invalid_input([&] { (void)data.with_weights({1, 1, 1}, "w.csv"); }, {"w.csv", "3 weights", "4 rows"});
   expect_invalid_input([&] { (void)data.with_weights(Dataset::from_vector(std::vector<double>(8, 1.0), 4, 2)); },
                        {"2 columns", "one value per row"});
   // A slice names rows by their place in the whole data.
-  expect_invalid_input([&] { (void)data.slice(2, 4).with_weights({1, -1}); }, {"row 4"});
+  expect_invalid_input([&] { (void)data.slice(2, 4).with_weights({1, -1}); }, {"row 3 (counted from 0"});
   FitOptions o;
   o.components = 1;
   expect_invalid_input([&] { (void)fit(data.with_weights({0, 0, 0, 0}), o); }, {"every row has sample weight 0"});

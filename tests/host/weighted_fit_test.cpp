@@ -84,7 +84,8 @@ TEST(WeightedFit, ABadWeightFailsNamingTheFileAndRow) {
   Process p = run(fit_args(dir.path, data, dir.path / "out.json"), {"--weights", (dir.path / "w.csv").string()},
                   dir.path / "bad.log");
   EXPECT_NE(p.exit_code(), 0);
-  EXPECT_NE(p.output().find("w.csv: row 137 has weight -1"), std::string::npos) << p.output();
+  EXPECT_NE(p.output().find("w.csv: row 136 (counted from 0, as data rows are) has weight -1"), std::string::npos)
+      << p.output();
   EXPECT_FALSE(fs::exists(dir.path / "out.json"));
 }
 
