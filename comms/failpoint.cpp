@@ -12,29 +12,24 @@ namespace mixle::comms {
 
 namespace {
 
-struct Armed {
-  std::string name;  // empty: no failpoint armed
-  int rank = 0;
-  int signal = SIGKILL;
-  long nth = 1;
-  std::string error;  // a malformed MIXLE_FAILPOINT
-};
-
 int this_rank() {
   const char* r = std::getenv("RANK");
   return r && *r ? std::atoi(r) : 0;
 }
 
-Armed parse(const char* text) {
-  Armed a;
+}  // namespace
+
+FailpointSpec parse_failpoint(const char* text) {
+  FailpointSpec a;
   if (!text || !*text) return a;
   const std::string v = text;
+  a.signal = SIGKILL;
   const auto at = v.find('@');
   const auto colon = v.find(':', at == std::string::npos ? 0 : at);
   const auto hash = v.find('#', at == std::string::npos ? 0 : at);
   const auto rank_end = std::min(colon, hash);
   char* end = nullptr;
-  if (at == std::string::npos || at == 0 || rank_end == at + 1) {
+  if (at == std::string::npos || at == 0 || rank_end == at + 1 || at + 1 == v.size()) {
     a.error = "MIXLE_FAILPOINT = '" + v + "' is not NAME@RANK[:kill|:stop][#N]";
     return a;
   }
@@ -58,10 +53,8 @@ Armed parse(const char* text) {
   return a;
 }
 
-}  // namespace
-
 void failpoint(const char* name) {
-  static const Armed armed = parse(std::getenv("MIXLE_FAILPOINT"));
+  static const FailpointSpec armed = parse_failpoint(std::getenv("MIXLE_FAILPOINT"));
   static std::mutex mutex;
   static long reached = 0;
   if (!armed.error.empty()) throw InvalidInput(armed.error);

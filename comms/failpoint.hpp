@@ -7,6 +7,8 @@
 // A malformed value fails the first failpoint reached with InvalidInput naming the variable.
 #pragma once
 
+#include <string>
+
 namespace mixle::comms {
 
 /// Names of the failpoints the code reaches (in the order a fit reaches them).
@@ -14,6 +16,17 @@ inline constexpr const char* kFailpointInitialisation = "initialisation";     //
 inline constexpr const char* kFailpointAllReduce = "all-reduce";              // before each statistics all-reduce
 inline constexpr const char* kFailpointCheckpointWrite = "checkpoint-write";  // a checkpoint half written
 inline constexpr const char* kFailpointFinished = "finished";  // after EM, before the final log-likelihood pass
+
+/// What a MIXLE_FAILPOINT value asks.
+struct FailpointSpec {
+  std::string name;  // empty: no failpoint armed
+  int rank = 0;
+  int signal = 0;  // SIGKILL or SIGSTOP
+  long nth = 1;
+  std::string error;  // non-empty: the value is malformed, and this says how
+};
+/// Parses a MIXLE_FAILPOINT value (null or empty: nothing armed).
+FailpointSpec parse_failpoint(const char* text);
 
 /// Acts as MIXLE_FAILPOINT says when it names `name` and this rank; otherwise nothing.
 void failpoint(const char* name);
