@@ -69,7 +69,8 @@ void fold_rows(const Fold& f, std::size_t begin, std::size_t end, std::vector<do
     }
     double sum = 0.0;
     for (std::size_t k = 0; k < f.K; ++k) sum += std::exp(logp[k] - most);
-    const double loglik = most + std::log(sum);
+    // −inf under every component is an impossible row (not the NaN that −inf − −inf would give).
+    const double loglik = most == -std::numeric_limits<double>::infinity() ? most : most + std::log(sum);
     if (!std::isfinite(loglik)) {
       // The kernels' report, so messages name the row as theirs do.
       (std::isnan(loglik) ? report.nan_rows : report.impossible_rows) += 1;

@@ -3,12 +3,11 @@
 // the initial model without that column, for every family that can marginalise — the rows then
 // all take the host's per-column path, the reference fit only the kernels; (2) one EM iteration
 // with values missing here and there equals the EM update written out by hand; (3) an incomplete
-// row of integer weight w counts as w copies; (4) two ranks under `mixle launch` agree with one
-// process. What cannot marginalise is refused with the remedy.
+// row of integer weight w counts as w copies; (4) threads and the component-parallel handle
+// change nothing. What cannot marginalise is refused with the remedy. Two ranks:
+// tests/host/marginalise_ranks_test.cpp.
 #include "common/json_numbers.hpp"
-#include "common/require.hpp"
-#include "engine/engine_test_util.hpp"
-#include "host/fit_process_util.hpp"
+#include "engine_test_util.hpp"
 
 #include <mixle/data.hpp>
 #include <mixle/error.hpp>
@@ -23,9 +22,17 @@
 namespace mixle::test {
 namespace {
 
-using namespace std::chrono_literals;
-
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+/// 3 components over gaussian_diag:0-3, categorical:3-4:3, poisson:4-5 (the host tests' mixed
+/// records), `rows` rows drawn with `seed`.
+Dataset mixed_records(std::size_t rows, std::uint64_t seed) {
+  return sample(model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.3,0.2],"parts":[
+    {"family":"gaussian_diag","columns":[0,3],"mean":[[0,0,0],[3,3,0],[0,4,-3]],"var":[[1,1,1],[0.5,2,1],[1,0.3,2]]},
+    {"family":"categorical","columns":[3,4],"categories":3,"prob":[[0.8,0.1,0.1],[0.1,0.8,0.1],[0.1,0.1,0.8]]},
+    {"family":"poisson","columns":[4,5],"rate":[[1],[6],[15]]}]})"),
+                rows, seed);
+}
 
 /// `model` without data column `c`: the part holding it loses that column (or, holding only it,
 /// goes), and the columns after it move down by one.
@@ -113,8 +120,7 @@ void expect_blank_columns_leave_the_rest_unchanged(const Model& start, const std
 }
 
 TEST(Marginalise, AColumnMissingEverywhereGivesTheFitWithoutIt) {
-  TempDir dir;
-  const Dataset data = read_data(make_mixed_records(dir, 3000).string());
+  const Dataset data = mixed_records(3000, 21);
   const Model start = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.4,0.3,0.3],"parts":[
     {"family":"gaussian_diag","columns":[0,3],"mean":[[0.2,0,0],[3,2.5,0],[0,4,-2.5]],"var":[[1,1,1],[1,1,1],[1,1,1]]},
     {"family":"categorical","columns":[3,4],"categories":3,"prob":[[0.6,0.2,0.2],[0.2,0.6,0.2],[0.2,0.2,0.6]]},
@@ -239,8 +245,7 @@ TEST(Marginalise, AnIncompleteRowOfIntegerWeightCountsAsItsCopies) {
 // The host folds incomplete rows in chunks on the fit's threads, the chunks' sums added in order:
 // any thread count gives the same bits; the component-parallel backend marginalises as well.
 TEST(Marginalise, ThreadsDoNotChangeTheResult) {
-  TempDir dir;
-  const Dataset data = read_data(make_mixed_records(dir, 3000).string());
+  const Dataset data = mixed_records(3000, 22);
   std::vector<double> x = data.values();
   for (std::size_t r = 0; r < 3000; r += 2) x[r * 5 + r % 5] = kNaN;  // 1500 rows: six chunks
   FitOptions o;
@@ -262,6 +267,26 @@ TEST(Marginalise, ThreadsDoNotChangeTheResult) {
   const FitResult threaded = fit(Dataset::from_vector(x, 3000, 5), o);
   EXPECT_LT(max_relative_difference(threaded.model, one.model), 1e-12);
   EXPECT_EQ(threaded.marginalised_rows, 1500u);
+}
+
+// An incomplete row that no component can produce from its observed values is the kernels'
+// error for impossible rows, naming it.
+TEST(Marginalise, AnImpossibleIncompleteRowIsNamed) {
+  const Model start = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
+    {"family":"gaussian_diag","columns":[0,1],"mean":[[0],[2]],"var":[[1],[1]]},
+    {"family":"categorical","columns":[1,2],"categories":3,"prob":[[0.5,0,0.5],[0.5,0,0.5]]}]})");
+  std::vector<double> x;
+  for (std::size_t r = 0; r < 50; ++r) x.insert(x.end(), {static_cast<double>(r % 3), r % 2 ? 2.0 : 0.0});
+  x[17 * 2] = kNaN;
+  x[17 * 2 + 1] = 1.0;  // code 1: probability 0 in both components
+  try {
+    fit(Dataset::from_vector(x, 50, 2), from_model(start, "marginalise", 1));
+    ADD_FAILURE() << "no error";
+  } catch (const ImpossibleEvidence& e) {
+    EXPECT_NE(std::string(e.what()).find("1 row(s) have zero probability under every component (rows 17)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Marginalise, WhatCannotMarginaliseIsRefusedWithTheRemedy) {
@@ -287,53 +312,6 @@ TEST(Marginalise, WhatCannotMarginaliseIsRefusedWithTheRemedy) {
   // The default still refuses NaN, naming the row.
   o.missing = "error";
   expect_invalid_input([&] { fit(Dataset::from_vector(x, 4, 3), o); }, {"row 0, column 2"});
-}
-
-// Two ranks under `mixle launch`, incomplete rows in both halves: the one-process model (which
-// the tests above tie to their oracles) and one note naming every rank's rows in file order.
-TEST(Marginalise, TwoRanksFoldTheirOwnIncompleteRowsAndAgreeWithOneProcess) {
-  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
-  TempDir dir;
-  const Dataset all = read_data(make_mixed_records(dir, 4000).string());
-  std::vector<double> holed = all.values();
-  for (const std::size_t r : {5, 1999, 2000, 3998}) holed[r * 5 + r % 5] = kNaN;
-  write_matrix((dir.path / "holed.npy").string(), holed.data(), 4000, 5);
-  auto args = [&](const std::string& out) {
-    return std::vector<std::string>{MIXLE_CLI_PATH,
-                                    "fit",
-                                    "--data",
-                                    (dir.path / "holed.npy").string(),
-                                    "-k",
-                                    "3",
-                                    "--layout",
-                                    "gaussian_diag:0-3,categorical:3-4,poisson:4-5",
-                                    "--seed",
-                                    "4",
-                                    "--precision",
-                                    "fp64",
-                                    "--max-iter",
-                                    "20",
-                                    "--tol",
-                                    "0",
-                                    "--threads",
-                                    "1",
-                                    "--missing",
-                                    "marginalise",
-                                    "--quiet",
-                                    "--out",
-                                    (dir.path / out).string()};
-  };
-  Process one = run_process(args("one.json"), {}, dir.path / "one.log", 120s);
-  ASSERT_EQ(one.exit_code(), 0) << one.output();
-  std::vector<std::string> argv{MIXLE_CLI_PATH, "launch", "--nproc", "2", "--"};
-  for (const auto& a : args("two.json")) argv.push_back(a);
-  Process two = run_process(argv, {}, dir.path / "two.log", 180s);
-  ASSERT_EQ(two.exit_code(), 0) << two.output();
-  EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "two.json"), 1e-9);
-  EXPECT_NE(two.output().find("4 row(s) have a missing value (NaN) in a modelled column (rows 5, 1999, 2000, 3998, "
-                              "counted from 0); their missing values were left out (marginalised)"),
-            std::string::npos)
-      << two.output();
 }
 
 }  // namespace
