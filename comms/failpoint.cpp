@@ -24,13 +24,18 @@ FailpointSpec parse_failpoint(const char* text) {
   if (!text || !*text) return a;
   const std::string v = text;
   a.signal = SIGKILL;
+  const std::string form = "MIXLE_FAILPOINT = '" + v + "' is not NAME@RANK[:kill|:stop][#N]";
   const auto at = v.find('@');
-  const auto colon = v.find(':', at == std::string::npos ? 0 : at);
-  const auto hash = v.find('#', at == std::string::npos ? 0 : at);
+  if (at == std::string::npos || at == 0) {
+    a.error = form;
+    return a;
+  }
+  // After the '@' only: a name may hold ':' or '#'.
+  const auto colon = v.find(':', at), hash = v.find('#', at);
   const auto rank_end = std::min(colon, hash);
   char* end = nullptr;
-  if (at == std::string::npos || at == 0 || rank_end == at + 1 || at + 1 == v.size()) {
-    a.error = "MIXLE_FAILPOINT = '" + v + "' is not NAME@RANK[:kill|:stop][#N]";
+  if (rank_end == at + 1 || at + 1 == v.size()) {
+    a.error = form;
     return a;
   }
   a.name = v.substr(0, at);

@@ -54,8 +54,8 @@ void fold_rows(const Fold& f, std::size_t begin, std::size_t end, std::vector<do
     const double w = in.weights[i];
     if (w == 0.0) continue;
     std::fill(missing.begin(), missing.end(), 0);
-    for (std::size_t j = in.missing_begin[i]; j < in.missing_begin[i + 1]; ++j)
-      if (in.missing[j] < f.C) missing[in.missing[j]] = 1;
+    // Missing columns are modelled ones, so each is below C.
+    for (std::size_t j = in.missing_begin[i]; j < in.missing_begin[i + 1]; ++j) missing[in.missing[j]] = 1;
     double most = -std::numeric_limits<double>::infinity();
     for (std::size_t k = 0; k < f.K; ++k) {
       double lp = std::log(f.model.weights[k]);

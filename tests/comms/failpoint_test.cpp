@@ -36,6 +36,11 @@ TEST(Failpoint, ParsesNameRankActionAndCount) {
   EXPECT_EQ(counted.signal, SIGKILL);
   EXPECT_EQ(counted.nth, 2);
   EXPECT_TRUE(counted.error.empty());
+  const FailpointSpec odd_name = parse_failpoint("a#b:c@1");
+  EXPECT_EQ(odd_name.name, "a#b:c");
+  EXPECT_EQ(odd_name.rank, 1);
+  EXPECT_EQ(odd_name.nth, 1);
+  EXPECT_TRUE(odd_name.error.empty());
   EXPECT_EQ(parse_failpoint("a@1:kill").signal, SIGKILL);
   EXPECT_TRUE(parse_failpoint("a@1:kill").error.empty());
 }

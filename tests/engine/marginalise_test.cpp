@@ -134,14 +134,16 @@ TEST(Marginalise, EveryFamilyThatCanLeaveAColumnOut) {
     {"family":"lognormal","columns":[2,4],"log_mean":[[0,1],[1,0]],"log_var":[[0.2,0.3],[0.3,0.2]]},
     {"family":"gamma","columns":[4,6],"shape":[[2,5],[6,2]],"rate":[[1,2],[3,0.5]]},
     {"family":"exponential","columns":[6,7],"rate":[[0.5],[3]]},
-    {"family":"bernoulli","columns":[7,8],"prob":[[0.2],[0.9]]}]})");
+    {"family":"bernoulli","columns":[7,8],"prob":[[0.2],[0.9]]},
+    {"family":"categorical","columns":[8,10],"categories":2,"prob":[[[0.7,0.3],[0.4,0.6]],[[0.1,0.9],[0.8,0.2]]]}]})");
   const Dataset data = sample(truth, 2000, 17);
   Model start = truth;  // a start away from the truth, so EM has work to do
   start.weights = {0.5, 0.5};
   for (Part& p : start.parts)
     for (std::vector<double>* field : {&p.mean, &p.rate, &p.prob})
-      for (double& v : *field) v = p.family == Family::bernoulli ? 0.5 * (v + 0.5) : v * 1.2 + 0.1;
-  expect_blank_columns_leave_the_rest_unchanged(start, data.values(), data.cols(), {1, 3, 5, 6, 7});
+      for (double& v : *field)
+        v = p.family == Family::bernoulli || p.family == Family::categorical ? 0.5 * (v + 0.5) : v * 1.2 + 0.1;
+  expect_blank_columns_leave_the_rest_unchanged(start, data.values(), data.cols(), {1, 3, 5, 6, 7, 8, 9});
 }
 
 // One iteration from a given model, values missing here and there, against the update written
@@ -214,6 +216,23 @@ TEST(Marginalise, OneIterationIsTheEmUpdateOverObservedValues) {
   EXPECT_NE(one.warnings[0].find("their missing values were left out (marginalised)"), std::string::npos)
       << one.warnings[0];
   EXPECT_NE(one.warnings[0].find("(rows 0, 7, 11, 14, "), std::string::npos) << one.warnings[0];
+}
+
+// A column's mass is the component's less its missing mass: below 1e-10 of the component's
+// (and at least 1e-8) it is taken for rounding and the column keeps its parameters; above, the
+// rows that observed it set them, however light.
+TEST(Marginalise, AColumnObservedByLightRowsIsEstimatedAboveTheRoundingFloor) {
+  const Model start = model_from_json(R"({"format":"mixle-model","version":1,"weights":[1],"parts":[
+    {"family":"gaussian_diag","columns":[0,2],"mean":[[0,0]],"var":[[1,1]]}]})");
+  std::vector<double> x, weights(1001, 1.0);
+  for (std::size_t r = 0; r < 1000; ++r) x.insert(x.end(), {std::sin(static_cast<double>(r)), kNaN});
+  x.insert(x.end(), {0.5, 5.0});                 // the only row that observes column 1
+  for (const double light : {1.5e-7, 0.5e-7}) {  // 1.5e-10 and 0.5e-10 of the component's mass
+    weights[1000] = light;
+    const FitResult r =
+        fit(Dataset::from_vector(x, 1001, 2).with_weights(weights), from_model(start, "marginalise", 1));
+    EXPECT_NEAR(r.model.parts[0].mean[1], light > 1e-7 ? 5.0 : 0.0, 1e-6) << "weight " << light;
+  }
 }
 
 TEST(Marginalise, AnIncompleteRowOfIntegerWeightCountsAsItsCopies) {

@@ -154,6 +154,19 @@ TEST(MissingRows, OnlyModelledColumnsCountAndNothingIsCopiedWithoutThem) {
       },
       {"every row has a missing value"});
   EXPECT_EQ(host::drop_missing_rows(Dataset::from_vector(std::vector<double>{}, 0, 0), o).count, 0u);
+  // Marginalising keeps the same copy and lists each row's missing columns — and refuses a part
+  // that cannot leave a value out, called directly too.
+  const host::DroppedRows kept = host::marginalise_missing_rows(
+      data, {PartSpec{Family::gaussian_diag, 0, 2, 0}, PartSpec{Family::poisson, 2, 3, 0}});
+  EXPECT_EQ(kept.data.values(), two.data.values());
+  EXPECT_EQ(kept.incomplete.rows, (std::vector<std::size_t>{0, 2}));
+  EXPECT_EQ(kept.incomplete.missing, (std::vector<std::size_t>{2, 2}));
+  EXPECT_EQ(kept.incomplete.weights, (std::vector<double>{1, 1}));
+  expect_invalid_input(
+      [&] {
+        host::marginalise_missing_rows(data, {PartSpec{Family::gaussian_full, 0, 3, 0}});
+      },
+      {"parts[0] (gaussian_full, columns 0-2)", "--missing drop"});
 }
 
 // Two ranks under `mixle launch`, NaN rows in both ranks' halves: the model of the one-process
