@@ -1,11 +1,9 @@
 // `mixle resources`: describe the devices a run can use, as Resources JSON (docs/planning.md).
 #include "host/cli/command.hpp"
 #include "host/bench/bench.hpp"
-#include "host/bench/calibration.hpp"
 
-#include <mixle/plan/calibration.hpp>
+#include <mixle/calibrate.hpp>
 
-#include <chrono>
 #include <filesystem>
 
 #include "host/resources_discovery.hpp"
@@ -38,16 +36,10 @@ struct ResourcesArgs {
   int iters = 3;
 };
 
-/// The bench device string for a Resources device: CPU slots run on the CPU kernels with their
-/// slot's threads; CUDA devices by their local index ("cuda:1" → "cuda:1").
-std::string bench_device(const plan::DeviceSpec& d) {
-  if (d.kind == "cpu") return "cpu";
-  if (d.name.rfind("cuda:", 0) == 0) return d.name;
-  return "cuda:" + std::to_string(d.local_rank.value_or(0));
-}
-
-/// Benchmarks every device of `resources` at the given size (one EM iteration is the workload),
-/// writes their rows/s as throughput, and appends a calibration record to the catalog.
+/// Calibrates every device of `resources` on a synthetic case of the given size (one EM
+/// iteration is the workload; mixle::calibrate_resources does the measuring and appends the
+/// record to the catalog). A device that fails makes the command fail (exit 1) once the record
+/// is appended; the Resources JSON is then not written.
 plan::Resources calibrate(const plan::Resources& resources, const ResourcesArgs& a) {
   bench::BenchCase c;
   c.family = family_from_name(a.family);
@@ -55,57 +47,31 @@ plan::Resources calibrate(const plan::Resources& resources, const ResourcesArgs&
   c.dims = a.dims;
   c.components = a.components;
   c.iters = a.iters;
-  c.warmup = 1;
-  if (!a.precision.empty()) c.precision = engine::precision_from_name(a.precision == "float64" ? "fp64" : "fp32");
   bench::validate_case(c);
   const bench::PreparedCase prepared = bench::prepare_case(c);
-  std::vector<plan::DeviceCalibration> results;
-  std::optional<plan::DeviceCalibration> cpu_result;
-  for (const plan::DeviceSpec& d : resources.devices()) {
-    const std::string device = bench_device(d);
-    if (device == "cpu" && cpu_result) {  // identical CPU slots: measure once
-      plan::DeviceCalibration again = *cpu_result;
-      again.device_name = d.name;
-      results.push_back(again);
-      continue;
-    }
-    std::cerr << "mixle: calibrating " << d.name << " (" << device << ", " << a.family << " N=" << a.rows
-              << " D=" << a.dims << " K=" << a.components << ") …\n";
-    plan::DeviceCalibration r;
-    try {
-      r = bench::to_calibration(bench::run_case(prepared, device), a.rows, d.name, "em");
-    } catch (const Error& e) {
-      r.device_name = d.name;
-      r.success = false;
-      r.error = e.what();
-    }
-    if (device == "cpu") cpu_result = r;
-    results.push_back(r);
-    std::cerr << "mixle:   " << d.name << ": "
+  CalibrateOptions options;
+  options.workload = "em";
+  options.sample_size = a.rows;
+  options.repeats = a.iters;
+  if (!a.precision.empty()) options.precision = a.precision;
+  options.catalog_path = a.catalog;
+  options.model_type = a.family;
+  options.progress = [](const plan::DeviceCalibration& r) {
+    std::cerr << "mixle:   " << r.device_name << ": "
               << (r.success ? std::to_string(static_cast<long long>(*r.throughput)) + " rows/s"
                             : "failed: " + r.error.value_or("?"))
               << "\n";
+  };
+  std::cerr << "mixle: calibrating " << resources.size() << " device(s) on " << a.family << " N=" << a.rows
+            << " D=" << a.dims << " K=" << a.components << ", " << a.iters << " EM iteration(s) each …\n";
+  try {
+    plan::Resources calibrated = calibrate_resources(prepared.data, prepared.evaluated, resources, options);
+    std::cerr << "mixle: appended a calibration record to " << a.catalog << "\n";
+    return calibrated;
+  } catch (const ResourceCalibrationError&) {
+    std::cerr << "mixle: appended a calibration record to " << a.catalog << "\n";
+    throw;
   }
-  std::optional<std::string> precision;
-  if (!a.precision.empty()) precision = a.precision;
-  plan::Resources calibrated = plan::apply_calibration(resources, results, precision);
-  plan::CalibrationRecord record;
-  record.model_type = a.family;
-  record.workload = "em";
-  record.resources = calibrated;
-  record.sample_size = a.rows;
-  record.repeats = static_cast<std::uint64_t>(a.iters);
-  record.precision = precision;
-  record.estimator_type = "mixle-em";
-  record.row_count = a.rows;
-  record.timestamp = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  record.device_results = results;
-  plan::CalibrationCatalog catalog;
-  if (std::filesystem::exists(a.catalog)) catalog = plan::CalibrationCatalog::load(a.catalog);
-  catalog.append(record);
-  catalog.save(a.catalog);
-  std::cerr << "mixle: appended a calibration record to " << a.catalog << "\n";
-  return calibrated;
 }
 
 plan::Resources build(const ResourcesArgs& a) {

@@ -2,6 +2,7 @@
 // Compiles with any C++20 compiler: no CUDA, no nlohmann, no other third-party headers.
 #pragma once
 
+#include <mixle/calibrate.hpp>
 #include <mixle/data.hpp>
 #include <mixle/distributed.hpp>
 #include <mixle/error.hpp>

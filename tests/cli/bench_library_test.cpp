@@ -1,7 +1,6 @@
 // The bench library's pieces that the CLI test cannot reach: the statistics comparison (a wrong
 // or non-finite result must fail), the timing summary, the work model and the peak sources.
 #include "host/bench/bench.hpp"
-#include "host/bench/calibration.hpp"
 #include "host/bench/comm_bench.hpp"
 #include "host/bench/report.hpp"
 
@@ -215,35 +214,6 @@ TEST(BenchLibrary, AllDevicesStartWithTheCpu) {
   EXPECT_EQ(devices.front(), "cpu");
   EXPECT_EQ(devices.size(), 1u + static_cast<std::size_t>(mixle::engine::cuda_device_count()));
   EXPECT_EQ(mb::expand_devices("cuda"), (std::vector<std::string>{"cuda:0"}));
-}
-
-TEST(BenchLibrary, ResultBecomesACalibrationEntry) {
-  mb::BenchResult r;
-  r.e_step = mb::summarise({0.5, 0.25, 1.0});
-  r.iteration = mb::summarise({2.0, 1.0, 4.0});
-  r.check.passed = true;
-  const mixle::plan::DeviceCalibration em = mb::to_calibration(r, 1000, "cuda:1", "em");
-  EXPECT_EQ(em.device_name, "cuda:1");
-  EXPECT_TRUE(em.success);
-  ASSERT_TRUE(em.throughput.has_value());
-  EXPECT_DOUBLE_EQ(*em.throughput, 1000.0 / 2.0);
-  EXPECT_DOUBLE_EQ(*mb::to_calibration(r, 1000, "cpu:0", "accumulate").throughput, 1000.0 / 0.5);
-  EXPECT_THROW(mb::to_calibration(r, 1000, "cpu:0", "score"), mixle::InvalidInput);
-
-  r.check.passed = false;
-  r.check.message = "max relative error 0.1 exceeds the bound 0.0001";
-  const mixle::plan::DeviceCalibration bad = mb::to_calibration(r, 1000, "cpu:0", "em");
-  EXPECT_FALSE(bad.success);
-  EXPECT_FALSE(bad.throughput.has_value());
-  ASSERT_TRUE(bad.error.has_value());
-  EXPECT_NE(bad.error->find("check failed"), std::string::npos);
-
-  // An entry the planner would refuse is refused here, naming it: a blank device name, a timing
-  // of zero seconds.
-  r.check.passed = true;
-  EXPECT_THROW(mb::to_calibration(r, 1000, " ", "em"), mixle::InvalidInput);
-  r.iteration = mb::summarise({2.0, 0.0, 4.0});
-  EXPECT_THROW(mb::to_calibration(r, 1000, "cpu:0", "em"), mixle::InvalidInput);
 }
 
 // A case is checked before any data is drawn: each bad field is named.

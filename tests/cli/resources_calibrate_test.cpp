@@ -55,5 +55,20 @@ TEST(CliResourcesCalibrate, EveryCpuSlotIsNamedInTheCatalog) {
   EXPECT_NE(results[0]["device_name"], results[1]["device_name"]);
 }
 
+// A calibration that cannot run fails the command, naming why, and writes no Resources file.
+TEST(CliResourcesCalibrate, AnUnusablePrecisionFailsWithoutWritingTheResources) {
+  TempDir dir;
+  const auto out = dir.path / "resources.json", catalog = dir.path / "catalog.json";
+  Process p = run_process(
+      {MIXLE_CLI_PATH, "resources", "--calibrate", "--no-cuda", "--precision", "float16", "--rows", "512", "--dims",
+       "2", "--components", "2", "--iters", "1", "--out", out.string(), "--catalog", catalog.string()},
+      {}, dir.path / "log.txt", 120s);
+  EXPECT_EQ(p.exit_code(), 1) << p.output();
+  EXPECT_NE(p.output().find("float16"), std::string::npos) << p.output();
+  EXPECT_NE(p.output().find("float32 or float64"), std::string::npos) << p.output();
+  EXPECT_FALSE(std::filesystem::exists(out));
+  EXPECT_FALSE(std::filesystem::exists(catalog));
+}
+
 }  // namespace
 }  // namespace mixle::test

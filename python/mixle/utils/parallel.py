@@ -404,7 +404,8 @@ _NOT_PROVIDED = {
     ),
     **dict.fromkeys(
         ("calibrate_resources", "CalibrationCatalog", "CalibrationRecord", "DeviceCalibration"),
-        "calibration is measured by `mixle bench`, whose catalogs are not bound in Python yet",
+        "calibration is measured by the C++ call mixle::calibrate_resources and `mixle resources --calibrate`, "
+        "neither bound in Python yet",
     ),
 }
 
