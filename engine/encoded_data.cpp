@@ -3,6 +3,8 @@
 #include "engine/report.hpp"
 #include "engine/row_hash.hpp"
 
+#include <mixle/encoded_data.hpp>
+
 #include <mixle/error.hpp>
 
 #include <algorithm>
@@ -11,6 +13,14 @@
 #include <mutex>
 
 namespace mixle::engine {
+// builtin_backends.cpp: the backends this build provides, registered on first use through
+// register_encoded_data_backend_impl (defined below).
+void register_builtin_encoded_data_backends();
+void register_encoded_data_backend_impl(const std::string& name, EncodedDataFactory factory,
+                                        const std::vector<std::string>& aliases, bool override);
+}  // namespace mixle::engine
+
+namespace mixle {
 
 void Statistics::combine(const Statistics& other) {
   if (other.values.size() != values.size())
@@ -26,7 +36,7 @@ std::pair<double, double> EncodedData::log_density_sum(const Model& model, const
 
 MStepResult EncodedData::estimate(const Model& prev, const EstimatorOptions& options) {
   const Statistics s = stream_accumulate(prev, options);
-  return m_step(prev, s.values, shift_table(prev, options.precision), options);
+  return engine::m_step(prev, s.values, engine::shift_table(prev, options.precision), options);
 }
 
 Model EncodedData::initialize(const Model& shape, std::uint64_t seed, double p, const EstimatorOptions& options) {
@@ -35,8 +45,8 @@ Model EncodedData::initialize(const Model& shape, std::uint64_t seed, double p, 
   Assigner assign = [seed, p](const Dataset& rows, std::size_t first_row, std::size_t K, std::size_t* label) {
     for (std::size_t r = 0; r < rows.rows(); ++r) {
       const std::uint64_t g = first_row + r;
-      if (to_unit(row_draw(seed, 1, g)) >= p) continue;
-      label[r] = static_cast<std::size_t>(row_draw(seed, 2, g) % K);
+      if (engine::to_unit(engine::row_draw(seed, 1, g)) >= p) continue;
+      label[r] = static_cast<std::size_t>(engine::row_draw(seed, 2, g) % K);
     }
   };
   const Statistics s = accumulate_assigned(shape, assign);
@@ -45,7 +55,8 @@ Model EncodedData::initialize(const Model& shape, std::uint64_t seed, double p, 
       throw InvalidInput("initialisation 'select' with p = " + std::to_string(p) + " gave component " +
                          std::to_string(k) + " no rows (" + std::to_string(rows()) + " rows, K = " + std::to_string(K) +
                          "); raise --init-p or use --init kmeans++");
-  return m_step(shape, s.values, shift_table(shape, Precision::fp64, /*zero_shift=*/true), options).model;
+  return engine::m_step(shape, s.values, engine::shift_table(shape, Precision::fp64, /*zero_shift=*/true), options)
+      .model;
 }
 
 bool EncodedDataOptions::is_default() const {
@@ -79,11 +90,9 @@ Registry& registry() {
 
 }  // namespace
 
-void register_builtin_encoded_data_backends();
-
 // Registration without first registering the built-ins (which themselves register through it).
-void register_encoded_data_backend_impl(const std::string& name, EncodedDataFactory factory,
-                                        const std::vector<std::string>& aliases, bool override) {
+void engine::register_encoded_data_backend_impl(const std::string& name, EncodedDataFactory factory,
+                                                const std::vector<std::string>& aliases, bool override) {
   if (name.empty() || !factory)
     throw InvalidInput("register_encoded_data_backend: a backend needs a non-empty name and a factory");
   Registry& r = registry();
@@ -109,12 +118,12 @@ void register_encoded_data_backend(const std::string& name, EncodedDataFactory f
                                    const std::vector<std::string>& aliases, bool override) {
   // The built-ins first: otherwise a name registered before the first encode could take a
   // built-in name, and the built-ins' own registration would then fail on every encode.
-  register_builtin_encoded_data_backends();
-  register_encoded_data_backend_impl(name, factory, aliases, override);
+  engine::register_builtin_encoded_data_backends();
+  engine::register_encoded_data_backend_impl(name, factory, aliases, override);
 }
 
 std::vector<std::string> encoded_data_backends() {
-  register_builtin_encoded_data_backends();
+  engine::register_builtin_encoded_data_backends();
   Registry& r = registry();
   std::lock_guard lock(r.mutex);
   std::vector<std::string> out;
@@ -136,7 +145,7 @@ std::shared_ptr<EncodedData> encoded_data(const DataSource& source, const Encode
           "pass the raw data with the controls, or the handle without them");
     return std::get<std::shared_ptr<EncodedData>>(source);
   }
-  register_builtin_encoded_data_backends();
+  engine::register_builtin_encoded_data_backends();
   EncodedDataFactory factory = nullptr;
   {
     Registry& r = registry();
@@ -152,4 +161,4 @@ std::shared_ptr<EncodedData> encoded_data(const DataSource& source, const Encode
   return std::shared_ptr<EncodedData>(factory(std::get<Dataset>(source), options));
 }
 
-}  // namespace mixle::engine
+}  // namespace mixle

@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-namespace mixle::engine {
+namespace mixle {
 
 Precision precision_from_name(const std::string& name) {
   if (name == "fp32" || name == "float32") return Precision::fp32;
@@ -24,6 +24,10 @@ const char* precision_name(Precision precision) noexcept {
   }
   return "?";
 }
+
+}  // namespace mixle
+
+namespace mixle::engine {
 
 StatLayout stat_layout(const Model& model) {
   StatLayout layout;

@@ -6,6 +6,7 @@
 #include "engine/families/family_ops.hpp"
 #include "kernels/model_view.hpp"
 
+#include <mixle/estimator.hpp>
 #include <mixle/model.hpp>
 
 #include <cstdint>
@@ -14,18 +15,11 @@
 
 namespace mixle::engine {
 
-enum class Precision { fp32, fp64, tf32 };
-Precision precision_from_name(const std::string& name);
-const char* precision_name(Precision precision) noexcept;
-
-struct EstimatorOptions {
-  MStepOptions m_step;
-  Precision precision = Precision::fp32;
-  /// Missing values are left out of rows (`--missing marginalise`): the statistics then end with
-  /// the missing-mass region (missing_mass_size), and the M-step estimates each column from the
-  /// rows that observed it.
-  bool marginalise = false;
-};
+using mixle::EstimatorOptions;
+using mixle::MStepResult;
+using mixle::Precision;
+using mixle::precision_from_name;
+using mixle::precision_name;
 
 // A component is empty when its responsibility mass is at most kEmptyMass
 // (engine/families/family_ops.hpp). The M-step gives an empty component weight 0 and keeps its
@@ -70,12 +64,6 @@ struct PackedModel {
 /// positive definite. With `zero_shift`, moments are accumulated about 0 (initialisation).
 template <class T>
 PackedModel<T> pack_model(const Model& model, std::size_t data_columns, bool zero_shift = false);
-
-/// Result of an M-step: the new model and what needs reporting.
-struct MStepResult {
-  Model model;
-  std::vector<std::size_t> empty_components;
-};
 
 /// M-step: the next model from reduced statistics `stats` accumulated about `shifts`:
 /// stat_layout(prev).size values, or that and the missing-mass region (missing_mass_size).

@@ -10,6 +10,7 @@
 #include "host/fit_driver.hpp"
 #include "host/missing_values.hpp"
 
+#include <mixle/encoded_data.hpp>
 #include <mixle/error.hpp>
 #include <mixle/fit.hpp>
 
@@ -42,6 +43,19 @@ FitResult fit(const Dataset& given, const FitOptions& options) {
   }
   host::note_missing_rows(result, options, kept.count, kept.first);
   return result;
+}
+
+FitResult fit(const std::shared_ptr<EncodedData>& handle, const FitOptions& options) {
+  if (!handle) throw InvalidInput("fit: the encoded-data handle is null");
+  const EncodedDataOptions controls{.backend = options.backend,
+                                    .device = options.device,
+                                    .threads = options.threads,
+                                    .num_workers = options.num_workers};
+  const std::shared_ptr<EncodedData> same = encoded_data(handle, controls);  // conflicts refused here
+  if (options.missing != "error")
+    throw InvalidInput("fit: missing = \"" + options.missing + "\" needs the raw rows; an encoded handle (backend \"" +
+                       handle->backend() + "\") holds its rows already encoded — pass the Dataset instead");
+  return host::fit_handle(*same, options);
 }
 
 namespace {

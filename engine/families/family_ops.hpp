@@ -4,6 +4,7 @@
 #pragma once
 
 #include <mixle/data.hpp>
+#include <mixle/estimator.hpp>
 #include <mixle/family.hpp>
 #include <mixle/model.hpp>
 
@@ -18,12 +19,7 @@ namespace mixle::engine {
 /// responsibility mass is at most this (rows, float64).
 constexpr double kEmptyMass = 1e-8;
 
-/// Regularisation the M-step applies (scikit-learn's reg_covar and the usual priors).
-struct MStepOptions {
-  double reg_covar = 1e-6;     // added to variances and covariance diagonals
-  double pseudo_count = 1e-3;  // added to every category / bernoulli outcome count
-  double rate_floor = 1e-6;    // poisson rate ≥ floor; exponential mean ≥ floor
-};
+using mixle::MStepOptions;
 
 class FamilyOps {
  public:

@@ -5,7 +5,9 @@
 #include <mixle/calibrate.hpp>
 #include <mixle/data.hpp>
 #include <mixle/distributed.hpp>
+#include <mixle/encoded_data.hpp>
 #include <mixle/error.hpp>
+#include <mixle/estimator.hpp>
 #include <mixle/family.hpp>
 #include <mixle/fit.hpp>
 #include <mixle/model.hpp>
