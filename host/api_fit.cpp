@@ -9,6 +9,7 @@
 #include "host/component_sharded_fit.hpp"
 #include "host/fit_driver.hpp"
 #include "host/missing_values.hpp"
+#include "host/stepwise_fit.hpp"
 
 #include <mixle/encoded_data.hpp>
 #include <mixle/error.hpp>
@@ -23,11 +24,14 @@ namespace mixle {
 
 FitResult fit(const Dataset& given, const FitOptions& options) {
   if (given.empty()) throw InvalidInput(given.source() + ": no data rows");
+  if (options.batch_size > 0) host::validate_stepwise(options);
   host::DroppedRows kept = host::handle_missing_rows(given, options);
   host::refuse_all_missing(kept.count, given.rows(), given.source(), options);
   const Dataset& data = kept.data;
   FitResult result;
-  if (host::backend_shape(options.backend) == host::BackendShape::component_sharded) {
+  if (options.batch_size > 0) {
+    result = host::fit_stepwise(data, options);
+  } else if (host::backend_shape(options.backend) == host::BackendShape::component_sharded) {
     host::refuse_marginalise_sharded(options);
     result = host::fit_component_sharded(data, options);
   } else {

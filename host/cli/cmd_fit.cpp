@@ -115,12 +115,17 @@ std::optional<int> fit_once(FitArgs& args, const FitOptions& o, FitResult& resul
   // a single-process backend would make every rank fit the whole file.
   // The data-parallel backends run through the distributed path even as one process (a world
   // of size 1), so that checkpoints, resume and receipts work the same way.
-  if (host::backend_shape(o.backend) != host::BackendShape::data_parallel &&
-      host::detect_launch_env().world_size <= 1) {
+  const bool one_process = host::detect_launch_env().world_size <= 1;
+  if (o.batch_size > 0 && !one_process)
+    throw UsageError(
+        "--batch-size (stepwise EM) runs in one process; under a launcher fit full-batch (no --batch-size)");
+  if ((host::backend_shape(o.backend) != host::BackendShape::data_parallel || o.batch_size > 0) && one_process) {
     if (!args.dist.checkpoint_dir.empty() || !args.dist.resume_dir.empty() || !args.dist.receipts_file.empty() ||
         args.dist.shard_components > 1)
       throw UsageError(
-          "--checkpoint-dir, --resume, --receipts and --shard-components need the local or distributed backend");
+          o.batch_size > 0
+              ? "--checkpoint-dir, --resume, --receipts and --shard-components are for full-batch EM, not --batch-size"
+              : "--checkpoint-dir, --resume, --receipts and --shard-components need the local or distributed backend");
     result = fit(args.data.read(), o);
     return std::nullopt;
   }
@@ -297,6 +302,24 @@ std::function<int()> setup_fit(CLI::App& app) {
                  "counted and named in a warning) or marginalise (its missing values left out of its log-density and "
                  "statistics; every family but gaussian_full and gaussian_tied)")
       ->check(CLI::IsMember({"error", "drop", "marginalise"}))
+      ->capture_default_str();
+  auto* stepwise = app.add_option_group("stepwise", "Stepwise (mini-batch) EM, in one process (docs/streaming.md)");
+  stepwise
+      ->add_option("--batch-size", args->options.batch_size,
+                   "Rows per step: after each batch the running statistics move by ρ_t toward the batch's and the "
+                   "M-step runs (0 = full-batch EM)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  stepwise->add_option("--step-decay", args->options.step_decay, "α in ρ_t = (t + t0)^−α, in (0.5, 1]")
+      ->capture_default_str();
+  stepwise->add_option("--step-offset", args->options.step_offset, "t0 in ρ_t = (t + t0)^−α, ≥ 0")
+      ->capture_default_str();
+  stepwise->add_option("--epochs", args->options.epochs, "Passes over the rows (--tol between epochs ends earlier)")
+      ->capture_default_str();
+  stepwise->add_flag("--shuffle", args->options.shuffle, "Visit the batches in a new order each epoch (from --seed)");
+  stepwise
+      ->add_option("--full-batch-iterations", args->options.full_batch_iterations,
+                   "Full-batch EM iterations after the epochs")
       ->capture_default_str();
   app.add_option("--reg-covar", args->options.reg_covar, "Added to variances and covariance diagonals")
       ->capture_default_str();

@@ -73,6 +73,21 @@ struct FitOptions {
   /// CUDA device with device cuda/auto and ≥ 2 GPUs, else 2)
   int num_workers = 0;
   std::function<void(const FitProgress&)> progress;  // called after every iteration
+
+  /// Stepwise (mini-batch) EM — docs/streaming.md. batch_size > 0 rows per step turns it on
+  /// (0: full-batch EM, the default): after each batch the running statistics become
+  /// (1 − ρ_t)·S + ρ_t·Ŝ_batch (Ŝ scaled to the whole data's weight), ρ_t = (t + step_offset)^−α
+  /// with α = step_decay, and the M-step runs. One process (local or component_parallel
+  /// backend), every family; not with empty = "reseed" or missing = "marginalise".
+  std::size_t batch_size = 0;
+  double step_decay = 0.6;   // α ∈ (0.5, 1]
+  double step_offset = 2.0;  // t0 ≥ 0
+  /// Stepwise passes over the rows (≥ 1); `tol` between two epochs' mean log-likelihoods ends them
+  /// earlier. FitResult::iterations and mean_loglik then count epochs (then full-batch iterations).
+  int epochs = 10;
+  bool shuffle = false;  // visit the batches in a new order each epoch, drawn from (seed, epoch)
+  /// Full-batch EM iterations after the stepwise epochs (≥ 0), ending earlier when converged.
+  int full_batch_iterations = 0;
 };
 
 struct FitResult {

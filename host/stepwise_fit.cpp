@@ -1,0 +1,89 @@
+// Stepwise EM through the fit driver (host/stepwise_fit.hpp).
+#include "host/stepwise_fit.hpp"
+
+#include "engine/stepwise_em.hpp"
+#include "host/backend_shape.hpp"
+#include "host/fit_driver.hpp"
+
+#include <mixle/error.hpp>
+
+#include <algorithm>
+
+namespace mixle::host {
+namespace {
+
+engine::StepwiseOptions stepwise_options(const FitOptions& o) {
+  return {.step_decay = o.step_decay,
+          .step_offset = o.step_offset,
+          .epochs = o.epochs,
+          .shuffle = o.shuffle,
+          .seed = o.seed};
+}
+
+}  // namespace
+
+void validate_stepwise(const FitOptions& o) {
+  engine::validate(stepwise_options(o));
+  if (o.full_batch_iterations < 0)
+    throw InvalidInput("full_batch_iterations " + std::to_string(o.full_batch_iterations) + ": must be ≥ 0");
+  const BackendShape shape = backend_shape(o.backend);
+  if (shape != BackendShape::data_parallel && shape != BackendShape::component_threads)
+    throw InvalidInput("stepwise EM (a batch size) runs on the local or component_parallel backend, not \"" +
+                       o.backend + "\"");
+  if (o.empty == "reseed")
+    throw InvalidInput("stepwise EM (a batch size) does not reseed empty components: use empty = keep");
+  if (o.missing == "marginalise")
+    throw InvalidInput("stepwise EM (a batch size) does not marginalise missing values: use missing = drop or error");
+}
+
+FitResult fit_stepwise(const Dataset& data, const FitOptions& options) {
+  validate_stepwise(options);
+  const EncodedDataOptions enc{.backend = options.backend,
+                               .device = options.device,
+                               .threads = options.threads,
+                               .num_workers = options.num_workers};
+  const std::shared_ptr<EncodedData> whole = encoded_data(data, enc);
+  std::vector<std::shared_ptr<EncodedData>> batches;
+  for (std::size_t begin = 0; begin < data.rows(); begin += options.batch_size)
+    batches.push_back(encoded_data(data.slice(begin, std::min(data.rows(), begin + options.batch_size)), enc));
+  const engine::StepwiseOptions stepwise = stepwise_options(options);
+
+  FitOptions driver = options;
+  driver.max_iter = options.epochs + options.full_batch_iterations;
+  FitHooks hooks;
+  hooks.run_restart = [&](Model initial, const engine::EmOptions& em, double& rows, double& loglik) {
+    engine::EmOptions epochs = em;
+    epochs.max_iter = options.epochs;
+    engine::EmResult r = engine::run_stepwise_em(batches, whole->total_weight(), std::move(initial), epochs, stepwise);
+    if (options.full_batch_iterations > 0) {
+      // Counted after the epochs, but not compared with them: an epoch's mean is taken over
+      // models that changed during it, so the first full-batch iteration never ends the run.
+      engine::EmOptions full = em;
+      full.start_iteration = r.iterations;
+      full.max_iter = r.iterations + options.full_batch_iterations;
+      engine::EmResult f = engine::run_em(*whole, std::move(r.model), full);
+      r.model = std::move(f.model);
+      r.mean_loglik.insert(r.mean_loglik.end(), f.mean_loglik.begin(), f.mean_loglik.end());
+      r.iteration_seconds.insert(r.iteration_seconds.end(), f.iteration_seconds.begin(), f.iteration_seconds.end());
+      r.warnings.insert(r.warnings.end(), f.warnings.begin(), f.warnings.end());
+      r.iterations = f.iterations;
+      r.converged = f.converged;
+      r.seconds += f.seconds;
+    }
+    std::tie(rows, loglik) = whole->log_density_sum(r.model, em.estimator);
+    return r;
+  };
+  FitResult result = fit_handle(*whole, driver, hooks);
+  if (!result.converged) {
+    // The driver's last warning advises more iterations; here the controls are epochs.
+    result.warnings.back() = "stepwise EM did not converge in " + std::to_string(options.epochs) + " epoch(s)" +
+                             (options.full_batch_iterations > 0
+                                  ? " and " + std::to_string(options.full_batch_iterations) + " full-batch iteration(s)"
+                                  : std::string()) +
+                             " (tol " + std::to_string(options.tol) +
+                             "); raise --epochs or add --full-batch-iterations";
+  }
+  return result;
+}
+
+}  // namespace mixle::host
