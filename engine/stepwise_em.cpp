@@ -76,6 +76,22 @@ void reshift_statistics(const Model& model, std::vector<double>& stats, const Sh
   }
 }
 
+void fold_batch(const Model& model, std::vector<double>& running, ShiftTable& running_shifts,
+                const std::vector<double>& batch, double scale, double rho, const ShiftTable& shifts) {
+  if (running.empty()) {
+    running.resize(batch.size());
+    for (std::size_t i = 0; i < batch.size(); ++i) running[i] = scale * batch[i];
+  } else {
+    if (running.size() != batch.size() || running_shifts.values.size() != shifts.values.size())
+      throw InvalidInput("stepwise EM: the running statistics (" + std::to_string(running.size()) +
+                         " values) belong to a model of another shape than this batch's (" +
+                         std::to_string(batch.size()) + ")");
+    reshift_statistics(model, running, running_shifts, shifts);
+    for (std::size_t i = 0; i < running.size(); ++i) running[i] = (1.0 - rho) * running[i] + rho * scale * batch[i];
+  }
+  running_shifts = shifts;
+}
+
 EmResult run_stepwise_em(const std::vector<std::shared_ptr<EncodedData>>& batches, double total_weight, Model initial,
                          const EmOptions& em, const StepwiseOptions& options) {
   validate(options);
@@ -100,18 +116,8 @@ EmResult run_stepwise_em(const std::vector<std::shared_ptr<EncodedData>>& batche
       if (!(batch.rows() > 0.0)) continue;  // every row of this batch has weight 0
       step.rows += batch.rows();
       step.loglik_sum += batch.loglik_sum();
-      const double scale = total_weight / batch.rows();
-      const ShiftTable shifts = shift_table(model, est.precision);
-      const double rho = step_size(t++, options);
-      if (running.empty()) {
-        running = std::move(batch.values);
-        for (double& v : running) v *= scale;
-      } else {
-        reshift_statistics(model, running, running_shifts, shifts);
-        for (std::size_t i = 0; i < running.size(); ++i)
-          running[i] = (1.0 - rho) * running[i] + rho * scale * batch.values[i];
-      }
-      running_shifts = shifts;
+      fold_batch(model, running, running_shifts, batch.values, total_weight / batch.rows(), step_size(t++, options),
+                 shift_table(model, est.precision));
       step.next = m_step(model, running, running_shifts, est);
     }
     ++epoch;

@@ -38,6 +38,14 @@ std::vector<std::size_t> batch_order(std::size_t batches, std::size_t epoch, con
 /// (their diagonal, for the families that keep one). Unshifted parts and the header are unchanged.
 void reshift_statistics(const Model& model, std::vector<double>& stats, const ShiftTable& from, const ShiftTable& to);
 
+/// One step's update of the running statistics: `batch` (a batch's statistics under `model`,
+/// accumulated about `shifts` = shift_table(model, precision)) scaled by `scale` becomes the
+/// running statistics when `running` is empty; otherwise `running` (about `running_shifts`) is
+/// moved to `shifts` and becomes (1 − rho)·running + rho·scale·batch. Either way `running_shifts`
+/// becomes `shifts`. Throws InvalidInput when the running statistics have another size.
+void fold_batch(const Model& model, std::vector<double>& running, ShiftTable& running_shifts,
+                const std::vector<double>& batch, double scale, double rho, const ShiftTable& shifts);
+
 /// Runs stepwise EM from `initial` over `batches` (each a handle of one batch of rows, together
 /// all the rows, whose sample weights total `total_weight`). One EmResult entry per epoch: its
 /// mean log-likelihood is the weighted mean over the epoch's batches of each batch's

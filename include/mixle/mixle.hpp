@@ -11,5 +11,6 @@
 #include <mixle/family.hpp>
 #include <mixle/fit.hpp>
 #include <mixle/model.hpp>
+#include <mixle/partial_fit.hpp>
 #include <mixle/plan.hpp>
 #include <mixle/version.hpp>
