@@ -396,6 +396,9 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
 /// while it still exists (dist.on_error), and every error goes to TORCHELASTIC_ERROR_FILE.
 template <class Body>
 DistributedFitResult in_process_group(const FitOptions& options, const DistributedOptions& dist, Body&& body) {
+  if (options.batch_size > 0)
+    throw InvalidInput("batch_size " + std::to_string(options.batch_size) +
+                       ": stepwise EM runs in one process (fit, not fit_distributed); fit full-batch across ranks");
   const auto& given = dist.launch_environment;
   const host::LaunchEnv env =
       given.empty() ? host::detect_launch_env()

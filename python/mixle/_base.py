@@ -148,7 +148,8 @@ class _MixtureBase(DensityMixin, BaseEstimator):
                     "collective_seconds", "resumed_from_iteration")
             self.distributed_ = {key: result[key] for key in keys}
         for message in result["warnings"]:
-            if not message.startswith("EM did not converge"):  # said by a ConvergenceWarning instead
+            # Said by a ConvergenceWarning instead.
+            if not message.startswith(("EM did not converge", "stepwise EM did not converge")):
                 warnings.warn(message, RuntimeWarning, stacklevel=3)
         return result
 

@@ -63,6 +63,21 @@ class MixtureModel(_MixtureBase):
         ``predict`` and ``score_samples`` refuse NaN.
     device, precision, n_threads, distributed
         As for GaussianMixture (a distributed fit's initialisation runs over every rank's rows).
+    batch_size : int or None, default=None
+        Stepwise (mini-batch) EM: the M-step runs after every ``batch_size`` rows, the running
+        statistics moving toward each batch's by rho_t = (t + step_offset)^-step_decay
+        (docs/streaming.md). None: full-batch EM. Not with ``distributed``, ``empty="reseed"`` or
+        ``missing="marginalise"``. ``n_iter_`` and ``lower_bounds_`` then count epochs.
+    step_decay : float, default=0.6
+        In (0.5, 1]; also used by ``partial_fit``.
+    step_offset : float, default=2.0
+        >= 0; also used by ``partial_fit``.
+    epochs : int, default=10
+        Stepwise passes over the rows; ``tol`` between two epochs' means ends them earlier.
+    shuffle : bool, default=False
+        Visit the batches in a new order each epoch, drawn from ``random_state``.
+    full_batch_iterations : int, default=0
+        Full-batch EM iterations after the stepwise epochs.
 
     Attributes
     ----------
@@ -97,6 +112,12 @@ class MixtureModel(_MixtureBase):
         precision="fp64",
         n_threads=None,
         distributed=False,
+        batch_size=None,
+        step_decay=0.6,
+        step_offset=2.0,
+        epochs=10,
+        shuffle=False,
+        full_batch_iterations=0,
     ):
         self.n_components = n_components
         self.layout = layout
@@ -118,6 +139,58 @@ class MixtureModel(_MixtureBase):
         self.precision = precision
         self.n_threads = n_threads
         self.distributed = distributed
+        self.batch_size = batch_size
+        self.step_decay = step_decay
+        self.step_offset = step_offset
+        self.epochs = epochs
+        self.shuffle = shuffle
+        self.full_batch_iterations = full_batch_iterations
+
+    def _stepwise_options(self) -> dict:
+        if self.batch_size is None:
+            return {}
+        if self._distributed_options() is not None:
+            raise ValueError("batch_size (stepwise EM) runs in one process; not with distributed")
+        if not isinstance(self.batch_size, (int, np.integer)) or self.batch_size < 1:
+            raise ValueError(f"batch_size = {self.batch_size!r}: an integer >= 1 expected (None: full-batch EM)")
+        return {
+            "batch_size": int(self.batch_size),
+            "step_decay": float(self.step_decay),
+            "step_offset": float(self.step_offset),
+            "epochs": int(self.epochs),
+            "shuffle": bool(self.shuffle),
+            "full_batch_iterations": int(self.full_batch_iterations),
+        }
+
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """One stepwise EM step on the batch X (docs/streaming.md) and returns self. The first
+        call (on an unfitted estimator) fits X as ``fit`` does to start the model; every call then
+        folds X into the running statistics — scaled to the first batch's weight — with step size
+        rho_t = (t + step_offset)^-step_decay and runs the M-step. ``n_steps_`` counts the batches
+        folded. The running state belongs to the model: ``fit`` starts it again."""
+        first = not hasattr(self, "_model")
+        if first:
+            self.fit(X, sample_weight=sample_weight)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        sample_weight = _check_sample_weight(sample_weight, X.shape[0], all_rows=True)
+        o = self._engine_options()
+        model, self._stepwise_state = _core.partial_fit(
+            self._model,
+            _as_engine_array(X),
+            sample_weight=sample_weight,
+            state=getattr(self, "_stepwise_state", ""),
+            step_decay=float(self.step_decay),
+            step_offset=float(self.step_offset),
+            precision=o["precision"],
+            device=o["device"],
+            threads=o["threads"],
+            reg_covar=float(self.reg_covar),
+            pseudo_count=float(self.pseudo_count),
+            rate_floor=float(self.rate_floor),
+        )
+        self._set_model(model)
+        self.n_steps_ = getattr(self, "n_steps_", 0) + 1
+        return self
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fits the mixture by EM (n_init restarts inside the engine, the best kept) and returns
@@ -158,11 +231,14 @@ class MixtureModel(_MixtureBase):
             "seed": _seed(self.random_state),
             "init": "model" if warm else self.init,
             "init_p": float(self.init_p),
+            **self._stepwise_options(),
         }
         if warm:
             options["init_model"] = self._model
         r = self._run_fit(X, progress, sample_weight=sample_weight, **options)
         self._set_model(r["model"])
+        self._stepwise_state = ""  # a new model: partial_fit starts a new stream
+        self.n_steps_ = 0
         self.converged_ = r["converged"]
         self.n_iter_ = r["iterations"]
         self.n_dropped_rows_ = int(r.get("dropped_rows", 0))

@@ -180,6 +180,18 @@ FitOptions fit_options(const nb::dict& kw) {
       o.backend = nb::cast<std::string>(value);
     else if (k == "num_workers")
       o.num_workers = nb::cast<int>(value);
+    else if (k == "batch_size")
+      o.batch_size = nb::cast<std::size_t>(value);
+    else if (k == "step_decay")
+      o.step_decay = nb::cast<double>(value);
+    else if (k == "step_offset")
+      o.step_offset = nb::cast<double>(value);
+    else if (k == "epochs")
+      o.epochs = nb::cast<int>(value);
+    else if (k == "shuffle")
+      o.shuffle = nb::cast<bool>(value);
+    else if (k == "full_batch_iterations")
+      o.full_batch_iterations = nb::cast<int>(value);
     else
       throw InvalidInput("fit: unknown option '" + k + "'");
   }
@@ -327,6 +339,43 @@ nb::dict py_fit_distributed(const InputMatrix& x, const nb::dict& dist, const nb
   return out;
 }
 
+/// One stepwise EM step: (next model, state JSON) from the model, a batch, its weights and the
+/// state so far (JSON; empty = a new stream).
+std::pair<Model, std::string> py_partial_fit(const Model& model, const InputMatrix& x,
+                                             const std::optional<WeightVector>& sample_weight, const std::string& state,
+                                             const nb::kwargs& kw) {
+  PartialFitOptions o;
+  for (auto [key, value] : kw) {
+    const std::string k = nb::cast<std::string>(key);
+    if (k == "step_decay")
+      o.step_decay = nb::cast<double>(value);
+    else if (k == "step_offset")
+      o.step_offset = nb::cast<double>(value);
+    else if (k == "total_weight")
+      o.total_weight = nb::cast<double>(value);
+    else if (k == "precision")
+      o.precision = nb::cast<std::string>(value);
+    else if (k == "device")
+      o.device = nb::cast<std::string>(value);
+    else if (k == "threads")
+      o.threads = nb::cast<int>(value);
+    else if (k == "reg_covar")
+      o.reg_covar = nb::cast<double>(value);
+    else if (k == "pseudo_count")
+      o.pseudo_count = nb::cast<double>(value);
+    else if (k == "rate_floor")
+      o.rate_floor = nb::cast<double>(value);
+    else
+      throw InvalidInput("partial_fit: unknown option '" + k + "'");
+  }
+  const Dataset data = weighted_view(x, sample_weight);
+  return engine_call([&] {
+    StepwiseState s = state.empty() ? StepwiseState{} : stepwise_state_from_json(state);
+    Model next = partial_fit(model, data, s, o);
+    return std::pair{std::move(next), stepwise_state_to_json(s)};
+  });
+}
+
 }  // namespace
 }  // namespace mixle::python
 
@@ -393,6 +442,10 @@ NB_MODULE(_core, m) {
         "Fits a mixture to the rows of x (float32/float64, C-contiguous) with the engine's FitOptions as keywords; "
         "sample_weight: None or one float64 weight ≥ 0 per row (integer weights fit as repeated rows). "
         "Returns a dict (model, mean_loglik, iterations, converged, rows, total_weight, …).");
+  m.def("partial_fit", &py_partial_fit, "model"_a, "x"_a, "sample_weight"_a = nb::none(), "state"_a = "", "options"_a,
+        "One stepwise EM step (docs/streaming.md): folds the rows of x into the running state (JSON text, '' for a "
+        "new stream) under `model` and returns (next model, state). Options: step_decay, step_offset, total_weight, "
+        "precision, device, threads, reg_covar, pseudo_count, rate_floor.");
   m.def("fit_distributed", &py_fit_distributed, "x"_a, "dist"_a, "progress"_a = nb::none(),
         "sample_weight"_a = nb::none(), "options"_a,
         "Fits this rank's rows x across the processes of the job (torchrun, mpirun, srun, mixle launch; one "

@@ -3,6 +3,7 @@
 // from the origin, hands over to full-batch EM when asked, and refuses what it cannot run.
 #include "engine/engine_test_util.hpp"
 
+#include <mixle/distributed.hpp>
 #include <mixle/error.hpp>
 #include <mixle/fit.hpp>
 
@@ -143,6 +144,9 @@ TEST(StepwiseFit, RefusesControlsOutOfRangeAndFitsItCannotRun) {
   refused([](FitOptions& o) { o.backend = "component_sharded"; }, {"component_sharded", "local"});
   refused([](FitOptions& o) { o.empty = "reseed"; }, {"reseed"});
   refused([](FitOptions& o) { o.missing = "marginalise"; }, {"marginalise"});
+  // Across ranks it is refused too, before any process group forms (here a world of one).
+  expect_invalid_input([&] { fit_distributed(data, from(truth, 10), DistributedOptions{}); },
+                       {"batch_size 10", "one process"});
 }
 
 }  // namespace
