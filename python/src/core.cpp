@@ -343,31 +343,18 @@ nb::dict py_fit_distributed(const InputMatrix& x, const nb::dict& dist, const nb
 /// state so far (JSON; empty = a new stream).
 std::pair<Model, std::string> py_partial_fit(const Model& model, const InputMatrix& x,
                                              const std::optional<WeightVector>& sample_weight, const std::string& state,
-                                             const nb::kwargs& kw) {
-  PartialFitOptions o;
-  for (auto [key, value] : kw) {
-    const std::string k = nb::cast<std::string>(key);
-    if (k == "step_decay")
-      o.step_decay = nb::cast<double>(value);
-    else if (k == "step_offset")
-      o.step_offset = nb::cast<double>(value);
-    else if (k == "total_weight")
-      o.total_weight = nb::cast<double>(value);
-    else if (k == "precision")
-      o.precision = nb::cast<std::string>(value);
-    else if (k == "device")
-      o.device = nb::cast<std::string>(value);
-    else if (k == "threads")
-      o.threads = nb::cast<int>(value);
-    else if (k == "reg_covar")
-      o.reg_covar = nb::cast<double>(value);
-    else if (k == "pseudo_count")
-      o.pseudo_count = nb::cast<double>(value);
-    else if (k == "rate_floor")
-      o.rate_floor = nb::cast<double>(value);
-    else
-      throw InvalidInput("partial_fit: unknown option '" + k + "'");
-  }
+                                             double total_weight, const nb::kwargs& kw) {
+  // The rule, precision, device, threads and priors are read as fit reads them.
+  const FitOptions f = fit_options(kw);
+  const PartialFitOptions o{.step_decay = f.step_decay,
+                            .step_offset = f.step_offset,
+                            .total_weight = total_weight,
+                            .precision = f.precision,
+                            .device = f.device,
+                            .threads = f.threads,
+                            .reg_covar = f.reg_covar,
+                            .pseudo_count = f.pseudo_count,
+                            .rate_floor = f.rate_floor};
   const Dataset data = weighted_view(x, sample_weight);
   return engine_call([&] {
     StepwiseState s = state.empty() ? StepwiseState{} : stepwise_state_from_json(state);
@@ -442,9 +429,10 @@ NB_MODULE(_core, m) {
         "Fits a mixture to the rows of x (float32/float64, C-contiguous) with the engine's FitOptions as keywords; "
         "sample_weight: None or one float64 weight ≥ 0 per row (integer weights fit as repeated rows). "
         "Returns a dict (model, mean_loglik, iterations, converged, rows, total_weight, …).");
-  m.def("partial_fit", &py_partial_fit, "model"_a, "x"_a, "sample_weight"_a = nb::none(), "state"_a = "", "options"_a,
+  m.def("partial_fit", &py_partial_fit, "model"_a, "x"_a, "sample_weight"_a = nb::none(), "state"_a = "",
+        "total_weight"_a = 0.0, "options"_a,
         "One stepwise EM step (docs/streaming.md): folds the rows of x into the running state (JSON text, '' for a "
-        "new stream) under `model` and returns (next model, state). Options: step_decay, step_offset, total_weight, "
+        "new stream) under `model` and returns (next model, state). Options as fit's: step_decay, step_offset, "
         "precision, device, threads, reg_covar, pseudo_count, rate_floor.");
   m.def("fit_distributed", &py_fit_distributed, "x"_a, "dist"_a, "progress"_a = nb::none(),
         "sample_weight"_a = nb::none(), "options"_a,
