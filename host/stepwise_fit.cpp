@@ -20,6 +20,36 @@ engine::StepwiseOptions stepwise_options(const FitOptions& o) {
           .seed = o.seed};
 }
 
+/// The rows as their batches: E-steps add the batches' statistics, so the full-batch iterations
+/// and the final log-likelihood stream the batches' encoded rows instead of making the whole
+/// data's float32 copy beside them. Initialisation's passes (rows by global index) go to `whole`,
+/// which never encodes its rows for them.
+class BatchSum final : public EncodedData {
+ public:
+  BatchSum(std::shared_ptr<EncodedData> whole, const std::vector<std::shared_ptr<EncodedData>>& batches)
+      : whole_(std::move(whole)), batches_(batches) {}
+  std::string backend() const override { return whole_->backend(); }
+  std::size_t rows() const override { return whole_->rows(); }
+  std::size_t columns() const override { return whole_->columns(); }
+  double total_weight() override { return whole_->total_weight(); }
+  void check(const Model& model) override { whole_->check(model); }
+  std::vector<double> column_max() override { return whole_->column_max(); }
+  Statistics stream_accumulate(const Model& model, const EstimatorOptions& options) override {
+    Statistics sum = batches_.front()->stream_accumulate(model, options);
+    for (std::size_t b = 1; b < batches_.size(); ++b) sum.combine(batches_[b]->stream_accumulate(model, options));
+    return sum;
+  }
+  Statistics accumulate_assigned(const Model& shape, const Assigner& assign) override {
+    return whole_->accumulate_assigned(shape, assign);
+  }
+  void fold_rows(std::vector<double>& sums, const RowVisitor& visit) override { whole_->fold_rows(sums, visit); }
+  Dataset sample(std::uint64_t seed, std::size_t target) override { return whole_->sample(seed, target); }
+
+ private:
+  std::shared_ptr<EncodedData> whole_;
+  const std::vector<std::shared_ptr<EncodedData>>& batches_;
+};
+
 }  // namespace
 
 void validate_stepwise(const FitOptions& o) {
@@ -42,10 +72,10 @@ FitResult fit_stepwise(const Dataset& data, const FitOptions& options) {
                                .device = options.device,
                                .threads = options.threads,
                                .num_workers = options.num_workers};
-  const std::shared_ptr<EncodedData> whole = encoded_data(data, enc);
   std::vector<std::shared_ptr<EncodedData>> batches;
   for (std::size_t begin = 0; begin < data.rows(); begin += options.batch_size)
     batches.push_back(encoded_data(data.slice(begin, std::min(data.rows(), begin + options.batch_size)), enc));
+  BatchSum all(encoded_data(data, enc), batches);
   const engine::StepwiseOptions stepwise = stepwise_options(options);
 
   FitOptions driver = options;
@@ -54,14 +84,14 @@ FitResult fit_stepwise(const Dataset& data, const FitOptions& options) {
   hooks.run_restart = [&](Model initial, const engine::EmOptions& em, double& rows, double& loglik) {
     engine::EmOptions epochs = em;
     epochs.max_iter = options.epochs;
-    engine::EmResult r = engine::run_stepwise_em(batches, whole->total_weight(), std::move(initial), epochs, stepwise);
+    engine::EmResult r = engine::run_stepwise_em(batches, all.total_weight(), std::move(initial), epochs, stepwise);
     if (options.full_batch_iterations > 0) {
       // Counted after the epochs, but not compared with them: an epoch's mean is taken over
       // models that changed during it, so the first full-batch iteration never ends the run.
       engine::EmOptions full = em;
       full.start_iteration = r.iterations;
       full.max_iter = r.iterations + options.full_batch_iterations;
-      engine::EmResult f = engine::run_em(*whole, std::move(r.model), full);
+      engine::EmResult f = engine::run_em(all, std::move(r.model), full);
       r.model = std::move(f.model);
       r.mean_loglik.insert(r.mean_loglik.end(), f.mean_loglik.begin(), f.mean_loglik.end());
       r.iteration_seconds.insert(r.iteration_seconds.end(), f.iteration_seconds.begin(), f.iteration_seconds.end());
@@ -70,10 +100,10 @@ FitResult fit_stepwise(const Dataset& data, const FitOptions& options) {
       r.converged = f.converged;
       r.seconds += f.seconds;
     }
-    std::tie(rows, loglik) = whole->log_density_sum(r.model, em.estimator);
+    std::tie(rows, loglik) = all.log_density_sum(r.model, em.estimator);
     return r;
   };
-  FitResult result = fit_handle(*whole, driver, hooks);
+  FitResult result = fit_handle(all, driver, hooks);
   if (!result.converged) {
     // The driver's last warning advises more iterations; here the controls are epochs.
     result.warnings.back() = "stepwise EM did not converge in " + std::to_string(options.epochs) + " epoch(s)" +
