@@ -53,7 +53,14 @@ int cpu_threads(const plan::DeviceSpec& d) {
 
 std::unique_ptr<engine::Compute> compute_for(const plan::DeviceSpec& d) {
   if (d.kind == "cpu") return engine::make_cpu_compute(cpu_threads(d));
-  if (d.kind == "cuda" || d.kind == "gpu") return engine::make_cuda_compute(cuda_index(d));
+  if (d.kind == "cuda" || d.kind == "gpu") {
+    const int index = cuda_index(d);
+    try {
+      return engine::make_cuda_compute(index);
+    } catch (const Error& e) {
+      throw Error("CUDA device " + std::to_string(index) + ": " + e.what());
+    }
+  }
   throw InvalidInput("device kind \"" + d.kind + "\" has no mixle engine (cpu and cuda devices calibrate)");
 }
 
@@ -99,7 +106,7 @@ plan::DeviceCalibration measure(const plan::DeviceSpec& device, const Workload& 
         if (w.name == "em") (void)engine::m_step(w.model, stats, shifts, estimator);
       }
     };
-    run();
+    run();  // untimed warm-up
     for (int i = 0; i < repeats; ++i) {
       const auto t0 = Clock::now();
       run();

@@ -15,6 +15,7 @@
 #include "host/launch_env.hpp"
 #include "host/missing_values.hpp"
 #include "host/run_records.hpp"
+#include "host/stepwise_fit.hpp"
 
 #include <mixle/distributed.hpp>
 #include <mixle/error.hpp>
@@ -292,6 +293,10 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
                                  const std::string& device, int groups, const std::string& reason) {
   engine::refuse_reseed(engine::empty_policy_from_name(options.empty));
   host::refuse_marginalise_sharded(options);
+  if (options.batch_size > 0)
+    throw InvalidInput("stepwise EM (batch_size " + std::to_string(options.batch_size) + ") runs data parallel; this " +
+                       "fit is component-sharded (" + reason +
+                       "): fit it full-batch, or give each rank the whole model");
   const engine::ShardMesh mesh = engine::make_shard_mesh(comm->size(), comm->rank(), groups);
   std::vector<plan::DistributedUpdate> updates = run_contracts(env, *comm, groups, options);  // before any row is read
   const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, std::nullopt, groups);
@@ -358,6 +363,22 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   return result;
 }
 
+/// Stepwise EM's batches on this rank: global batch b is rows [b·B, (b+1)·B) of the data; its
+/// handle holds this rank's part of them (often none) and all-reduces the batch's statistics.
+std::vector<std::shared_ptr<EncodedData>> rank_batches(const Dataset& local, std::size_t data_rows,
+                                                       std::size_t first_row, const FitOptions& options,
+                                                       comms::Communicator& comm, const std::string& device) {
+  std::vector<std::shared_ptr<EncodedData>> batches;
+  const std::size_t mine_end = first_row + local.rows();
+  for (std::size_t begin = 0; begin < data_rows; begin += options.batch_size) {
+    const std::size_t end = std::min(data_rows, begin + options.batch_size);
+    const std::size_t lo = std::clamp(begin, first_row, mine_end), hi = std::clamp(end, first_row, mine_end);
+    batches.push_back(std::make_shared<engine::DistributedEncodedData>(
+        local.slice(lo - first_row, hi - first_row), end - begin, lo, comm, rank_compute(options, device)));
+  }
+  return batches;
+}
+
 /// Data-parallel fit of this rank's rows `local`, rows [first_row, first_row + local.rows()) of
 /// `data_rows` (`source` names them in messages), through the shared fit driver.
 DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_rows, std::size_t first_row,
@@ -368,6 +389,20 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
   host::DroppedRows kept = missing_on_ranks(local, options, comm);
   engine::DistributedEncodedData handle(kept.data, data_rows, first_row, comm, rank_compute(options, device));
   handle.set_incomplete_rows(std::move(kept.incomplete), options.threads);
+  if (options.batch_size > 0) {
+    DistributedFitResult result;
+    result.fit = host::fit_stepwise_batches(
+        handle, rank_batches(kept.data, data_rows, first_row, options, comm, device), options);
+    host::note_missing_rows(result.fit, options, kept.count, kept.first);
+    describe_rank(result, comm, device, first_row, local.rows(), std::nullopt);
+    result.collective_bytes = comm.collective_bytes();
+    result.collective_seconds = handle.collective_seconds();
+    result.parallel = "data parallel, stepwise EM (batches of " + std::to_string(options.batch_size) + " rows)";
+    result.model_parameter_bytes = engine::model_parameter_bytes(result.fit.model);
+    gather_resident(comm, result.model_parameter_bytes,
+                    static_cast<std::uint64_t>(engine::stat_layout(result.fit.model).size) * sizeof(double), result);
+    return result;
+  }
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, data_rows, source);
   host::RunRecords records = run_records(dist, env, comm, data_rows, options, comm.size(), handle.local_rows(), 0,
                                          checkpoint, comm.collective_bytes(), std::move(updates));
@@ -396,9 +431,13 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
 /// while it still exists (dist.on_error), and every error goes to TORCHELASTIC_ERROR_FILE.
 template <class Body>
 DistributedFitResult in_process_group(const FitOptions& options, const DistributedOptions& dist, Body&& body) {
-  if (options.batch_size > 0)
-    throw InvalidInput("batch_size " + std::to_string(options.batch_size) +
-                       ": stepwise EM runs in one process (fit, not fit_distributed); fit full-batch across ranks");
+  if (options.batch_size > 0) {
+    host::validate_stepwise(options);
+    if (!dist.checkpoint_dir.empty() || !dist.resume_dir.empty() || !dist.receipts_file.empty() ||
+        dist.shard_components > 1)
+      throw UsageError("batch_size " + std::to_string(options.batch_size) +
+                       ": checkpoints, resume, receipts and component sharding are for full-batch EM, not stepwise EM");
+  }
   const auto& given = dist.launch_environment;
   const host::LaunchEnv env =
       given.empty() ? host::detect_launch_env()

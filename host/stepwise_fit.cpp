@@ -26,27 +26,27 @@ engine::StepwiseOptions stepwise_options(const FitOptions& o) {
 /// which never encodes its rows for them.
 class BatchSum final : public EncodedData {
  public:
-  BatchSum(std::shared_ptr<EncodedData> whole, const std::vector<std::shared_ptr<EncodedData>>& batches)
-      : whole_(std::move(whole)), batches_(batches) {}
-  std::string backend() const override { return whole_->backend(); }
-  std::size_t rows() const override { return whole_->rows(); }
-  std::size_t columns() const override { return whole_->columns(); }
-  double total_weight() override { return whole_->total_weight(); }
-  void check(const Model& model) override { whole_->check(model); }
-  std::vector<double> column_max() override { return whole_->column_max(); }
+  BatchSum(EncodedData& whole, const std::vector<std::shared_ptr<EncodedData>>& batches)
+      : whole_(whole), batches_(batches) {}
+  std::string backend() const override { return whole_.backend(); }
+  std::size_t rows() const override { return whole_.rows(); }
+  std::size_t columns() const override { return whole_.columns(); }
+  double total_weight() override { return whole_.total_weight(); }
+  void check(const Model& model) override { whole_.check(model); }
+  std::vector<double> column_max() override { return whole_.column_max(); }
   Statistics stream_accumulate(const Model& model, const EstimatorOptions& options) override {
     Statistics sum = batches_.front()->stream_accumulate(model, options);
     for (std::size_t b = 1; b < batches_.size(); ++b) sum.combine(batches_[b]->stream_accumulate(model, options));
     return sum;
   }
   Statistics accumulate_assigned(const Model& shape, const Assigner& assign) override {
-    return whole_->accumulate_assigned(shape, assign);
+    return whole_.accumulate_assigned(shape, assign);
   }
-  void fold_rows(std::vector<double>& sums, const RowVisitor& visit) override { whole_->fold_rows(sums, visit); }
-  Dataset sample(std::uint64_t seed, std::size_t target) override { return whole_->sample(seed, target); }
+  void fold_rows(std::vector<double>& sums, const RowVisitor& visit) override { whole_.fold_rows(sums, visit); }
+  Dataset sample(std::uint64_t seed, std::size_t target) override { return whole_.sample(seed, target); }
 
  private:
-  std::shared_ptr<EncodedData> whole_;
+  EncodedData& whole_;
   const std::vector<std::shared_ptr<EncodedData>>& batches_;
 };
 
@@ -75,7 +75,13 @@ FitResult fit_stepwise(const Dataset& data, const FitOptions& options) {
   std::vector<std::shared_ptr<EncodedData>> batches;
   for (std::size_t begin = 0; begin < data.rows(); begin += options.batch_size)
     batches.push_back(encoded_data(data.slice(begin, std::min(data.rows(), begin + options.batch_size)), enc));
-  BatchSum all(encoded_data(data, enc), batches);
+  return fit_stepwise_batches(*encoded_data(data, enc), batches, options);
+}
+
+FitResult fit_stepwise_batches(EncodedData& whole, const std::vector<std::shared_ptr<EncodedData>>& batches,
+                               const FitOptions& options) {
+  validate_stepwise(options);
+  BatchSum all(whole, batches);
   const engine::StepwiseOptions stepwise = stepwise_options(options);
 
   FitOptions driver = options;

@@ -3,7 +3,11 @@
 #pragma once
 
 #include <mixle/data.hpp>
+#include <mixle/encoded_data.hpp>
 #include <mixle/fit.hpp>
+
+#include <memory>
+#include <vector>
 
 namespace mixle::host {
 
@@ -14,5 +18,11 @@ void validate_stepwise(const FitOptions& options);
 /// Fits `data` by stepwise EM (options.batch_size > 0): batches of batch_size consecutive rows,
 /// the last one shorter; options.full_batch_iterations full-batch iterations after the epochs.
 FitResult fit_stepwise(const Dataset& data, const FitOptions& options);
+
+/// The same over handles made elsewhere: `batches[b]`'s E-step gives batch b's statistics (under
+/// a launcher, this rank's rows of it all-reduced with the other ranks'), and `whole` holds every
+/// row for initialisation. The handles must outlive the call.
+FitResult fit_stepwise_batches(EncodedData& whole, const std::vector<std::shared_ptr<EncodedData>>& batches,
+                               const FitOptions& options);
 
 }  // namespace mixle::host

@@ -115,10 +115,8 @@ std::optional<int> fit_once(FitArgs& args, const FitOptions& o, FitResult& resul
   // a single-process backend would make every rank fit the whole file.
   // The data-parallel backends run through the distributed path even as one process (a world
   // of size 1), so that checkpoints, resume and receipts work the same way.
+  // Stepwise EM in one process keeps no checkpoints or receipts: the local driver runs it.
   const bool one_process = host::detect_launch_env().world_size <= 1;
-  if (o.batch_size > 0 && !one_process)
-    throw UsageError(
-        "--batch-size (stepwise EM) runs in one process; under a launcher fit full-batch (no --batch-size)");
   if ((host::backend_shape(o.backend) != host::BackendShape::data_parallel || o.batch_size > 0) && one_process) {
     if (!args.dist.checkpoint_dir.empty() || !args.dist.resume_dir.empty() || !args.dist.receipts_file.empty() ||
         args.dist.shard_components > 1)

@@ -1,7 +1,7 @@
 // Encoded-data handles: data made ready for one backend, offering the few coarse operations EM
 // needs (the reference API's encoded-data contract). `mixle::fit` runs its EM loop against this
 // interface whatever the backend; a host program registers its own backend by name and then fits
-// through it with FitOptions::backend = that name (docs/engine.md, "Encoded data").
+// through it with FitOptions::backend = that name (docs/engine.md, "Encoded-data handles").
 #pragma once
 
 #include <mixle/data.hpp>

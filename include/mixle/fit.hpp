@@ -77,8 +77,9 @@ struct FitOptions {
   /// Stepwise (mini-batch) EM — docs/streaming.md. batch_size > 0 rows per step turns it on
   /// (0: full-batch EM, the default): after each batch the running statistics become
   /// (1 − ρ_t)·S + ρ_t·Ŝ_batch (Ŝ scaled to the whole data's weight), ρ_t = (t + step_offset)^−α
-  /// with α = step_decay, and the M-step runs. One process (local or component_parallel
-  /// backend), every family; not with empty = "reseed" or missing = "marginalise".
+  /// with α = step_decay, and the M-step runs. local or component_parallel backend, in one
+  /// process or (fit_distributed) on data-parallel ranks, every family; not with empty =
+  /// "reseed", missing = "marginalise", component sharding, checkpoints or receipts.
   std::size_t batch_size = 0;
   double step_decay = 0.6;   // α ∈ (0.5, 1]
   double step_offset = 2.0;  // t0 ≥ 0

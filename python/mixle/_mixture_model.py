@@ -66,7 +66,8 @@ class MixtureModel(_MixtureBase):
     batch_size : int or None, default=None
         Stepwise (mini-batch) EM: the M-step runs after every ``batch_size`` rows, the running
         statistics moving toward each batch's by rho_t = (t + step_offset)^-step_decay
-        (docs/streaming.md). None: full-batch EM. Not with ``distributed``, ``empty="reseed"`` or
+        (docs/streaming.md). None: full-batch EM. With ``distributed`` every rank folds its rows of
+        each batch and the batch's statistics are all-reduced. Not with ``empty="reseed"`` or
         ``missing="marginalise"``. ``n_iter_`` and ``lower_bounds_`` then count epochs.
     step_decay : float, default=0.6
         In (0.5, 1]; also used by ``partial_fit``.
@@ -149,8 +150,6 @@ class MixtureModel(_MixtureBase):
     def _stepwise_options(self) -> dict:
         if self.batch_size is None:
             return {}
-        if self._distributed_options() is not None:
-            raise ValueError("batch_size (stepwise EM) runs in one process; not with distributed")
         if not isinstance(self.batch_size, (int, np.integer)) or self.batch_size < 1:
             raise ValueError(f"batch_size = {self.batch_size!r}: an integer >= 1 expected (None: full-batch EM)")
         return {

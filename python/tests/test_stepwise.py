@@ -81,7 +81,6 @@ def test_bad_stepwise_controls_are_value_errors():
         (dict(batch_size=50, step_decay=0.4), "step decay"),
         (dict(batch_size=50, epochs=0), "epochs 0"),
         (dict(batch_size=50, empty="reseed"), "reseed"),
-        (dict(batch_size=50, distributed=True), "one process"),
     ]:
         with pytest.raises(ValueError, match=words):
             mixle.MixtureModel(n_components=2, layout=LAYOUT, **params).fit(X)

@@ -59,7 +59,7 @@ TEST(CliStepwise, BadControlsAndFullBatchOnlyOptionsAreRefused) {
   r = test::run_cli(dir, fit + "--batch-size 50 --epochs 0");
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("epochs 0"), std::string::npos) << r.err;
-  r = test::run_cli(dir, fit + "--batch-size 50 --checkpoint-dir " + dir.file("ck"));
+  r = test::run_cli(dir, fit + "--batch-size 1 --checkpoint-dir " + dir.file("ck"));  // the smallest batch
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("not --batch-size"), std::string::npos) << r.err;
   r = test::run_cli(dir, fit + "--batch-size -5");

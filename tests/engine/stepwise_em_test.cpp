@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <numeric>
 #include <random>
 
 namespace mixle::test {
@@ -120,6 +122,23 @@ TEST(StepwiseEm, BatchOrdersAreSequentialOrSeededPermutations) {
   EXPECT_EQ(engine::batch_order(1, 0, o), (std::vector<std::size_t>{0}));
 }
 
+// Over seeds, the orders of three batches are the six permutations about equally often (600
+// draws: 100 expected each, binomial σ ≈ 9; the bounds are 4σ away).
+TEST(StepwiseEm, ShuffledOrdersAreUniformOverPermutations) {
+  std::map<std::vector<std::size_t>, int> seen;
+  for (std::uint64_t seed = 0; seed < 600; ++seed) {
+    StepwiseOptions o;
+    o.shuffle = true;
+    o.seed = seed;
+    ++seen[engine::batch_order(3, 0, o)];
+  }
+  ASSERT_EQ(seen.size(), 6u);
+  for (const auto& [order, count] : seen) {
+    EXPECT_GE(count, 64) << order[0] << order[1] << order[2];
+    EXPECT_LE(count, 136) << order[0] << order[1] << order[2];
+  }
+}
+
 TEST(StepwiseEm, ControlsOutOfRangeAreRefusedNamingThem) {
   auto refused = [](StepwiseOptions o, const std::string& words) {
     expect_invalid_input([&] { engine::validate(o); }, {words});
@@ -182,6 +201,7 @@ TEST(StepwiseEm, RefusesWhatItCannotRun) {
   expect_invalid_input([&] { engine::run_stepwise_em(batches, 4.0, start, em, {}); }, {"marginalise"});
   em.estimator.marginalise = false;
   expect_invalid_input([&] { engine::run_stepwise_em({}, 4.0, start, em, {}); }, {"no batches"});
+  expect_invalid_input([&] { engine::run_stepwise_em(batches, 4.0, start, em, {.step_decay = 0.3}); }, {"step decay"});
   expect_invalid_input([&] { engine::run_stepwise_em(batches, 0.0, start, em, {}); }, {"total weight"});
 }
 

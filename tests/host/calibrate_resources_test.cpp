@@ -61,6 +61,7 @@ TEST(CalibrateResources, ThroughputIsTheSampleRowsOverTheMedianTiming) {
     std::vector<double> t = r.elapsed_seconds;
     std::sort(t.begin(), t.end());
     EXPECT_DOUBLE_EQ(*r.throughput, 200.0 / t[1]);
+    EXPECT_GT(t[0], 1e-6) << "each timing holds a run over 200 rows, not an empty interval";
     EXPECT_DOUBLE_EQ(out.devices()[0].throughput, *r.throughput);
     EXPECT_EQ(record.resources, out);
   }
@@ -129,8 +130,10 @@ TEST(CalibrateResources, APrecisionIsCanonicalAndPinnedOnEveryDevice) {
 TEST(CalibrateResources, AFailedDeviceKeepsItsSpecAndIsRaisedAfterTheRecordIsSaved) {
   TempDir dir("calibrate");
   const std::string path = dir.file("catalog.json");
+  plan::DeviceSpec gpu = device("node-a-gpu", "gpu");  // no index in its name: its local rank
+  gpu.local_rank = 61;
   const plan::Resources devices =
-      plan::Resources::from_specs({cpu_slot("cpu:0", 1), device("mps:0", "mps"), device("cuda:5", "cuda")});
+      plan::Resources::from_specs({cpu_slot("cpu:0", 1), device("mps:0", "mps"), device("cuda:57", "cuda"), gpu});
   CalibrateOptions options;
   options.catalog_path = path;
   options.model_type = "records";
@@ -140,9 +143,11 @@ TEST(CalibrateResources, AFailedDeviceKeepsItsSpecAndIsRaisedAfterTheRecordIsSav
   } catch (const ResourceCalibrationError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("mps:0: device kind \"mps\" has no mixle engine"), std::string::npos) << what;
-    EXPECT_NE(what.find("cuda:5: "), std::string::npos) << what;
+    // Each CUDA device is named by the index it was given (no machine has these).
+    EXPECT_NE(what.find("cuda:57: CUDA device 57: "), std::string::npos) << what;
+    EXPECT_NE(what.find("node-a-gpu: CUDA device 61: "), std::string::npos) << what;
     EXPECT_EQ(what.find("cpu:0"), std::string::npos) << what;
-    ASSERT_EQ(e.results().size(), 3u);
+    ASSERT_EQ(e.results().size(), 4u);
     EXPECT_TRUE(e.results()[0].success);
     EXPECT_FALSE(e.results()[1].success);
     EXPECT_FALSE(e.results()[2].success);
@@ -175,6 +180,13 @@ TEST(CalibrateResources, BadCallsAreRefusedBeforeAnyDeviceRuns) {
   refused(records(10), {.repeats = 0}, {"repeats 0", "≥ 1"});
   refused(records(10), {.workload = "fit"}, {"fit", "score", "estep", "em"});
   refused(Dataset::from_vector(std::vector<double>(30, 0.5), 10, 3), {}, {"column"});
+  Model heavy = model;  // weights summing to 1.5: the model is checked before anything runs on it
+  heavy.weights[0] += 0.5;
+  int calls = 0;
+  CalibrateOptions counted;
+  counted.progress = [&](const plan::DeviceCalibration&) { ++calls; };
+  expect_invalid_input([&] { calibrate_resources(records(10), heavy, one, counted); }, {"weights"});
+  EXPECT_EQ(calls, 0);
 }
 
 }  // namespace

@@ -144,9 +144,28 @@ TEST(StepwiseFit, RefusesControlsOutOfRangeAndFitsItCannotRun) {
   refused([](FitOptions& o) { o.backend = "component_sharded"; }, {"component_sharded", "local"});
   refused([](FitOptions& o) { o.empty = "reseed"; }, {"reseed"});
   refused([](FitOptions& o) { o.missing = "marginalise"; }, {"marginalise"});
-  // Across ranks it is refused too, before any process group forms (here a world of one).
-  expect_invalid_input([&] { fit_distributed(data, from(truth, 10), DistributedOptions{}); },
-                       {"batch_size 10", "one process"});
+  // Checkpoints and receipts describe full-batch iterations: refused before any group forms.
+  DistributedOptions checkpoints;
+  checkpoints.checkpoint_dir = "unused";
+  EXPECT_THROW(fit_distributed(data, from(truth, 10), checkpoints), UsageError);
+}
+
+// The data-parallel driver in a world of one: the same batches, the same steps, the same model.
+TEST(StepwiseFit, TheDistributedDriverTakesTheSameSteps) {
+  const Model truth = model_from_json(kRecord);
+  const Dataset data = sample(truth, 2000, 12);
+  FitOptions o = from(away_from(truth), 300);
+  o.epochs = 2;
+  o.shuffle = true;
+  o.tol = 0;
+  const FitResult here = fit(data, o);
+  const DistributedFitResult there = fit_distributed(data, o, DistributedOptions{});
+  EXPECT_EQ(there.fit.iterations, 2);
+  EXPECT_NE(there.parallel.find("stepwise EM (batches of 300 rows)"), std::string::npos) << there.parallel;
+  ASSERT_EQ(there.fit.mean_loglik.size(), here.mean_loglik.size());
+  for (std::size_t i = 0; i < here.mean_loglik.size(); ++i)
+    EXPECT_NEAR(there.fit.mean_loglik[i], here.mean_loglik[i], 1e-12 * std::abs(here.mean_loglik[i]));
+  EXPECT_NEAR(there.fit.final_mean_loglik, here.final_mean_loglik, 1e-12 * std::abs(here.final_mean_loglik));
 }
 
 }  // namespace
