@@ -389,34 +389,28 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
   host::DroppedRows kept = missing_on_ranks(local, options, comm);
   engine::DistributedEncodedData handle(kept.data, data_rows, first_row, comm, rank_compute(options, device));
   handle.set_incomplete_rows(std::move(kept.incomplete), options.threads);
-  if (options.batch_size > 0) {
-    DistributedFitResult result;
+  DistributedFitResult result;
+  std::optional<host::Checkpoint> checkpoint;
+  if (options.batch_size > 0) {  // no checkpoints or receipts (in_process_group refused them)
     result.fit = host::fit_stepwise_batches(
         handle, rank_batches(kept.data, data_rows, first_row, options, comm, device), options);
-    host::note_missing_rows(result.fit, options, kept.count, kept.first);
-    describe_rank(result, comm, device, first_row, local.rows(), std::nullopt);
-    result.collective_bytes = comm.collective_bytes();
-    result.collective_seconds = handle.collective_seconds();
-    result.parallel = "data parallel, stepwise EM (batches of " + std::to_string(options.batch_size) + " rows)";
-    result.model_parameter_bytes = engine::model_parameter_bytes(result.fit.model);
-    gather_resident(comm, result.model_parameter_bytes,
-                    static_cast<std::uint64_t>(engine::stat_layout(result.fit.model).size) * sizeof(double), result);
-    return result;
+  } else {
+    checkpoint = resume_checkpoint(dist, env, data_rows, source);
+    host::RunRecords records = run_records(dist, env, comm, data_rows, options, comm.size(), handle.local_rows(), 0,
+                                           checkpoint, comm.collective_bytes(), std::move(updates));
+    host::FitHooks hooks = resume_hooks(checkpoint, records);
+    hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
+      records.record(restart, it, it.model, comm.collective_bytes(), handle.collective_seconds());
+    };
+    result.fit = host::fit_handle(handle, options, hooks);
   }
-  const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, data_rows, source);
-  host::RunRecords records = run_records(dist, env, comm, data_rows, options, comm.size(), handle.local_rows(), 0,
-                                         checkpoint, comm.collective_bytes(), std::move(updates));
-  host::FitHooks hooks = resume_hooks(checkpoint, records);
-  hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
-    records.record(restart, it, it.model, comm.collective_bytes(), handle.collective_seconds());
-  };
-  DistributedFitResult result;
-  result.fit = host::fit_handle(handle, options, hooks);
   host::note_missing_rows(result.fit, options, kept.count, kept.first);
   describe_rank(result, comm, device, first_row, local.rows(), checkpoint);
   result.collective_bytes = comm.collective_bytes();
   result.collective_seconds = handle.collective_seconds();
   result.parallel = reason.empty() ? "data parallel" : "data parallel (" + reason + ")";
+  if (options.batch_size > 0)
+    result.parallel += ", stepwise EM (batches of " + std::to_string(options.batch_size) + " rows)";
   if (component_threads(options.backend))
     result.parallel += ", component threads in each rank (" +
                        std::to_string(engine::resolve_workers(options.num_workers, result.fit.model.components())) +
