@@ -67,7 +67,6 @@ void validate_stepwise(const FitOptions& o) {
 }
 
 FitResult fit_stepwise(const Dataset& data, const FitOptions& options) {
-  validate_stepwise(options);
   const EncodedDataOptions enc{.backend = options.backend,
                                .device = options.device,
                                .threads = options.threads,
@@ -80,7 +79,6 @@ FitResult fit_stepwise(const Dataset& data, const FitOptions& options) {
 
 FitResult fit_stepwise_batches(EncodedData& whole, const std::vector<std::shared_ptr<EncodedData>>& batches,
                                const FitOptions& options) {
-  validate_stepwise(options);
   BatchSum all(whole, batches);
   const engine::StepwiseOptions stepwise = stepwise_options(options);
 

@@ -15,6 +15,9 @@ namespace mixle::host {
 /// stepwise EM cannot run (component sharding, reseeding, marginalised missing values).
 void validate_stepwise(const FitOptions& options);
 
+/// Both fits below take options that passed validate_stepwise (fit and fit_distributed check
+/// them at their entry, before any work).
+///
 /// Fits `data` by stepwise EM (options.batch_size > 0): batches of batch_size consecutive rows,
 /// the last one shorter; options.full_batch_iterations full-batch iterations after the epochs.
 FitResult fit_stepwise(const Dataset& data, const FitOptions& options);

@@ -144,10 +144,36 @@ TEST(StepwiseFit, RefusesControlsOutOfRangeAndFitsItCannotRun) {
   refused([](FitOptions& o) { o.backend = "component_sharded"; }, {"component_sharded", "local"});
   refused([](FitOptions& o) { o.empty = "reseed"; }, {"reseed"});
   refused([](FitOptions& o) { o.missing = "marginalise"; }, {"marginalise"});
-  // Checkpoints and receipts describe full-batch iterations: refused before any group forms.
-  DistributedOptions checkpoints;
-  checkpoints.checkpoint_dir = "unused";
-  EXPECT_THROW(fit_distributed(data, from(truth, 10), checkpoints), UsageError);
+  // Checkpoints, resume and receipts describe full-batch iterations: each refused before any
+  // group forms, even for the smallest batch; a bad control is named before them.
+  for (auto set : {+[](DistributedOptions& d) { d.checkpoint_dir = "unused"; },
+                   +[](DistributedOptions& d) { d.resume_dir = "unused"; },
+                   +[](DistributedOptions& d) { d.receipts_file = "unused"; },
+                   +[](DistributedOptions& d) { d.shard_components = 2; }}) {
+    DistributedOptions d;
+    set(d);
+    try {
+      fit_distributed(data, from(truth, 1), d);
+      ADD_FAILURE() << "accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("not stepwise EM"), std::string::npos) << e.what();
+    }
+    FitOptions bad = from(truth, 1);
+    bad.step_decay = 0.3;
+    expect_invalid_input([&] { fit_distributed(data, bad, d); }, {"step decay 0.3"});
+  }
+}
+
+// Batches of one row through the data-parallel driver: still stepwise (epochs, not iterations).
+TEST(StepwiseFit, OneRowBatchesThroughTheDistributedDriver) {
+  const Model truth = model_from_json(kFull);
+  const Dataset data = sample(truth, 40, 13);
+  FitOptions o = from(away_from(truth), 1);
+  o.epochs = 2;
+  o.tol = 0;
+  const DistributedFitResult there = fit_distributed(data, o, DistributedOptions{});
+  EXPECT_EQ(there.fit.iterations, 2);
+  EXPECT_NEAR(there.fit.final_mean_loglik, fit(data, o).final_mean_loglik, 1e-12);
 }
 
 // The data-parallel driver in a world of one: the same batches, the same steps, the same model.
