@@ -72,6 +72,7 @@ TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
       EXPECT_EQ(j["extra"]["update.em_statistics.mesh_axes"], "dp_replicate");
       EXPECT_EQ(j["extra"]["update.em_statistics.contract_exact"], true);
       EXPECT_EQ(j["extra"]["update.em_statistics.exact"], false);
+      EXPECT_FALSE(j["extra"].contains("shard_components")) << "a data-parallel fit has no component shards";
       receipt_seconds += j["extra"]["collective_seconds"].get<double>();
       ++steps;
     }

@@ -173,6 +173,7 @@ TEST(StepwiseFit, OneRowBatchesThroughTheDistributedDriver) {
   o.tol = 0;
   const DistributedFitResult there = fit_distributed(data, o, DistributedOptions{});
   EXPECT_EQ(there.fit.iterations, 2);
+  EXPECT_NE(there.parallel.find("stepwise EM (batches of 1 rows)"), std::string::npos) << there.parallel;
   EXPECT_NEAR(there.fit.final_mean_loglik, fit(data, o).final_mean_loglik, 1e-12);
 }
 
