@@ -59,6 +59,7 @@ __global__ void __launch_bounds__(kDiagThreads)
         xs[i / DT][i % DT] = x[(r0 + i / DT) * ld + part.col_begin + d0 + i % DT];
       for (int i = tid; i < nrow * KT; i += kDiagThreads) rs[i / KT][i % KT] = resp[(r0 + i / KT) * K + k0 + i % KT];
       __syncthreads();
+      // gpu-model: tiled-statistics fp=4 per (row, component, dim)
       for (int row = 0; row < nrow; ++row) {
 #pragma unroll
         for (int i = 0; i < kDiagPairsPerThread; ++i) {

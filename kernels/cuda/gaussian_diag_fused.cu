@@ -1,13 +1,24 @@
 // Fused E-step for the benchmark shape — a model that is one gaussian_diag part, float32,
-// K ≤ 256, D ≤ 64, K·D ≤ 2048: log-densities, normalisation and statistics in one kernel, so the
-// rows × K block never leaves shared memory (materialising it in device memory costs ≈ 2× at
-// best). A block owns one statistics slot; per tile of 32 rows it stages x, computes the
-// tile's K log-densities into shared memory (CPU order: log_const, then dim by dim), normalises
-// each row with one warp (normalise_row_warp, the unfused kernel's code), then folds r·(x − s)
-// and r·(x − s)² into per-thread registers (8 (component, dim) pairs each) and the masses.
-// Every quantity is formed by the same operations in the same order as the unfused path
-// (init + log-density + normalise + header + tiled statistics), so the two agree to FMA
-// contraction; MIXLE_CUDA_FUSED=0 selects the unfused path for comparison.
+// K ≤ 256, D ≤ 64, ⌈K/2⌉·⌈D/4⌉ ≤ 256: log-densities, normalisation and statistics in one
+// kernel, so the rows × K block never leaves shared memory (materialising it in device memory
+// costs ≈ 2× at best). A block owns one statistics slot. The model's coefficients are staged
+// once per block in shared memory, transposed (dimension-major: a warp's lanes read
+// consecutive components, so each load is one 16-byte vector and no lane waits on another's
+// cache line). Per tile of TR rows (32, or 16 where 32 would not fit 48 KiB):
+//  1. x is staged in shared memory (row-major, the row stride padded so rows fall in
+//     different banks);
+//  2. log-densities, register-blocked: a thread forms 2 rows × 4 components, so per dimension
+//     two coefficient vectors and two broadcast x values feed 8 (subtract, multiply, FMA)
+//     triples — in the CPU's order: log_const, then h·(t·t) dim by dim;
+//  3. each row is normalised by one warp (normalise_row_warp, the unfused kernel's code);
+//  4. statistics, register-blocked: a thread owns 2 components × 4 dims of r·(x − s) and
+//     r·(x − s)², reading per row one r pair and one x vector; a component whose r is 0 is
+//     skipped, as on the CPU (so a NaN row, whose r are all 0, folds nothing).
+// Sums run in float within kSubBlockRows rows and in float64 across them, as everywhere.
+// Every quantity is formed by the same operations in the same order as the unfused path (init +
+// log-density + normalise + header + tiled statistics), so the two agree to FMA contraction;
+// MIXLE_CUDA_FUSED=0 selects the unfused path for comparison. bench/gpu-model reads the SASS of
+// the loops marked `gpu-model:` below.
 #include "kernels/cuda/device.cuh"
 #include "kernels/cuda/row_normalise.cuh"
 
@@ -19,93 +30,161 @@ namespace {
 
 constexpr int kFusedThreads = 256;
 constexpr int kFusedWarps = kFusedThreads / 32;
-constexpr int kFusedRows = 32;
 constexpr int kFusedMaxK = 256;
 constexpr int kFusedMaxD = 64;
-constexpr int kFusedPairsPerThread = 8;
+constexpr int kStatComps = 2;  // a thread's statistics block: 2 components × 4 dims
+constexpr int kStatDims = 4;
+constexpr int kDensityRows = 2;  // a thread's log-density block: 2 rows × 4 components
+constexpr int kDensityComps = 4;
+constexpr std::size_t kFusedSharedLimit = 48 * 1024;
 
-__global__ void __launch_bounds__(kFusedThreads)
+/// The block's shared-memory layout, in floats; every array starts on a 16-byte boundary.
+struct FusedLayout {
+  int K, D, kp, xs_stride, tile_rows;
+  __host__ __device__ FusedLayout(int K_, int D_, int tile_rows_)
+      : K(K_), D(D_), kp((K_ + 3) / 4 * 4), xs_stride((D_ + 3) / 4 * 4 + 4), tile_rows(tile_rows_) {}
+  __host__ __device__ int mean_t() const { return 0; }                         // D × kp, dimension-major
+  __host__ __device__ int half_prec_t() const { return D * kp; }               // D × kp
+  __host__ __device__ int log_const() const { return 2 * D * kp; }             // kp
+  __host__ __device__ int xs() const { return log_const() + kp; }              // tile_rows × xs_stride
+  __host__ __device__ int ls() const { return xs() + tile_rows * xs_stride; }  // tile_rows × kp
+  __host__ __device__ std::size_t bytes() const {
+    return static_cast<std::size_t>(ls() + tile_rows * kp) * sizeof(float);
+  }
+};
+
+int fused_tile_rows(int K, int D) { return FusedLayout(K, D, 32).bytes() <= kFusedSharedLimit ? 32 : 16; }
+
+__global__ void __launch_bounds__(kFusedThreads, 2)
     diag_fused_kernel(PartView<float> part, const float* __restrict__ log_const, const float* __restrict__ x, int ld,
-                      int K, std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ loglik,
+                      int K, int tile_rows, std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ loglik,
                       int* __restrict__ status, DeviceReport* report, double* __restrict__ partials,
                       std::int64_t stat_size) {
-  __shared__ float xs[kFusedRows][kFusedMaxD];
-  __shared__ float ls[kFusedRows][kFusedMaxK];
+  MIXLE_DYNAMIC_SHARED(float, smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const int D = part.dims, pairs = K * D;
+  const int D = part.dims;
+  const FusedLayout lay(K, D, tile_rows);
+  float* mean_t = smem + lay.mean_t();
+  float* half_prec_t = smem + lay.half_prec_t();
+  float* lc = smem + lay.log_const();
+  float* xs = smem + lay.xs();
+  float* ls = smem + lay.ls();
+  const int kp = lay.kp, xstride = lay.xs_stride;
   const std::int64_t slot = blockIdx.x;
   const std::int64_t begin = slot * rows_per_slot;
   const std::int64_t end = begin + rows_per_slot < rows ? begin + rows_per_slot : rows;
 
-  int kl[kFusedPairsPerThread], dl[kFusedPairsPerThread];
-  float shift[kFusedPairsPerThread], acc1[kFusedPairsPerThread], acc2[kFusedPairsPerThread];
-  double tot1[kFusedPairsPerThread], tot2[kFusedPairsPerThread];
-#pragma unroll
-  for (int i = 0; i < kFusedPairsPerThread; ++i) {
-    const int p = tid + i * kFusedThreads;
-    kl[i] = p < pairs ? p / D : 0;
-    dl[i] = p < pairs ? p % D : 0;
-    shift[i] = p < pairs ? part.shift[static_cast<std::int64_t>(kl[i]) * D + dl[i]] : 0.0f;
-    tot1[i] = 0.0, tot2[i] = 0.0;
+  // Coefficients, transposed; padding components get 0 (their log-densities are never read).
+  for (int e = tid; e < D * kp; e += kFusedThreads) {
+    const int d = e / kp, k = e % kp;
+    const float* coef = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
+    mean_t[e] = k < K ? coef[d] : 0.0f;
+    half_prec_t[e] = k < K ? coef[D + d] : 0.0f;
   }
+  for (int k = tid; k < kp; k += kFusedThreads) lc[k] = k < K ? log_const[k] : 0.0f;
+  for (int e = tid; e < tile_rows * xstride; e += kFusedThreads) xs[e] = 0.0f;  // padding columns stay 0
+
+  // This thread's statistics block: components 2·sc, 2·sc + 1 and dims 4·sd … 4·sd + 3.
+  const int dquads = (D + kStatDims - 1) / kStatDims;
+  const bool stats_thread = tid < (K + kStatComps - 1) / kStatComps * dquads;
+  const int sc = tid / dquads, sd = tid % dquads;
+  float shift[kStatComps][kStatDims], acc1[kStatComps][kStatDims], acc2[kStatComps][kStatDims];
+  double tot1[kStatComps][kStatDims], tot2[kStatComps][kStatDims];
+#pragma unroll
+  for (int a = 0; a < kStatComps; ++a)
+#pragma unroll
+    for (int b = 0; b < kStatDims; ++b) {
+      const int k = kStatComps * sc + a, d = kStatDims * sd + b;
+      shift[a][b] = stats_thread && k < K && d < D ? part.shift[static_cast<std::int64_t>(k) * D + d] : 0.0f;
+      tot1[a][b] = 0.0, tot2[a][b] = 0.0;
+    }
   float mass = 0.0f;
   double mass_total = 0.0;
+  const int kquads = kp / kDensityComps;
+  const int density_units = tile_rows / kDensityRows * kquads;
 
   for (std::int64_t b0 = begin; b0 < end; b0 += kSubBlockRows) {
     const std::int64_t b1 = b0 + kSubBlockRows < end ? b0 + kSubBlockRows : end;
 #pragma unroll
-    for (int i = 0; i < kFusedPairsPerThread; ++i) acc1[i] = 0.0f, acc2[i] = 0.0f;
+    for (int a = 0; a < kStatComps; ++a)
+#pragma unroll
+      for (int b = 0; b < kStatDims; ++b) acc1[a][b] = 0.0f, acc2[a][b] = 0.0f;
     mass = 0.0f;
-    for (std::int64_t r0 = b0; r0 < b1; r0 += kFusedRows) {
-      const int nrow = static_cast<int>(b1 - r0 < kFusedRows ? b1 - r0 : kFusedRows);
-      __syncthreads();  // the previous tile has been consumed
+    for (std::int64_t r0 = b0; r0 < b1; r0 += tile_rows) {
+      const int nrow = static_cast<int>(b1 - r0 < tile_rows ? b1 - r0 : tile_rows);
+      __syncthreads();  // the previous tile has been consumed (and, at first, the coefficients staged)
       for (int e = tid; e < nrow * D; e += kFusedThreads)
-        xs[e / D][e % D] = x[(r0 + e / D) * ld + part.col_begin + e % D];
+        xs[e / D * xstride + e % D] = x[(r0 + e / D) * ld + part.col_begin + e % D];
       __syncthreads();
-      for (int e = tid; e < nrow * K; e += kFusedThreads) {
-        const int row = e / K, k = e % K;
-        const float* mean = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
-        const float* neg_half_prec = mean + D;
-        float l = log_const[k];
+      for (int u = tid; u < density_units; u += kFusedThreads) {
+        const int kq = u % kquads, row = u / kquads * kDensityRows;
+        if (row >= nrow) continue;
+        const float* x0 = xs + row * xstride;
+        const float* x1 = x0 + xstride;  // a row past nrow holds stale values; its result is never read
+        const float4 c = *reinterpret_cast<const float4*>(lc + kDensityComps * kq);
+        float l0[kDensityComps] = {c.x, c.y, c.z, c.w}, l1[kDensityComps] = {c.x, c.y, c.z, c.w};
+        // gpu-model: fused-log-density fp=3 per (row, component, dim)
         for (int d = 0; d < D; ++d) {
-          const float t = xs[row][d] - mean[d];
-          l += neg_half_prec[d] * t * t;
+          const float4 m = *reinterpret_cast<const float4*>(mean_t + d * kp + kDensityComps * kq);
+          const float4 h = *reinterpret_cast<const float4*>(half_prec_t + d * kp + kDensityComps * kq);
+          const float mv[kDensityComps] = {m.x, m.y, m.z, m.w}, hv[kDensityComps] = {h.x, h.y, h.z, h.w};
+          const float xa = x0[d], xb = x1[d];
+#pragma unroll
+          for (int j = 0; j < kDensityComps; ++j) {
+            const float ta = xa - mv[j], tb = xb - mv[j];
+            l0[j] += hv[j] * (ta * ta);
+            l1[j] += hv[j] * (tb * tb);
+          }
         }
-        ls[row][k] = l;
+        *reinterpret_cast<float4*>(ls + row * kp + kDensityComps * kq) = make_float4(l0[0], l0[1], l0[2], l0[3]);
+        *reinterpret_cast<float4*>(ls + (row + 1) * kp + kDensityComps * kq) = make_float4(l1[0], l1[1], l1[2], l1[3]);
       }
       __syncthreads();
       for (int row = warp; row < nrow; row += kFusedWarps)
-        normalise_row_warp(&ls[row][0], K, lane, loglik + r0 + row, status + r0 + row, report);
+        normalise_row_warp(ls + row * kp, K, lane, loglik + r0 + row, status + r0 + row, report);
       __syncthreads();
-      for (int row = 0; row < nrow; ++row) {
+      if (stats_thread) {
+        // gpu-model: fused-statistics fp=4 per (row, component, dim)
+        for (int row = 0; row < nrow; ++row) {
+          const float2 r = *reinterpret_cast<const float2*>(ls + row * kp + kStatComps * sc);
+          const float4 xv = *reinterpret_cast<const float4*>(xs + row * xstride + kStatDims * sd);
+          const float rv[kStatComps] = {r.x, r.y}, xq[kStatDims] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
-        for (int i = 0; i < kFusedPairsPerThread; ++i) {
-          if (tid + i * kFusedThreads >= pairs) continue;
-          const float r = ls[row][kl[i]];
-          if (r == 0.0f) continue;
-          const float t = xs[row][dl[i]] - shift[i];
-          const float rt = r * t;
-          acc1[i] += rt;
-          acc2[i] += rt * t;
+          for (int a = 0; a < kStatComps; ++a) {
+            if (rv[a] == 0.0f) continue;
+#pragma unroll
+            for (int b = 0; b < kStatDims; ++b) {
+              const float t = xq[b] - shift[a][b];
+              const float rt = rv[a] * t;
+              acc1[a][b] += rt;
+              acc2[a][b] += rt * t;
+            }
+          }
         }
       }
       if (tid < K)
-        for (int row = 0; row < nrow; ++row) mass += ls[row][tid];
+        // gpu-model: fused-mass fp=1 per (row, component)
+        for (int row = 0; row < nrow; ++row) mass += ls[row * kp + tid];
     }
 #pragma unroll
-    for (int i = 0; i < kFusedPairsPerThread; ++i)
-      tot1[i] += static_cast<double>(acc1[i]), tot2[i] += static_cast<double>(acc2[i]);
+    for (int a = 0; a < kStatComps; ++a)
+#pragma unroll
+      for (int b = 0; b < kStatDims; ++b)
+        tot1[a][b] += static_cast<double>(acc1[a][b]), tot2[a][b] += static_cast<double>(acc2[a][b]);
     mass_total += static_cast<double>(mass);
   }
 
   double* out = partials + slot * stat_size;
 #pragma unroll
-  for (int i = 0; i < kFusedPairsPerThread; ++i) {
-    if (tid + i * kFusedThreads >= pairs) continue;
-    double* entry = out + part.stat_offset + static_cast<std::int64_t>(kl[i]) * part.stat_stride + dl[i];
-    entry[0] = tot1[i];
-    entry[D] = tot2[i];
-  }
+  for (int a = 0; a < kStatComps; ++a)
+#pragma unroll
+    for (int b = 0; b < kStatDims; ++b) {
+      const int k = kStatComps * sc + a, d = kStatDims * sd + b;
+      if (!stats_thread || k >= K || d >= D) continue;
+      double* entry = out + part.stat_offset + static_cast<std::int64_t>(k) * part.stat_stride + d;
+      entry[0] = tot1[a][b];
+      entry[D] = tot2[a][b];
+    }
   if (tid < K) out[kStatHeader + tid] = mass_total;
   __syncthreads();  // the rows' log-likelihoods and statuses written above are visible block-wide
   if (tid == 0) {
@@ -125,16 +204,20 @@ bool gaussian_diag_fused_eligible(const ModelView<float>& model) {
   if (model.num_parts != 1 || model.row_offset) return false;
   const PartView<float>& part = model.parts[0];
   const int K = model.components, D = part.dims;
-  return part.kind == PartKind::gaussian_diag && D >= 1 && D <= kFusedMaxD && K <= kFusedMaxK &&
-         K * D <= kFusedThreads * kFusedPairsPerThread;
+  return part.kind == PartKind::gaussian_diag && D >= 1 && D <= kFusedMaxD && K >= 1 && K <= kFusedMaxK &&
+         (K + kStatComps - 1) / kStatComps * ((D + kStatDims - 1) / kStatDims) <= kFusedThreads &&
+         FusedLayout(K, D, fused_tile_rows(K, D)).bytes() <= kFusedSharedLimit;
 }
 
 void launch_gaussian_diag_fused(const ModelView<float>& model, const ChunkArgs<float>& c, const SlotPlan& plan,
                                 DeviceReport* report, cudaStream_t s) {
   if (c.rows == 0) return;
-  launch_kernel<diag_fused_kernel>(static_cast<unsigned>(plan.slots), kFusedThreads, 0, s, model.parts[0],
-                                   model.log_const, c.x, c.ld, c.components, c.rows, plan.rows_per_slot, c.loglik,
-                                   c.status, report, plan.partials, plan.stat_size);
+  const int K = c.components, D = model.parts[0].dims;
+  const int tile_rows = fused_tile_rows(K, D);
+  launch_kernel<diag_fused_kernel>(static_cast<unsigned>(plan.slots), kFusedThreads,
+                                   FusedLayout(K, D, tile_rows).bytes(), s, model.parts[0], model.log_const, c.x, c.ld,
+                                   K, tile_rows, c.rows, plan.rows_per_slot, c.loglik, c.status, report, plan.partials,
+                                   plan.stat_size);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 

@@ -34,6 +34,7 @@ __global__ void full_log_density_kernel(PartView<T> part, const T* __restrict__ 
 #pragma unroll
     for (int a = 0; a < kFullOutputs; ++a) y[a] = T(0);
     const int j_end = i0 + kFullOutputs < D ? i0 + kFullOutputs : D;
+    // gpu-model: full-log-density fp=17 per (row, component, j of a 16-output group)
     for (int j = 0; j < j_end; ++j) {
       const T dj = xr[j] - mean[j];
 #pragma unroll
@@ -127,6 +128,7 @@ __global__ void __launch_bounds__(kFullTileThreads)
       }
       if (tid < nrow) rsh[tid] = resp[(r0 + tid) * K + k];
       __syncthreads();
+      // gpu-model: full-second-moment fp=20 per (row, component, region, thread)
       for (int row = 0; row < nrow; ++row) {
         const T r = rsh[row];
         if (r == T(0)) continue;  // uniform across the block

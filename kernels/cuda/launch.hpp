@@ -63,7 +63,7 @@ void launch_gaussian_diag_accumulate(const PartView<T>& part, const ChunkArgs<T>
 void launch_gaussian_diag_log_density_tf32(cublasHandle_t handle, const PartView<float>& part,
                                            const ChunkArgs<float>& c, cudaStream_t s);
 /// The fused single-kernel E-step (gaussian_diag_fused.cu): eligible models are one
-/// gaussian_diag part in float32 with K ≤ 256, D ≤ 64, K·D ≤ 2048 (unless MIXLE_CUDA_FUSED=0).
+/// gaussian_diag part in float32 with K ≤ 256, D ≤ 64, ⌈K/2⌉·⌈D/4⌉ ≤ 256 (unless MIXLE_CUDA_FUSED=0).
 /// Writes rows' log-likelihood and status, the report, and every slot's partials and header.
 bool gaussian_diag_fused_eligible(const ModelView<float>& model);
 void launch_gaussian_diag_fused(const ModelView<float>& model, const ChunkArgs<float>& c, const SlotPlan& plan,

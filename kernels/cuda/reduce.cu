@@ -31,6 +31,7 @@ __global__ void header_kernel(int header_mode, const T* __restrict__ resp, const
     for (std::int64_t b0 = begin; b0 < end; b0 += kSubBlockRows) {
       const std::int64_t b1 = b0 + kSubBlockRows < end ? b0 + kSubBlockRows : end;
       T mass = T(0);
+      // gpu-model: header-mass fp=1 per (row, component)
       for (std::int64_t n = b0; n < b1; ++n) mass += resp[n * K + k];
       total += static_cast<double>(mass);
     }
@@ -72,6 +73,10 @@ __global__ void reduce_slots_kernel(const double* __restrict__ partials, std::in
   const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kReduceThreads + threadIdx.x;
   if (j >= stat_size) return;
   double total = stats[j];
+  // Sixteen loads in flight per wait: the chain of additions is sequential (the fixed order),
+  // the loads are not, and a slot fold of thousands of slots is bound by load latency.
+  // gpu-model: slot-fold fp64=1 chain per (slot, entry)
+#pragma unroll 16
   for (std::int64_t s = 0; s < slots; ++s) total += partials[s * stat_size + j];
   stats[j] = total;
 }

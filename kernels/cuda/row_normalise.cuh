@@ -37,6 +37,7 @@ __device__ void normalise_row_warp(T* l, int K, int lane, double* loglik, int* s
   constexpr T kInf = static_cast<T>(INFINITY);
   T m = -kInf;
   bool nan_seen = false;  // the max skips NaN; a NaN log-density makes the row a NaN row
+  // gpu-model: row-max ld=1 per (row, component)
   for (int k = lane; k < K; k += 32) {
     m = l[k] > m ? l[k] : m;
     nan_seen = nan_seen || l[k] != l[k];
@@ -60,6 +61,7 @@ __device__ void normalise_row_warp(T* l, int K, int lane, double* loglik, int* s
     return;
   }
   T sum = T(0);
+  // gpu-model: row-exp ld=1 per (row, component)
   for (int k = lane; k < K; k += 32) {
     const T e = exp_nonpositive(l[k] - m);
     l[k] = e;
@@ -68,6 +70,7 @@ __device__ void normalise_row_warp(T* l, int K, int lane, double* loglik, int* s
   sum = warp_sum(sum);
   if (isfinite(m) && isfinite(sum)) {
     const T inv = T(1) / sum;
+    // gpu-model: row-scale fp=1 per (row, component)
     for (int k = lane; k < K; k += 32) l[k] *= inv;
     if (lane == 0) *loglik = static_cast<double>(m) + log(static_cast<double>(sum)), *status = kRowOk;
     return;

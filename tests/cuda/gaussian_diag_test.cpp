@@ -54,7 +54,7 @@ TEST(GaussianDiagCuda, TiledAndGenericStatisticsAgree) {
 }
 
 // The fused single-kernel E-step (default for one float32 diag part with K ≤ 256, D ≤ 64,
-// K·D ≤ 2048) against the unfused kernels (MIXLE_CUDA_FUSED=0): same operations, same order.
+// ⌈K/2⌉·⌈D/4⌉ ≤ 256) against the unfused kernels (MIXLE_CUDA_FUSED=0): same operations, same order.
 // Sizes at the eligibility edges; the fp32 CPU comparisons above run fused for their
 // eligible cases (K=1/D=1, K=37/D=5) and the bad-row test too.
 TEST(GaussianDiagCuda, FusedAndUnfusedAgree) {
@@ -62,7 +62,8 @@ TEST(GaussianDiagCuda, FusedAndUnfusedAgree) {
   for (const Case& c :
        {Case{1037, 1, 1, 0, DType::f32, Precision::fp32}, Case{777, 37, 5, 0, DType::f64, Precision::fp32},
         Case{1037, 64, 32, 0, DType::f32, Precision::fp32},  // K·D = 2048
-        Case{555, 256, 8, 0, DType::f32, Precision::fp32},   // K = 256
+        Case{555, 256, 8, 0, DType::f32, Precision::fp32},   // K = 256: tiles of 16 rows
+        Case{401, 31, 62, 0, DType::f32, Precision::fp32},   // 16 × 16 blocks, odd K, padded D
         Case{300, 5, 64, 0, DType::f32, Precision::fp32}})   // D = 64
     expect_variants_agree(*cuda, Family::gaussian_diag, c, "MIXLE_CUDA_FUSED", "0");
 }
@@ -71,7 +72,7 @@ TEST(GaussianDiagCuda, FusedMatchesCpuAtEligibilityEdges) {
   MIXLE_CUDA_OR_SKIP(cuda);
   for (const Case& c :
        {Case{1037, 64, 32, 0, DType::f32, Precision::fp32}, Case{555, 256, 8, 0, DType::f32, Precision::fp32},
-        Case{300, 5, 64, 0, DType::f32, Precision::fp32}})
+        Case{401, 31, 62, 0, DType::f32, Precision::fp32}, Case{300, 5, 64, 0, DType::f32, Precision::fp32}})
     run_case(*cuda, Family::gaussian_diag, c, kFp32);
 }
 
