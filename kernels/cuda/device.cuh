@@ -132,7 +132,6 @@ __global__ void accumulate_kernel(PartView<T> part, const T* __restrict__ x, int
   for (std::int64_t b0 = begin; b0 < end; b0 += kSubBlockRows) {
     const std::int64_t b1 = b0 + kSubBlockRows < end ? b0 + kSubBlockRows : end;
     T acc = T(0);
-    // gpu-model: generic-statistics ld=2 per (row, component, entry)
     for (std::int64_t n = b0; n < b1; ++n) {
       const T r = resp[n * K + k];
       if (r == T(0)) continue;

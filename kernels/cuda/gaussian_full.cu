@@ -34,7 +34,7 @@ __global__ void full_log_density_kernel(PartView<T> part, const T* __restrict__ 
 #pragma unroll
     for (int a = 0; a < kFullOutputs; ++a) y[a] = T(0);
     const int j_end = i0 + kFullOutputs < D ? i0 + kFullOutputs : D;
-    // gpu-model: full-log-density fp=17 per (row, component, j of a 16-output group)
+    // gpu-model: full-log-density-rowwise fp=17 per (row, component, j of a 16-output group)
     for (int j = 0; j < j_end; ++j) {
       const T dj = xr[j] - mean[j];
 #pragma unroll
@@ -48,6 +48,114 @@ __global__ void full_log_density_kernel(PartView<T> part, const T* __restrict__ 
       if (i0 + a < D) l -= T(0.5) * y[a] * y[a];
   }
   logp[n * K + k] = l;
+}
+
+// Staged log-density (the default where its shared memory fits 48 KiB: D ≤ 95 in float, ≤ 63 in
+// double): a block owns one component and R rows (128, 64 or 32: the most that fit). It stages
+// P_kᵀ (dimension-major, columns past D zero) and d = x − m_k for its rows (transposed, so lane
+// n reads row n: no bank conflict), then each thread forms its row's y = P d sixteen outputs at a
+// time. For the columns j < i0 below the group every output takes part: four 16-byte broadcast
+// loads of P and one of d feed 16 FMAs, no mask; the 16 columns of the group's own triangle are
+// unrolled with compile-time bounds, so only j ≤ i is ever added. Per output the arithmetic is
+// the CPU's: y_i = Σ_{j≤i} P_ij d_j with j ascending, then l −= ½ y_i² with i ascending.
+constexpr int kFullGroup = 16;
+constexpr std::size_t kFullSharedLimit = 48 * 1024;
+
+template <class T>
+struct StagedDensityLayout {
+  int D, dp, rows;
+  __host__ __device__ StagedDensityLayout(int D_, int rows_)
+      : D(D_), dp((D_ + kFullGroup - 1) / kFullGroup * kFullGroup), rows(rows_) {}
+  __host__ __device__ int d_t() const { return D * dp; }  // after P_kᵀ (D × dp)
+  __host__ __device__ int d_stride() const { return rows + 1; }
+  __host__ __device__ std::size_t bytes() const { return static_cast<std::size_t>(d_t() + D * d_stride()) * sizeof(T); }
+};
+
+/// Rows per block of the staged log-density, or 0 when even 32 rows would not fit.
+template <class T>
+int staged_density_rows(int D) {
+  for (int rows : {128, 64, 32})
+    if (StagedDensityLayout<T>(D, rows).bytes() <= kFullSharedLimit) return rows;
+  return 0;
+}
+
+template <class T>
+__device__ __forceinline__ void load_group(const T* p, T (&v)[kFullGroup]) {
+  if constexpr (sizeof(T) == 4) {
+#pragma unroll
+    for (int q = 0; q < kFullGroup / 4; ++q) {
+      const float4 w = reinterpret_cast<const float4*>(p)[q];
+      v[4 * q] = w.x, v[4 * q + 1] = w.y, v[4 * q + 2] = w.z, v[4 * q + 3] = w.w;
+    }
+  } else {
+#pragma unroll
+    for (int q = 0; q < kFullGroup / 2; ++q) {
+      const double2 w = reinterpret_cast<const double2*>(p)[q];
+      v[2 * q] = w.x, v[2 * q + 1] = w.y;
+    }
+  }
+}
+
+template <class T>
+__global__ void full_log_density_staged_kernel(PartView<T> part, const T* __restrict__ x, int ld, T* __restrict__ logp,
+                                               int K, std::int64_t rows, int block_rows) {
+  MIXLE_DYNAMIC_SHARED(T, smem);
+  const int D = part.dims, tid = threadIdx.x;
+  const StagedDensityLayout<T> lay(D, block_rows);
+  T* pt = smem;              // pt[j·dp + i] = P_ij (j ≤ i < D), else 0
+  T* dt = smem + lay.d_t();  // dt[j·(rows + 1) + r] = x_j − m_j of the block's row r
+  const int dp = lay.dp, ds = lay.d_stride();
+  const int k = static_cast<int>(blockIdx.y);
+  const std::int64_t n0 = static_cast<std::int64_t>(blockIdx.x) * block_rows;
+  const T* mean = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
+  const T* P = mean + D;
+  for (int e = tid; e < D * dp; e += blockDim.x) {
+    const int j = e / dp, i = e % dp;
+    pt[e] = i < D && j <= i ? P[static_cast<std::int64_t>(i) * D + j] : T(0);
+  }
+  for (int e = tid; e < block_rows * D; e += blockDim.x) {
+    const int r = e / D, j = e % D;
+    const std::int64_t n = n0 + r;
+    dt[j * ds + r] = n < rows ? x[n * ld + part.col_begin + j] - mean[j] : T(0);
+  }
+  __syncthreads();
+  const std::int64_t n = n0 + tid;
+  if (n >= rows) return;
+  T l = logp[n * K + k];
+  // gpu-model: full-log-density-group fp=168 per (row, component, 16-output group)
+  for (int i0 = 0; i0 < D; i0 += kFullGroup) {
+    T y[kFullGroup];
+#pragma unroll
+    for (int a = 0; a < kFullGroup; ++a) y[a] = T(0);
+    // gpu-model: full-log-density fp=16 per (row, component, j below a 16-output group)
+    for (int j = 0; j < i0; ++j) {
+      const T d = dt[j * ds + tid];
+      T p[kFullGroup];
+      load_group(pt + j * dp + i0, p);
+#pragma unroll
+      for (int a = 0; a < kFullGroup; ++a) y[a] += p[a] * d;
+    }
+#pragma unroll
+    for (int jl = 0; jl < kFullGroup; ++jl) {  // the group's triangle: j = i0 + jl ≤ i = i0 + a
+      if (i0 + jl >= D) break;
+      const T d = dt[(i0 + jl) * ds + tid];
+      T p[kFullGroup];
+      load_group(pt + (i0 + jl) * dp + i0, p);
+#pragma unroll
+      for (int a = jl; a < kFullGroup; ++a) y[a] += p[a] * d;
+    }
+#pragma unroll
+    for (int a = 0; a < kFullGroup; ++a)
+      if (i0 + a < D) l -= T(0.5) * y[a] * y[a];
+  }
+  logp[n * K + k] = l;
+}
+
+/// MIXLE_CUDA_FULL_DENSITY=rowwise selects the row-per-thread log-density that reads P from
+/// global memory (for comparisons; it is also the path for D beyond the staged kernel's).
+bool use_rowwise_full_density() {
+  const char* v = std::getenv("MIXLE_CUDA_FULL_DENSITY");
+  return v && std::strcmp(v, "rowwise") == 0;
 }
 
 /// Entry j < D: Σ r t_j; entry D + i·D + j: Σ r t_i t_j, t = x − s.
@@ -73,12 +181,17 @@ struct FullMoment {
 };
 
 // Tiled second moments: a block owns (slot, component k, a 64 × 64 region of S2 on or above the
-// diagonal of regions); each of its 256 threads keeps a 4 × 4 register block, and a region above
-// the diagonal is also written to its mirror image (S2 is symmetric): half the work. The mirror
-// holds Σ (r·t_i)·t_j where the CPU sums (r·t_j)·t_i, the same value to rounding. 32 rows of t = x − s_k (the region's
-// i and j columns) and of r are staged in shared memory at a time, so per row a thread does 16 FMAs for 8 shared loads.
-// Per entry the arithmetic is the generic kernel's and the CPU's: acc += (r·t_i)·t_j in row order, T within
-// kSubBlockRows rows, float64 across.
+// diagonal of regions). Its threads take the 4 × 4 blocks of the region that hold an entry
+// (i, j < D) and, in a diagonal region, lie on or above the diagonal of blocks — 136 of 256 at
+// D = 64, 10 at D = 16 — one each, so whole warps past the last block do no arithmetic; every
+// block above the diagonal is also written to its mirror image (S2 is symmetric). A diagonal
+// region's diagonal blocks come first (the first warp) and also sum the first moments Σ r·t_i —
+// r·t_i is the product they form anyway — so no other kernel reads the rows for them. The
+// mirror holds Σ (r·t_i)·t_j where the CPU sums (r·t_j)·t_i, the same value to rounding. 32 rows
+// of t = x − s_k (the region's i and j columns that exist) and of r are staged in shared memory at
+// a time, so per row a thread does 16 FMAs for 8 shared loads. Per entry the arithmetic is the
+// generic kernel's and the CPU's: acc += (r·t_i)·t_j in row order, T within kSubBlockRows rows,
+// float64 across.
 constexpr int kFullSpan = 64;
 constexpr int kFullReg = 4;
 constexpr int kFullTileThreads = (kFullSpan / kFullReg) * (kFullSpan / kFullReg);  // 256
@@ -93,7 +206,6 @@ __global__ void __launch_bounds__(kFullTileThreads)
   __shared__ T tj[kFullRowsPerLoad][kFullSpan];
   __shared__ T rsh[kFullRowsPerLoad];
   const int tid = threadIdx.x;
-  const int ty = tid / (kFullSpan / kFullReg), tx = tid % (kFullSpan / kFullReg);
   const std::int64_t slot = blockIdx.x;
   const int k = static_cast<int>(blockIdx.y);
   // blockIdx.z enumerates the region pairs (ib ≤ jb) row by row.
@@ -102,33 +214,62 @@ __global__ void __launch_bounds__(kFullTileThreads)
   const int jb = ib + z;
   const int i0 = ib * kFullSpan, j0 = jb * kFullSpan;
   const int D = part.dims;
+  const int ni = D - i0 < kFullSpan ? D - i0 : kFullSpan, nj = D - j0 < kFullSpan ? D - j0 : kFullSpan;
+  // This thread's block (ty, tx): the tid-th of the region's computed blocks — in a diagonal
+  // region its blocks_i diagonal blocks, then those above them row by row; else row by row.
+  const int blocks_i = (ni + kFullReg - 1) / kFullReg, blocks_j = (nj + kFullReg - 1) / kFullReg;
+  const bool diagonal_region = ib == jb;
+  int ty = -1, tx = 0;
+  if (diagonal_region && tid < blocks_i) {
+    ty = tx = tid;
+  } else {
+    for (int by = 0, t = diagonal_region ? tid - blocks_i : tid; by < blocks_i; ++by) {
+      const int first = diagonal_region ? by + 1 : 0;
+      if (t < blocks_j - first) {
+        ty = by, tx = first + t;
+        break;
+      }
+      t -= blocks_j - first;
+    }
+  }
+  const bool active = ty >= 0;
+  const bool mirrored = !diagonal_region || ty < tx;
+  const bool first_moments = diagonal_region && active && ty == tx;
   const T* shift = part.shift + static_cast<std::int64_t>(k) * D;
   const std::int64_t begin = slot * rows_per_slot;
   const std::int64_t end = begin + rows_per_slot < rows ? begin + rows_per_slot : rows;
-  T acc[kFullReg][kFullReg];
-  double tot[kFullReg][kFullReg];
+  T acc[kFullReg][kFullReg], acc1[kFullReg];
+  double tot[kFullReg][kFullReg], tot1[kFullReg];
 #pragma unroll
-  for (int a = 0; a < kFullReg; ++a)
+  for (int a = 0; a < kFullReg; ++a) {
+    tot1[a] = 0.0;
 #pragma unroll
     for (int b = 0; b < kFullReg; ++b) tot[a][b] = 0.0;
+  }
   for (std::int64_t b0 = begin; b0 < end; b0 += kSubBlockRows) {
     const std::int64_t b1 = b0 + kSubBlockRows < end ? b0 + kSubBlockRows : end;
 #pragma unroll
-    for (int a = 0; a < kFullReg; ++a)
+    for (int a = 0; a < kFullReg; ++a) {
+      acc1[a] = T(0);
 #pragma unroll
       for (int b = 0; b < kFullReg; ++b) acc[a][b] = T(0);
+    }
     for (std::int64_t r0 = b0; r0 < b1; r0 += kFullRowsPerLoad) {
       const int nrow = static_cast<int>(b1 - r0 < kFullRowsPerLoad ? b1 - r0 : kFullRowsPerLoad);
-      __syncthreads();  // the previous tile has been consumed
-      for (int e = tid; e < nrow * kFullSpan; e += kFullTileThreads) {
-        const int row = e / kFullSpan, col = e % kFullSpan;
+      __syncthreads();                                           // the previous tile has been consumed
+      for (int e = tid; e < nrow * ni; e += kFullTileThreads) {  // ni ≥ nj: i0 ≤ j0
+        const int row = e / ni, col = e % ni;
         const T* xr = x + (r0 + row) * ld + part.col_begin;
-        ti[row][col] = i0 + col < D ? xr[i0 + col] - shift[i0 + col] : T(0);
-        tj[row][col] = j0 + col < D ? xr[j0 + col] - shift[j0 + col] : T(0);
+        ti[row][col] = xr[i0 + col] - shift[i0 + col];
+        if (col < nj) tj[row][col] = xr[j0 + col] - shift[j0 + col];
       }
       if (tid < nrow) rsh[tid] = resp[(r0 + tid) * K + k];
       __syncthreads();
-      // gpu-model: full-second-moment fp=20 per (row, component, region, thread)
+      if (!active) continue;  // (the loop's barriers are at its top: every thread still reaches them)
+      // Columns past ni / nj of a block hold stale values; they feed only entries never written.
+      // (fp=24: the first moments' 4 adds are counted for every warp, though only the first
+      // warp of a diagonal region issues them)
+      // gpu-model: full-second-moment fp=24 per (row, component, region, computed block)
       for (int row = 0; row < nrow; ++row) {
         const T r = rsh[row];
         if (r == T(0)) continue;  // uniform across the block
@@ -137,6 +278,9 @@ __global__ void __launch_bounds__(kFullTileThreads)
         for (int a = 0; a < kFullReg; ++a) rti[a] = r * ti[row][ty * kFullReg + a];
 #pragma unroll
         for (int b = 0; b < kFullReg; ++b) tjv[b] = tj[row][tx * kFullReg + b];
+        if (first_moments)
+#pragma unroll
+          for (int a = 0; a < kFullReg; ++a) acc1[a] += rti[a];
 #pragma unroll
         for (int a = 0; a < kFullReg; ++a)
 #pragma unroll
@@ -144,19 +288,26 @@ __global__ void __launch_bounds__(kFullTileThreads)
       }
     }
 #pragma unroll
-    for (int a = 0; a < kFullReg; ++a)
+    for (int a = 0; a < kFullReg; ++a) {
+      tot1[a] += static_cast<double>(acc1[a]);
 #pragma unroll
       for (int b = 0; b < kFullReg; ++b) tot[a][b] += static_cast<double>(acc[a][b]);
+    }
   }
-  double* out = partials + slot * stat_size + part.stat_offset + static_cast<std::int64_t>(k) * part.stat_stride + D;
+  double* first = partials + slot * stat_size + part.stat_offset + static_cast<std::int64_t>(k) * part.stat_stride;
+  if (first_moments)
+#pragma unroll
+    for (int a = 0; a < kFullReg; ++a)
+      if (i0 + ty * kFullReg + a < D) first[i0 + ty * kFullReg + a] = tot1[a];
+  double* out = first + D;
 #pragma unroll
   for (int a = 0; a < kFullReg; ++a)
 #pragma unroll
     for (int b = 0; b < kFullReg; ++b) {
       const int i = i0 + ty * kFullReg + a, j = j0 + tx * kFullReg + b;
-      if (i < D && j < D) {
+      if (active && i < D && j < D) {
         out[static_cast<std::int64_t>(i) * D + j] = tot[a][b];
-        if (ib < jb) out[static_cast<std::int64_t>(j) * D + i] = tot[a][b];
+        if (mirrored) out[static_cast<std::int64_t>(j) * D + i] = tot[a][b];
       }
     }
 }
@@ -172,6 +323,15 @@ bool use_generic_full_stats() {
 template <class T>
 void launch_gaussian_full_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s) {
   if (c.rows == 0) return;
+  const int block_rows = staged_density_rows<T>(part.dims);
+  if (block_rows > 0 && !use_rowwise_full_density()) {
+    const dim3 grid(ceil_div(c.rows, block_rows), static_cast<unsigned>(c.components));
+    launch_kernel<full_log_density_staged_kernel<T>>(grid, block_rows,
+                                                     StagedDensityLayout<T>(part.dims, block_rows).bytes(), s, part,
+                                                     c.x, c.ld, c.resp, c.components, c.rows, block_rows);
+    MIXLE_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const dim3 grid(ceil_div(c.rows, kFullRows), static_cast<unsigned>(c.components));
   launch_kernel<full_log_density_kernel<T>>(grid, kFullRows, 0, s, part, c.x, c.ld, c.resp, c.components, c.rows);
   MIXLE_CUDA_CHECK_LAUNCH();
@@ -185,8 +345,6 @@ void launch_gaussian_full_accumulate(const PartView<T>& part, const ChunkArgs<T>
     return;
   }
   if (c.rows == 0 || part.dims == 0) return;
-  // First moments (D entries per component) with the generic kernel, S2 tiled.
-  launch_accumulate<T, FullMoment<T>>(part, c, plan, s, part.dims);
   const int spans = static_cast<int>(ceil_div(part.dims, kFullSpan));
   const dim3 grid(static_cast<unsigned>(plan.slots), static_cast<unsigned>(c.components),
                   static_cast<unsigned>(spans * (spans + 1) / 2));

@@ -52,6 +52,18 @@ TEST(GaussianFullCuda, TiledAndGenericStatisticsAgree) {
     expect_variants_agree(*cuda, Family::gaussian_full, c, "MIXLE_CUDA_FULL_STATS");
 }
 
+// The staged log-density (default where P_k and the block's d fit shared memory) against the
+// row-wise one that reads P from global memory: per output the same operations in the same order.
+TEST(GaussianFullCuda, StagedAndRowwiseLogDensityAgree) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  for (const Case& c : {Case{1037, 1, 1, 0, DType::f32, Precision::fp32},   // one output, 128-row blocks
+                        Case{333, 7, 17, 0, DType::f32, Precision::fp32},   // a second, ragged group of outputs
+                        Case{300, 3, 64, 0, DType::f32, Precision::fp32},   // four groups, 64-row blocks
+                        Case{517, 5, 33, 0, DType::f64, Precision::fp64},   // double: 64-row blocks
+                        Case{200, 2, 64, 0, DType::f64, Precision::fp64}})  // double past D = 63: row-wise either way
+    expect_variants_agree(*cuda, Family::gaussian_full, c, "MIXLE_CUDA_FULL_DENSITY", "rowwise");
+}
+
 TEST(GaussianFullCuda, GivenResponsibilitiesMatchCpu) {
   MIXLE_CUDA_OR_SKIP(cuda);
   const Model model = random_model(Family::gaussian_full, 5, 7, 31);

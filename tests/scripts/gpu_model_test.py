@@ -1,0 +1,135 @@
+"""bench/gpu-model's reading of sources and SASS, on synthetic inputs (no nvcc, nvdisasm or GPU).
+
+The model's numbers are only as good as its finding the right loop and counting it, so these
+pin: a marker's loop extent (braced and unbraced), backward branches as loops with nested
+loops' instructions left out, the marker's loop picked by the lines its instructions come from
+(an inlined callee's file ignored), elements per pass from the operation count, Itanium names,
+and the slot arithmetic mirrored from kernels/cuda/chunk_plan.hpp.
+"""
+import importlib.machinery
+import importlib.util
+import re
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+loader = importlib.machinery.SourceFileLoader("gpu_model", str(ROOT / "bench" / "gpu-model"))
+spec = importlib.util.spec_from_loader("gpu_model", loader)
+gm = importlib.util.module_from_spec(spec)
+sys.modules["gpu_model"] = gm  # dataclasses look the module up while the class is built
+loader.exec_module(gm)
+
+SOURCE = """\
+void f() {
+  // gpu-model: outer fp=1 per (row)
+  for (int i = 0; i < n; ++i) {
+    a += b;
+    // gpu-model: inner fp=2 per (row, dim)
+    for (int j = 0; j < m; ++j)
+      c = fma(c, d, e(j));
+  }
+}
+"""
+
+
+def sass(file: str) -> str:
+    """A function whose outer loop (lines 3-8) holds an inner loop (line 7) unrolled twice."""
+    lines = [
+        ".text._ZN5mixle3fooE:",
+        f'\t//## File "{file}", line 2',
+        "        /*0000*/                   MOV R1, c[0x0][0x28] ;",
+        ".L_x_0:",
+        f'\t//## File "{file}", line 4',
+        "        /*0010*/                   FADD R2, R2, R3 ;",
+        ".L_x_1:",
+        f'\t//## File "{file}", line 7',
+        "        /*0020*/                   FFMA R4, R4, R5, R6 ;",
+        "        /*0030*/                   FMUL R7, R4, R5 ;",
+        '\t//## File "/elsewhere/math.hpp", line 40',
+        "        /*0040*/                   FFMA R8, R4, R5, R6 ;",
+        "        /*0050*/                   MUFU.EX2 R9, R8 ;",
+        f'\t//## File "{file}", line 6',
+        "        /*0060*/              @P0 BRA `(.L_x_1) ;",
+        f'\t//## File "{file}", line 3',
+        "        /*0070*/                   IADD3 R0, R0, 0x1, RZ ;",
+        "        /*0080*/              @P1 BRA `(.L_x_0) ;",
+        "        /*0090*/                   EXIT ;",
+        "        /*00a0*/                   NOP ;",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class GpuModelTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.src = Path(self.tmp.name) / "k.cu"
+        self.src.write_text(SOURCE)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_marker_extents(self):
+        markers = gm.read_markers([self.src])
+        self.assertEqual(list(markers["outer"].lines), [3, 4, 5, 6, 7, 8])
+        self.assertEqual(list(markers["inner"].lines), [6, 7])  # unbraced: up to the `;`
+        self.assertEqual((markers["inner"].cls, markers["inner"].per_element), ("fp", 2.0))
+        self.assertEqual(markers["inner"].what, "(row, dim)")
+
+    def test_loops_are_backward_branches_without_their_nested_loops(self):
+        fn = gm.parse_sass(sass(str(self.src)))["_ZN5mixle3fooE"]
+        bodies = sorted(([i.addr for i in b] for b in gm.loop_bodies(fn)), key=len)
+        self.assertEqual(bodies[0], [0x10, 0x70, 0x80])  # the outer loop, less the inner one
+        self.assertEqual(bodies[1], [0x20, 0x30, 0x40, 0x50, 0x60])
+
+    def test_the_marked_loop_is_read_from_its_own_lines(self):
+        fn = gm.parse_sass(sass(str(self.src)))["_ZN5mixle3fooE"]
+        markers = gm.read_markers([self.src])
+        inner = gm.read_loop(fn, markers["inner"], markers)
+        # 3 fp operations (FFMA, FMUL and the inlined callee's FFMA) at 2 per element: 1.5 elements
+        # per pass, 5 instructions per pass.
+        self.assertEqual(inner.instructions_per_pass, 5)
+        self.assertAlmostEqual(inner.elements_per_pass, 1.5)
+        self.assertAlmostEqual(inner.instr_per_element, 5 / 1.5)
+        self.assertAlmostEqual(inner.mufu_per_element, 1 / 1.5)
+        # The inner loop's lines lie inside the outer marker's statement, and it has more fp
+        # operations; the outer marker still reads the outer loop's own body.
+        outer = gm.read_loop(fn, markers["outer"], markers)
+        self.assertEqual((outer.instructions_per_pass, outer.elements_per_pass), (3, 1.0))
+
+    def test_a_marker_without_its_loop_is_an_error(self):
+        fn = gm.parse_sass(sass("/some/other.cu"))["_ZN5mixle3fooE"]
+        with self.assertRaises(SystemExit):
+            gm.read_loop(fn, gm.read_markers([self.src])["inner"], {})
+
+    def test_kernel_names(self):
+        mangled = ("_ZN5mixle7kernels4cuda51_GLOBAL__N__5915b362_12_normalise_cu_75bcf389_1193311"
+                   "init_kernelIfEEvPKT_S6_PS4_il")
+        self.assertEqual(gm.kernel_name(mangled), "init_kernel")
+        self.assertEqual(gm.kernel_name("_ZN5mixle7kernels4cuda19reduce_slots_kernelEPKdllPd"),
+                         "reduce_slots_kernel")
+
+    def test_slot_rows_mirror_the_chunk_plan(self):
+        header = (ROOT / "kernels" / "cuda" / "chunk_plan.hpp").read_text()
+        self.assertIn("constexpr int kSubBlockRows = %d;" % gm.SUB_BLOCK_ROWS, header)
+        self.assertIn("kMaxChunkRows = std::int64_t{1} << %d;" % (gm.MAX_CHUNK_ROWS.bit_length() - 1), header)
+        self.assertRegex(header, r"kPartialBudgetBytes = std::size_t\(%d\) << 20;" % (gm.PARTIAL_BUDGET >> 20))
+        self.assertEqual(gm.slot_rows(2 + 64 + 2 * 64 * 32), 256)  # 272 MB of partials a chunk: 2 sub-blocks
+        self.assertEqual(gm.slot_rows(8), 128)
+
+    def test_shared_layouts_mirror_the_kernels(self):
+        fused = (ROOT / "kernels" / "cuda" / "gaussian_diag_fused.cu").read_text()
+        self.assertIn("xs_stride((D_ + 3) / 4 * 4 + 4)", fused)
+        self.assertEqual(gm.fused_shared_bytes(64, 32), (2 * 32 * 64 + 64 + 32 * 36 + 32 * 64) * 4)
+        self.assertLessEqual(gm.fused_shared_bytes(256, 8), 48 * 1024)  # 16-row tiles
+        full = (ROOT / "kernels" / "cuda" / "gaussian_full.cu").read_text()
+        self.assertTrue(re.search(r"for \(int rows : \{128, 64, 32\}\)", full))
+        self.assertEqual(gm.staged_rows(64), 64)
+        self.assertEqual(gm.second_moment_blocks(16), 32)        # 10 blocks: one warp
+        self.assertEqual(gm.second_moment_blocks(64), 160)       # 136 blocks: five warps
+        self.assertEqual(gm.second_moment_blocks(130), 160 + 256 + 32 + 160 + 32 + 32)
+
+
+if __name__ == "__main__":
+    unittest.main()
