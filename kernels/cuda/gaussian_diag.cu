@@ -9,16 +9,41 @@ namespace mixle::kernels::cuda {
 namespace {
 
 // Tiled statistics: a block owns one slot and a tile of up to kDiagMaxComps components ×
-// kDiagMaxDims dims, stages 32 rows of x and of r in shared memory at a time, and each thread
-// keeps up to kDiagPairsPerThread (component, dim) pairs' two moments in registers. x is read
-// from global memory once per component tile (not once per component as in the generic kernel),
-// and r once per dim tile. Per entry the arithmetic is the generic kernel's: the same row order,
-// the same T sums over kSubBlockRows rows, the same float64 total.
+// kDiagMaxDims dims, stages 32 rows of x and of r in shared memory at a time, and each thread owns
+// a register block of 2 components × 4 dims (the fused pass's blocking): per row it reads one r
+// pair and one x vector for 8 (component, dim) pairs' two moments, with no per-pair bound
+// checks (columns and components past the tile's edge feed only entries never written). x is
+// read from global memory once per component tile, r once per dim tile. Per entry the arithmetic
+// is the generic kernel's: the same row order, r = 0 skipped, the same T sums over kSubBlockRows
+// rows, the same float64 total.
 constexpr int kDiagThreads = 128;
-constexpr int kDiagPairsPerThread = 8;
+constexpr int kDiagBlockComps = 2;
+constexpr int kDiagBlockDims = 4;
 constexpr int kDiagRowsPerLoad = 32;
 constexpr int kDiagMaxDims = 64;
 constexpr int kDiagMaxComps = 128;
+
+template <class T>
+__device__ __forceinline__ void load_pair(const T* p, T (&v)[kDiagBlockComps]) {
+  if constexpr (sizeof(T) == 4) {
+    const float2 w = *reinterpret_cast<const float2*>(p);
+    v[0] = w.x, v[1] = w.y;
+  } else {
+    const double2 w = *reinterpret_cast<const double2*>(p);
+    v[0] = w.x, v[1] = w.y;
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void load_quad(const T* p, T (&v)[kDiagBlockDims]) {
+  if constexpr (sizeof(T) == 4) {
+    const float4 w = *reinterpret_cast<const float4*>(p);
+    v[0] = w.x, v[1] = w.y, v[2] = w.z, v[3] = w.w;
+  } else {
+    const double2 w0 = reinterpret_cast<const double2*>(p)[0], w1 = reinterpret_cast<const double2*>(p)[1];
+    v[0] = w0.x, v[1] = w0.y, v[2] = w1.x, v[3] = w1.y;
+  }
+}
 
 template <class T>
 __global__ void __launch_bounds__(kDiagThreads)
@@ -33,25 +58,30 @@ __global__ void __launch_bounds__(kDiagThreads)
   const int d0 = static_cast<int>(blockIdx.z) * dims_per_block;
   const int KT = min(comps_per_block, K - k0);
   const int DT = min(dims_per_block, part.dims - d0);
-  const int pairs = KT * DT;
+  const int dquads = (DT + kDiagBlockDims - 1) / kDiagBlockDims;
+  const bool active = tid < (KT + kDiagBlockComps - 1) / kDiagBlockComps * dquads;
+  const int sc = tid / dquads, sd = tid % dquads;  // components 2·sc + a, dims 4·sd + b of the tile
   const std::int64_t begin = slot * rows_per_slot;
   const std::int64_t end = begin + rows_per_slot < rows ? begin + rows_per_slot : rows;
 
-  int kl[kDiagPairsPerThread], dl[kDiagPairsPerThread];
-  T shift[kDiagPairsPerThread], acc1[kDiagPairsPerThread], acc2[kDiagPairsPerThread];
-  double tot1[kDiagPairsPerThread], tot2[kDiagPairsPerThread];
+  T shift[kDiagBlockComps][kDiagBlockDims], acc1[kDiagBlockComps][kDiagBlockDims],
+      acc2[kDiagBlockComps][kDiagBlockDims];
+  double tot1[kDiagBlockComps][kDiagBlockDims], tot2[kDiagBlockComps][kDiagBlockDims];
 #pragma unroll
-  for (int i = 0; i < kDiagPairsPerThread; ++i) {
-    const int p = tid + i * kDiagThreads;
-    kl[i] = p < pairs ? p / DT : 0;
-    dl[i] = p < pairs ? p % DT : 0;
-    shift[i] = p < pairs ? part.shift[static_cast<std::int64_t>(k0 + kl[i]) * part.dims + d0 + dl[i]] : T(0);
-    tot1[i] = 0.0, tot2[i] = 0.0;
-  }
+  for (int a = 0; a < kDiagBlockComps; ++a)
+#pragma unroll
+    for (int b = 0; b < kDiagBlockDims; ++b) {
+      const int k = kDiagBlockComps * sc + a, d = kDiagBlockDims * sd + b;
+      shift[a][b] =
+          active && k < KT && d < DT ? part.shift[static_cast<std::int64_t>(k0 + k) * part.dims + d0 + d] : T(0);
+      tot1[a][b] = 0.0, tot2[a][b] = 0.0;
+    }
   for (std::int64_t b0 = begin; b0 < end; b0 += kSubBlockRows) {
     const std::int64_t b1 = b0 + kSubBlockRows < end ? b0 + kSubBlockRows : end;
 #pragma unroll
-    for (int i = 0; i < kDiagPairsPerThread; ++i) acc1[i] = T(0), acc2[i] = T(0);
+    for (int a = 0; a < kDiagBlockComps; ++a)
+#pragma unroll
+      for (int b = 0; b < kDiagBlockDims; ++b) acc1[a][b] = T(0), acc2[a][b] = T(0);
     for (std::int64_t r0 = b0; r0 < b1; r0 += kDiagRowsPerLoad) {
       const int nrow = static_cast<int>(b1 - r0 < kDiagRowsPerLoad ? b1 - r0 : kDiagRowsPerLoad);
       __syncthreads();  // the previous tile has been consumed
@@ -59,32 +89,42 @@ __global__ void __launch_bounds__(kDiagThreads)
         xs[i / DT][i % DT] = x[(r0 + i / DT) * ld + part.col_begin + d0 + i % DT];
       for (int i = tid; i < nrow * KT; i += kDiagThreads) rs[i / KT][i % KT] = resp[(r0 + i / KT) * K + k0 + i % KT];
       __syncthreads();
+      if (!active) continue;  // (the loop's barriers are at its top: every thread still reaches them)
       // gpu-model: tiled-statistics fp=4 per (row, component, dim)
       for (int row = 0; row < nrow; ++row) {
+        T r[kDiagBlockComps], xv[kDiagBlockDims];
+        load_pair(&rs[row][kDiagBlockComps * sc], r);
+        load_quad(&xs[row][kDiagBlockDims * sd], xv);
 #pragma unroll
-        for (int i = 0; i < kDiagPairsPerThread; ++i) {
-          if (tid + i * kDiagThreads >= pairs) continue;
-          const T r = rs[row][kl[i]];
-          if (r == T(0)) continue;
-          const T t = xs[row][dl[i]] - shift[i];
-          const T rt = r * t;
-          acc1[i] += rt;
-          acc2[i] += rt * t;
+        for (int a = 0; a < kDiagBlockComps; ++a) {
+          if (r[a] == T(0)) continue;
+#pragma unroll
+          for (int b = 0; b < kDiagBlockDims; ++b) {
+            const T t = xv[b] - shift[a][b];
+            const T rt = r[a] * t;
+            acc1[a][b] += rt;
+            acc2[a][b] += rt * t;
+          }
         }
       }
     }
 #pragma unroll
-    for (int i = 0; i < kDiagPairsPerThread; ++i)
-      tot1[i] += static_cast<double>(acc1[i]), tot2[i] += static_cast<double>(acc2[i]);
+    for (int a = 0; a < kDiagBlockComps; ++a)
+#pragma unroll
+      for (int b = 0; b < kDiagBlockDims; ++b)
+        tot1[a][b] += static_cast<double>(acc1[a][b]), tot2[a][b] += static_cast<double>(acc2[a][b]);
   }
 #pragma unroll
-  for (int i = 0; i < kDiagPairsPerThread; ++i) {
-    if (tid + i * kDiagThreads >= pairs) continue;
-    double* out = partials + slot * stat_size + part.stat_offset +
-                  static_cast<std::int64_t>(k0 + kl[i]) * part.stat_stride + d0 + dl[i];
-    out[0] = tot1[i];
-    out[part.dims] = tot2[i];
-  }
+  for (int a = 0; a < kDiagBlockComps; ++a)
+#pragma unroll
+    for (int b = 0; b < kDiagBlockDims; ++b) {
+      const int k = kDiagBlockComps * sc + a, d = kDiagBlockDims * sd + b;
+      if (!active || k >= KT || d >= DT) continue;
+      double* out = partials + slot * stat_size + part.stat_offset +
+                    static_cast<std::int64_t>(k0 + k) * part.stat_stride + d0 + d;
+      out[0] = tot1[a][b];
+      out[part.dims] = tot2[a][b];
+    }
 }
 
 /// MIXLE_CUDA_DIAG_STATS=generic selects the generic statistics kernel (for comparisons).
@@ -109,7 +149,8 @@ void launch_gaussian_diag_accumulate(const PartView<T>& part, const ChunkArgs<T>
   }
   if (c.rows == 0 || part.dims == 0) return;
   const int dims_per_block = part.dims < kDiagMaxDims ? part.dims : kDiagMaxDims;
-  int comps_per_block = kDiagThreads * kDiagPairsPerThread / dims_per_block;
+  const int dquads = (dims_per_block + kDiagBlockDims - 1) / kDiagBlockDims;
+  int comps_per_block = kDiagThreads / dquads * kDiagBlockComps;  // one register block per thread
   comps_per_block = comps_per_block < kDiagMaxComps ? comps_per_block : kDiagMaxComps;
   comps_per_block = comps_per_block < c.components ? comps_per_block : c.components;
   const dim3 grid(static_cast<unsigned>(plan.slots), ceil_div(c.components, comps_per_block),

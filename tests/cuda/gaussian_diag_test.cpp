@@ -42,12 +42,15 @@ TEST(GaussianDiagCuda, ResidentAndStreamedStatisticsBitIdentical) {
 }
 
 // The tiled statistics kernel (default) against the generic one-entry-per-thread kernel: per
-// entry they do the same operations in the same order (bound in expect_variants_agree).
+// entry they do the same operations in the same order (bound in expect_variants_agree). Models
+// the fused pass takes (float32, K ≤ 256, D ≤ 64) run it in both runs; the others reach the
+// tiled kernel.
 TEST(GaussianDiagCuda, TiledAndGenericStatisticsAgree) {
   MIXLE_CUDA_OR_SKIP(cuda);
   for (const Case& c :
        {Case{1037, 1, 1, 0, DType::f32, Precision::fp32}, Case{777, 37, 5, 0, DType::f32, Precision::fp32},
         Case{300, 1024, 3, 0, DType::f32, Precision::fp32},  // 8 component tiles
+        Case{401, 301, 7, 0, DType::f32, Precision::fp32},   // 3 tiles, the last of 45: odd K, padded D
         Case{129, 7, 256, 0, DType::f64, Precision::fp32},   // 4 dim tiles
         Case{1037, 37, 33, 0, DType::f64, Precision::fp64}})
     expect_variants_agree(*cuda, Family::gaussian_diag, c, "MIXLE_CUDA_DIAG_STATS");
