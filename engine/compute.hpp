@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+namespace mixle::comms {
+class Communicator;
+}
+
 namespace mixle::engine {
 
 class Compute {
@@ -60,6 +64,15 @@ class Compute {
   virtual void accumulate_normalised_kept(const Model& model, const Dataset& rows, Precision precision,
                                           const double* log_norm, std::vector<unsigned char>& kept,
                                           std::vector<double>& stats);
+
+  /// Sums `values` over the ranks of `comm`, in place, where the statistics already are. The
+  /// first values must be exactly what this Compute's most recent call, an accumulate into a
+  /// zero buffer, added; at most one value of the caller's (an error mark) may follow. The CUDA
+  /// Compute keeps those statistics in a float64 device buffer with a spare slot: when `comm`
+  /// works in device memory (nccl) it copies the trailing value in, all-reduces that buffer in
+  /// place and copies the sums out, once. Returns false, doing nothing, where that does not
+  /// apply (the default); the caller then all-reduces `values` on the host.
+  virtual bool all_reduce_statistics(comms::Communicator& comm, std::vector<double>& values);
 };
 
 /// The CPU kernels; `threads` 0 = OpenMP's default. `component_workers` > 1 threads each

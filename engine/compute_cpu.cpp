@@ -160,6 +160,8 @@ void Compute::accumulate_normalised_kept(const Model& model, const Dataset& rows
   accumulate_normalised(model, rows, precision, log_norm, stats);
 }
 
+bool Compute::all_reduce_statistics(comms::Communicator&, std::vector<double>&) { return false; }
+
 std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers) {
   return std::make_unique<CpuCompute>(threads, component_workers);
 }

@@ -33,6 +33,7 @@
 //                              (normalise_external.cu), then the same slot fold; stats[0] and
 //                              stats[1] are left exactly as the caller passed them
 #include "engine/compute.hpp"
+#include "comms/communicator.hpp"
 
 #include <mixle/error.hpp>
 
@@ -253,6 +254,7 @@ class CudaCompute final : public Compute {
   kernels::PassReport run(kc::PassMode mode, const Model& model, const Dataset& rows, const PerRow& in,
                           std::vector<double>* stats, double* loglik, double* resp, bool tf32) {
     kernels::PassReport report;
+    device_stats_ = -1;  // stats_dev_ is about to be overwritten
     const std::int64_t n = static_cast<std::int64_t>(rows.rows());
     if (n == 0) return report;
     const double* given = mode == kc::PassMode::given ? in.given : nullptr;
@@ -308,7 +310,8 @@ class CudaCompute final : public Compute {
     }
 
     const std::int64_t stat_size = host_view.stat_size;
-    stats_dev_.reserve(static_cast<std::size_t>(std::max<std::int64_t>(stat_size, 1)));
+    // One spare slot: all_reduce_statistics appends the caller's error mark to the statistics.
+    stats_dev_.reserve(static_cast<std::size_t>(stat_size) + 1);
     report_dev_.reserve(1);
     MIXLE_CUDA_TRY(cudaMemsetAsync(stats_dev_.data(), 0, static_cast<std::size_t>(stat_size) * sizeof(double), cs));
     MIXLE_CUDA_TRY(cudaMemsetAsync(report_dev_.data(), 0, sizeof(kc::DeviceReport), cs));
@@ -403,12 +406,37 @@ class CudaCompute final : public Compute {
       const std::int64_t first = mode == kc::PassMode::normalised ? kernels::kStatHeader : 0;
       for (std::int64_t j = first; j < stat_size; ++j) (*stats)[j] += stats_host_.data()[j];
     }
+    if (mode == kc::PassMode::accumulate) device_stats_ = stat_size;
     const kc::DeviceReport& dr = *report_host_.data();
     report.impossible_rows = static_cast<std::int64_t>(dr.impossible_rows);
     report.nan_rows = static_cast<std::int64_t>(dr.nan_rows);
     report.num_listed = std::min(dr.num_listed, kernels::PassReport::kMaxListed);
     for (int i = 0; i < report.num_listed; ++i) report.listed[i] = dr.listed[i];
     return report;
+  }
+
+  bool all_reduce_statistics(comms::Communicator& comm, std::vector<double>& values) override {
+    const std::size_t n = values.size();
+    if (device_stats_ < 0 || comm.memory_space() != comms::MemorySpace::device) return false;
+    const auto held = static_cast<std::size_t>(device_stats_);
+    if (n < held || n > held + 1 || stats_dev_.size() < n) return false;
+    kc::DeviceGuard guard(device_);
+    cudaStream_t cs = compute_->get();
+    if (n > held)
+      MIXLE_CUDA_TRY(cudaMemcpyAsync(stats_dev_.data() + held, values.data() + held, (n - held) * sizeof(double),
+                                     cudaMemcpyHostToDevice, cs));
+    compute_->synchronize();  // the communicator reduces on its own stream
+    device_stats_ = -1;       // from here the buffer holds sums over the ranks
+    comm.all_reduce_sum(std::span<double>(stats_dev_.data(), n), comms::MemorySpace::device);
+    stats_host_.reserve(n);
+    MIXLE_CUDA_TRY(
+        cudaMemcpyAsync(stats_host_.data(), stats_dev_.data(), n * sizeof(double), cudaMemcpyDeviceToHost, cs));
+    compute_->synchronize();
+    std::copy_n(stats_host_.data(), n, values.begin());
+    if (trace_enabled())
+      std::fprintf(stderr, "mixle cuda: %zu statistics all-reduced in device memory by %s\n", n,
+                   std::string(comm.type()).c_str());
+    return true;
   }
 
   /// Score: copies the chunk's log-likelihoods and responsibilities to the caller (float64).
@@ -435,6 +463,7 @@ class CudaCompute final : public Compute {
   std::array<std::optional<kc::Event>, 2> h2d_done_, compute_done_;
   std::optional<kc::CublasHandle> cublas_;
   kc::DeviceBuffer<double> stats_dev_;
+  std::int64_t device_stats_ = -1;  // values of the last call's statistics in stats_dev_, if an accumulate
   kc::DeviceBuffer<kc::DeviceReport> report_dev_;
   kc::PinnedBuffer<double> stats_host_;
   kc::PinnedBuffer<kc::DeviceReport> report_host_;

@@ -34,7 +34,8 @@ DistributedEncodedData::DistributedEncodedData(Dataset local, std::size_t global
       comm_(comm) {}
 
 template <class Fn>
-void DistributedEncodedData::reduce_with_errors(std::vector<double>& values, Fn&& local, const char* what) {
+void DistributedEncodedData::reduce_with_errors(std::vector<double>& values, Fn&& local, const char* what,
+                                                bool on_device) {
   std::exception_ptr error;
   try {
     local();
@@ -46,7 +47,9 @@ void DistributedEncodedData::reduce_with_errors(std::vector<double>& values, Fn&
   values.push_back(error_mark(error, comm_.rank()));
   comms::failpoint(comms::kFailpointAllReduce);
   const auto t0 = std::chrono::steady_clock::now();
-  comm_.all_reduce_sum(std::span<double>(values));
+  // Every rank makes one all-reduce of the same length either way (a failed rank on the host).
+  if (!(on_device && !error && compute().all_reduce_statistics(comm_, values)))
+    comm_.all_reduce_sum(std::span<double>(values));
   collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double failed = values.back();
   values.pop_back();
@@ -79,7 +82,7 @@ Statistics DistributedEncodedData::stream_accumulate(const Model& model, const E
         // An empty local range (more ranks than row blocks) contributes zeros.
         if (data_.rows() > 0) s = LocalEncodedData::stream_accumulate(model, options);
       },
-      "the E-step");
+      "the E-step", /*on_device=*/data_.rows() > 0 && !options.marginalise);  // marginalise adds host sums
   return s;
 }
 
