@@ -1,6 +1,7 @@
 // gaussian_diag on CUDA: Σ_d h_kd (x_d − m_kd)² added to L (h = −1/(2 var)), and the shifted
 // moments Σ r (x − s), Σ r (x − s)². Same operation order as kernels/cpu/families/gaussian_diag.hpp.
 #include "kernels/cuda/device.cuh"
+#include "kernels/cuda/diag_moments.cuh"
 
 #include <cstdlib>
 #include <cstring>
@@ -17,33 +18,9 @@ namespace {
 // is the generic kernel's: the same row order, r = 0 skipped, the same T sums over kSubBlockRows
 // rows, the same float64 total.
 constexpr int kDiagThreads = 128;
-constexpr int kDiagBlockComps = 2;
-constexpr int kDiagBlockDims = 4;
 constexpr int kDiagRowsPerLoad = 32;
 constexpr int kDiagMaxDims = 64;
 constexpr int kDiagMaxComps = 128;
-
-template <class T>
-__device__ __forceinline__ void load_pair(const T* p, T (&v)[kDiagBlockComps]) {
-  if constexpr (sizeof(T) == 4) {
-    const float2 w = *reinterpret_cast<const float2*>(p);
-    v[0] = w.x, v[1] = w.y;
-  } else {
-    const double2 w = *reinterpret_cast<const double2*>(p);
-    v[0] = w.x, v[1] = w.y;
-  }
-}
-
-template <class T>
-__device__ __forceinline__ void load_quad(const T* p, T (&v)[kDiagBlockDims]) {
-  if constexpr (sizeof(T) == 4) {
-    const float4 w = *reinterpret_cast<const float4*>(p);
-    v[0] = w.x, v[1] = w.y, v[2] = w.z, v[3] = w.w;
-  } else {
-    const double2 w0 = reinterpret_cast<const double2*>(p)[0], w1 = reinterpret_cast<const double2*>(p)[1];
-    v[0] = w0.x, v[1] = w0.y, v[2] = w1.x, v[3] = w1.y;
-  }
-}
 
 template <class T>
 __global__ void __launch_bounds__(kDiagThreads)
@@ -64,24 +41,13 @@ __global__ void __launch_bounds__(kDiagThreads)
   const std::int64_t begin = slot * rows_per_slot;
   const std::int64_t end = begin + rows_per_slot < rows ? begin + rows_per_slot : rows;
 
-  T shift[kDiagBlockComps][kDiagBlockDims], acc1[kDiagBlockComps][kDiagBlockDims],
-      acc2[kDiagBlockComps][kDiagBlockDims];
-  double tot1[kDiagBlockComps][kDiagBlockDims], tot2[kDiagBlockComps][kDiagBlockDims];
-#pragma unroll
-  for (int a = 0; a < kDiagBlockComps; ++a)
-#pragma unroll
-    for (int b = 0; b < kDiagBlockDims; ++b) {
-      const int k = kDiagBlockComps * sc + a, d = kDiagBlockDims * sd + b;
-      shift[a][b] =
-          active && k < KT && d < DT ? part.shift[static_cast<std::int64_t>(k0 + k) * part.dims + d0 + d] : T(0);
-      tot1[a][b] = 0.0, tot2[a][b] = 0.0;
-    }
+  DiagMomentBlock<T> block([&](int a, int b) {
+    const int k = kDiagBlockComps * sc + a, d = kDiagBlockDims * sd + b;
+    return active && k < KT && d < DT ? part.shift[static_cast<std::int64_t>(k0 + k) * part.dims + d0 + d] : T(0);
+  });
   for (std::int64_t b0 = begin; b0 < end; b0 += kSubBlockRows) {
     const std::int64_t b1 = b0 + kSubBlockRows < end ? b0 + kSubBlockRows : end;
-#pragma unroll
-    for (int a = 0; a < kDiagBlockComps; ++a)
-#pragma unroll
-      for (int b = 0; b < kDiagBlockDims; ++b) acc1[a][b] = T(0), acc2[a][b] = T(0);
+    block.begin_sub_block();
     for (std::int64_t r0 = b0; r0 < b1; r0 += kDiagRowsPerLoad) {
       const int nrow = static_cast<int>(b1 - r0 < kDiagRowsPerLoad ? b1 - r0 : kDiagRowsPerLoad);
       __syncthreads();  // the previous tile has been consumed
@@ -95,36 +61,20 @@ __global__ void __launch_bounds__(kDiagThreads)
         T r[kDiagBlockComps], xv[kDiagBlockDims];
         load_pair(&rs[row][kDiagBlockComps * sc], r);
         load_quad(&xs[row][kDiagBlockDims * sd], xv);
-#pragma unroll
-        for (int a = 0; a < kDiagBlockComps; ++a) {
-          if (r[a] == T(0)) continue;
-#pragma unroll
-          for (int b = 0; b < kDiagBlockDims; ++b) {
-            const T t = xv[b] - shift[a][b];
-            const T rt = r[a] * t;
-            acc1[a][b] += rt;
-            acc2[a][b] += rt * t;
-          }
-        }
+        block.fold_row(r, xv);
       }
     }
-#pragma unroll
-    for (int a = 0; a < kDiagBlockComps; ++a)
-#pragma unroll
-      for (int b = 0; b < kDiagBlockDims; ++b)
-        tot1[a][b] += static_cast<double>(acc1[a][b]), tot2[a][b] += static_cast<double>(acc2[a][b]);
+    block.end_sub_block();
   }
-#pragma unroll
-  for (int a = 0; a < kDiagBlockComps; ++a)
-#pragma unroll
-    for (int b = 0; b < kDiagBlockDims; ++b) {
-      const int k = kDiagBlockComps * sc + a, d = kDiagBlockDims * sd + b;
-      if (!active || k >= KT || d >= DT) continue;
-      double* out = partials + slot * stat_size + part.stat_offset +
-                    static_cast<std::int64_t>(k0 + k) * part.stat_stride + d0 + d;
-      out[0] = tot1[a][b];
-      out[part.dims] = tot2[a][b];
-    }
+  if (!active) return;
+  block.write([&](int a, int b, double m1, double m2) {
+    const int k = kDiagBlockComps * sc + a, d = kDiagBlockDims * sd + b;
+    if (k >= KT || d >= DT) return;
+    double* out =
+        partials + slot * stat_size + part.stat_offset + static_cast<std::int64_t>(k0 + k) * part.stat_stride + d0 + d;
+    out[0] = m1;
+    out[part.dims] = m2;
+  });
 }
 
 /// MIXLE_CUDA_DIAG_STATS=generic selects the generic statistics kernel (for comparisons).

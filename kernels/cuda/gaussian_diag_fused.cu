@@ -20,6 +20,7 @@
 // MIXLE_CUDA_FUSED=0 selects the unfused path for comparison. bench/gpu-model reads the SASS of
 // the loops marked `gpu-model:` below.
 #include "kernels/cuda/device.cuh"
+#include "kernels/cuda/diag_moments.cuh"
 #include "kernels/cuda/row_normalise.cuh"
 
 #include <cstdlib>
@@ -32,8 +33,6 @@ constexpr int kFusedThreads = 256;
 constexpr int kFusedWarps = kFusedThreads / 32;
 constexpr int kFusedMaxK = 256;
 constexpr int kFusedMaxD = 64;
-constexpr int kStatComps = 2;  // a thread's statistics block: 2 components × 4 dims
-constexpr int kStatDims = 4;
 constexpr int kDensityRows = 2;  // a thread's log-density block: 2 rows × 4 components
 constexpr int kDensityComps = 4;
 constexpr std::size_t kFusedSharedLimit = 48 * 1024;
@@ -85,19 +84,13 @@ __global__ void __launch_bounds__(kFusedThreads, 2)
   for (int e = tid; e < tile_rows * xstride; e += kFusedThreads) xs[e] = 0.0f;  // padding columns stay 0
 
   // This thread's statistics block: components 2·sc, 2·sc + 1 and dims 4·sd … 4·sd + 3.
-  const int dquads = (D + kStatDims - 1) / kStatDims;
-  const bool stats_thread = tid < (K + kStatComps - 1) / kStatComps * dquads;
+  const int dquads = (D + kDiagBlockDims - 1) / kDiagBlockDims;
+  const bool stats_thread = tid < (K + kDiagBlockComps - 1) / kDiagBlockComps * dquads;
   const int sc = tid / dquads, sd = tid % dquads;
-  float shift[kStatComps][kStatDims], acc1[kStatComps][kStatDims], acc2[kStatComps][kStatDims];
-  double tot1[kStatComps][kStatDims], tot2[kStatComps][kStatDims];
-#pragma unroll
-  for (int a = 0; a < kStatComps; ++a)
-#pragma unroll
-    for (int b = 0; b < kStatDims; ++b) {
-      const int k = kStatComps * sc + a, d = kStatDims * sd + b;
-      shift[a][b] = stats_thread && k < K && d < D ? part.shift[static_cast<std::int64_t>(k) * D + d] : 0.0f;
-      tot1[a][b] = 0.0, tot2[a][b] = 0.0;
-    }
+  DiagMomentBlock<float> block([&](int a, int b) {
+    const int k = kDiagBlockComps * sc + a, d = kDiagBlockDims * sd + b;
+    return stats_thread && k < K && d < D ? part.shift[static_cast<std::int64_t>(k) * D + d] : 0.0f;
+  });
   float mass = 0.0f;
   double mass_total = 0.0;
   const int kquads = kp / kDensityComps;
@@ -105,10 +98,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2)
 
   for (std::int64_t b0 = begin; b0 < end; b0 += kSubBlockRows) {
     const std::int64_t b1 = b0 + kSubBlockRows < end ? b0 + kSubBlockRows : end;
-#pragma unroll
-    for (int a = 0; a < kStatComps; ++a)
-#pragma unroll
-      for (int b = 0; b < kStatDims; ++b) acc1[a][b] = 0.0f, acc2[a][b] = 0.0f;
+    block.begin_sub_block();
     mass = 0.0f;
     for (std::int64_t r0 = b0; r0 < b1; r0 += tile_rows) {
       const int nrow = static_cast<int>(b1 - r0 < tile_rows ? b1 - r0 : tile_rows);
@@ -146,45 +136,29 @@ __global__ void __launch_bounds__(kFusedThreads, 2)
       if (stats_thread) {
         // gpu-model: fused-statistics fp=4 per (row, component, dim)
         for (int row = 0; row < nrow; ++row) {
-          const float2 r = *reinterpret_cast<const float2*>(ls + row * kp + kStatComps * sc);
-          const float4 xv = *reinterpret_cast<const float4*>(xs + row * xstride + kStatDims * sd);
-          const float rv[kStatComps] = {r.x, r.y}, xq[kStatDims] = {xv.x, xv.y, xv.z, xv.w};
-#pragma unroll
-          for (int a = 0; a < kStatComps; ++a) {
-            if (rv[a] == 0.0f) continue;
-#pragma unroll
-            for (int b = 0; b < kStatDims; ++b) {
-              const float t = xq[b] - shift[a][b];
-              const float rt = rv[a] * t;
-              acc1[a][b] += rt;
-              acc2[a][b] += rt * t;
-            }
-          }
+          float r[kDiagBlockComps], xv[kDiagBlockDims];
+          load_pair(ls + row * kp + kDiagBlockComps * sc, r);
+          load_quad(xs + row * xstride + kDiagBlockDims * sd, xv);
+          block.fold_row(r, xv);
         }
       }
       if (tid < K)
         // gpu-model: fused-mass fp=1 per (row, component)
         for (int row = 0; row < nrow; ++row) mass += ls[row * kp + tid];
     }
-#pragma unroll
-    for (int a = 0; a < kStatComps; ++a)
-#pragma unroll
-      for (int b = 0; b < kStatDims; ++b)
-        tot1[a][b] += static_cast<double>(acc1[a][b]), tot2[a][b] += static_cast<double>(acc2[a][b]);
+    block.end_sub_block();
     mass_total += static_cast<double>(mass);
   }
 
   double* out = partials + slot * stat_size;
-#pragma unroll
-  for (int a = 0; a < kStatComps; ++a)
-#pragma unroll
-    for (int b = 0; b < kStatDims; ++b) {
-      const int k = kStatComps * sc + a, d = kStatDims * sd + b;
-      if (!stats_thread || k >= K || d >= D) continue;
+  if (stats_thread)
+    block.write([&](int a, int b, double m1, double m2) {
+      const int k = kDiagBlockComps * sc + a, d = kDiagBlockDims * sd + b;
+      if (k >= K || d >= D) return;
       double* entry = out + part.stat_offset + static_cast<std::int64_t>(k) * part.stat_stride + d;
-      entry[0] = tot1[a][b];
-      entry[D] = tot2[a][b];
-    }
+      entry[0] = m1;
+      entry[D] = m2;
+    });
   if (tid < K) out[kStatHeader + tid] = mass_total;
   __syncthreads();  // the rows' log-likelihoods and statuses written above are visible block-wide
   if (tid == 0) {
@@ -205,7 +179,7 @@ bool gaussian_diag_fused_eligible(const ModelView<float>& model) {
   const PartView<float>& part = model.parts[0];
   const int K = model.components, D = part.dims;
   return part.kind == PartKind::gaussian_diag && D >= 1 && D <= kFusedMaxD && K >= 1 && K <= kFusedMaxK &&
-         (K + kStatComps - 1) / kStatComps * ((D + kStatDims - 1) / kStatDims) <= kFusedThreads &&
+         (K + kDiagBlockComps - 1) / kDiagBlockComps * ((D + kDiagBlockDims - 1) / kDiagBlockDims) <= kFusedThreads &&
          FusedLayout(K, D, fused_tile_rows(K, D)).bytes() <= kFusedSharedLimit;
 }
 

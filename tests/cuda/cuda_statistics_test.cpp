@@ -17,6 +17,10 @@ namespace {
 using namespace std::chrono_literals;
 using engine::Precision;
 
+#define MIXLE_SKIP_WITHOUT_NCCL()                                                       \
+  if (gpu_required()) FAIL() << "MIXLE_REQUIRE_GPU=1 but mixle was built without NCCL"; \
+  GTEST_SKIP() << "built without NCCL"
+
 /// A world of one nccl rank (the collectives still run: init, the reduce, its stream).
 struct NcclWorld {
   comms::StoreServer server{"127.0.0.1", 0, "tok"};
@@ -41,8 +45,7 @@ struct Fixture {
 
 TEST(CudaStatistics, AllReducedFromDeviceMemoryUnderNccl) {
 #if !MIXLE_HAVE_NCCL
-  if (gpu_required()) FAIL() << "MIXLE_REQUIRE_GPU=1 but mixle was built without NCCL";
-  GTEST_SKIP() << "built without NCCL";
+  MIXLE_SKIP_WITHOUT_NCCL();
 #else
   MIXLE_CUDA_OR_SKIP(cuda);
   NcclWorld world;
@@ -70,7 +73,7 @@ TEST(CudaStatistics, AllReducedFromDeviceMemoryUnderNccl) {
 
 TEST(CudaStatistics, OnlyAnAccumulatesOwnStatisticsAreReducedOnTheDevice) {
 #if !MIXLE_HAVE_NCCL
-  GTEST_SKIP() << "built without NCCL";
+  MIXLE_SKIP_WITHOUT_NCCL();
 #else
   MIXLE_CUDA_OR_SKIP(cuda);
   NcclWorld world;
@@ -90,11 +93,11 @@ TEST(CudaStatistics, OnlyAnAccumulatesOwnStatisticsAreReducedOnTheDevice) {
 #endif
 }
 
-// The distributed handle's E-step takes that path under nccl and returns what the local handle
-// does (one rank), failing ranks' marks included in the same reduction.
+// The distributed handle's E-step takes that path under nccl (its error mark in the same
+// reduction) and returns what the local handle does (one rank).
 TEST(CudaStatistics, TheDistributedEStepUnderNcclMatchesTheLocalOne) {
 #if !MIXLE_HAVE_NCCL
-  GTEST_SKIP() << "built without NCCL";
+  MIXLE_SKIP_WITHOUT_NCCL();
 #else
   MIXLE_CUDA_OR_SKIP(cuda);
   NcclWorld world;

@@ -1,0 +1,94 @@
+// The register block both gaussian_diag statistics kernels fold into — the fused E-step and the
+// tiled statistics kernel: a thread owns 2 components × 4 dims of Σ r·(x − s) and Σ r·(x − s)²,
+// and per row reads one r pair and one x vector (nvcc or the simulator).
+// Per entry the operations are the generic kernel's and the CPU's, in row order: t = x − s,
+// rt = r·t, Σ rt, Σ rt·t, summed in T within kSubBlockRows rows and in float64 across them; a
+// component whose r is 0 is skipped (so a NaN row, whose r are all 0, folds nothing).
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace mixle::kernels::cuda {
+
+constexpr int kDiagBlockComps = 2;
+constexpr int kDiagBlockDims = 4;
+
+/// v = p[0, 2) (8- or 16-byte aligned shared memory).
+template <class T>
+__device__ __forceinline__ void load_pair(const T* p, T (&v)[kDiagBlockComps]) {
+  if constexpr (sizeof(T) == 4) {
+    const float2 w = *reinterpret_cast<const float2*>(p);
+    v[0] = w.x, v[1] = w.y;
+  } else {
+    const double2 w = *reinterpret_cast<const double2*>(p);
+    v[0] = w.x, v[1] = w.y;
+  }
+}
+
+/// v = p[0, 4) (16-byte aligned shared memory).
+template <class T>
+__device__ __forceinline__ void load_quad(const T* p, T (&v)[kDiagBlockDims]) {
+  if constexpr (sizeof(T) == 4) {
+    const float4 w = *reinterpret_cast<const float4*>(p);
+    v[0] = w.x, v[1] = w.y, v[2] = w.z, v[3] = w.w;
+  } else {
+    const double2 w0 = reinterpret_cast<const double2*>(p)[0], w1 = reinterpret_cast<const double2*>(p)[1];
+    v[0] = w0.x, v[1] = w0.y, v[2] = w1.x, v[3] = w1.y;
+  }
+}
+
+template <class T>
+struct DiagMomentBlock {
+  T shift[kDiagBlockComps][kDiagBlockDims];
+  T acc1[kDiagBlockComps][kDiagBlockDims], acc2[kDiagBlockComps][kDiagBlockDims];
+  double tot1[kDiagBlockComps][kDiagBlockDims], tot2[kDiagBlockComps][kDiagBlockDims];
+
+  /// shift_of(a, b): the shift of entry (component a, dim b) of the block (0 past the edge).
+  template <class ShiftOf>
+  __device__ explicit DiagMomentBlock(ShiftOf shift_of) {
+#pragma unroll
+    for (int a = 0; a < kDiagBlockComps; ++a)
+#pragma unroll
+      for (int b = 0; b < kDiagBlockDims; ++b) shift[a][b] = shift_of(a, b), tot1[a][b] = 0.0, tot2[a][b] = 0.0;
+  }
+
+  __device__ void begin_sub_block() {
+#pragma unroll
+    for (int a = 0; a < kDiagBlockComps; ++a)
+#pragma unroll
+      for (int b = 0; b < kDiagBlockDims; ++b) acc1[a][b] = T(0), acc2[a][b] = T(0);
+  }
+
+  __device__ void fold_row(const T (&r)[kDiagBlockComps], const T (&x)[kDiagBlockDims]) {
+#pragma unroll
+    for (int a = 0; a < kDiagBlockComps; ++a) {
+      if (r[a] == T(0)) continue;
+#pragma unroll
+      for (int b = 0; b < kDiagBlockDims; ++b) {
+        const T t = x[b] - shift[a][b];
+        const T rt = r[a] * t;
+        acc1[a][b] += rt;
+        acc2[a][b] += rt * t;
+      }
+    }
+  }
+
+  __device__ void end_sub_block() {
+#pragma unroll
+    for (int a = 0; a < kDiagBlockComps; ++a)
+#pragma unroll
+      for (int b = 0; b < kDiagBlockDims; ++b)
+        tot1[a][b] += static_cast<double>(acc1[a][b]), tot2[a][b] += static_cast<double>(acc2[a][b]);
+  }
+
+  /// write(a, b, Σ r·t, Σ r·t²) for every entry of the block; the caller skips those past the edge.
+  template <class Write>
+  __device__ void write(Write write_entry) const {
+#pragma unroll
+    for (int a = 0; a < kDiagBlockComps; ++a)
+#pragma unroll
+      for (int b = 0; b < kDiagBlockDims; ++b) write_entry(a, b, tot1[a][b], tot2[a][b]);
+  }
+};
+
+}  // namespace mixle::kernels::cuda
