@@ -53,11 +53,9 @@ class DistributedEncodedData final : public LocalEncodedData {
  private:
   /// Runs `local` (which fills `values`, the buffer to sum), then all-reduces `values` together
   /// with an error slot, so a failure on one rank becomes an error on every rank instead of a
-  /// hang. The failing rank rethrows its own error; the others name it.
-  /// Runs `local` (which fills `values`), then one all-reduce of `values` plus an error mark,
-  /// and raises on every rank if any failed. With `on_device`, `local` ran one accumulate of
-  /// this rank's Compute into zeros: the sums are then taken where that Compute holds them
-  /// (Compute::all_reduce_statistics), on the host otherwise.
+  /// hang. The failing rank rethrows its own error; the others name it. With `on_device`, `local`
+  /// ran one accumulate of this rank's Compute into zeros: the sums are then taken where that
+  /// Compute holds them (Compute::all_reduce_statistics), on the host otherwise.
   template <class Fn>
   void reduce_with_errors(std::vector<double>& values, Fn&& local, const char* what, bool on_device = false);
 
