@@ -119,7 +119,6 @@ StoreClient::Reply StoreClient::request(std::uint8_t op, std::int64_t arg, std::
   std::lock_guard lock(mutex_);
   if (!fd_.valid()) fail("connection already closed");
   std::vector<char> msg;
-  msg.reserve(wire::kRequestHeaderBytes + key.size() + value.size());
   msg.push_back(static_cast<char>(op));
   wire::put_i64(msg, arg);
   wire::put_u32(msg, static_cast<std::uint32_t>(key.size()));

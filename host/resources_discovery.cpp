@@ -164,7 +164,6 @@ plan::LaunchOptions launch_options_for_this_node(std::optional<std::string> prec
   options.precision = std::move(precision);
   options.memory_bytes = usable_memory_bytes();
   for (const CudaDeviceInfo& gpu : cuda_devices()) options.gpu_memory_bytes.push_back(gpu.memory_bytes);
-  options.gpu_throughput = kDefaultGpuThroughput;
   return options;
 }
 

@@ -38,8 +38,7 @@ struct CudaDeviceInfo {
 /// cudaErrorInsufficientDriver) or in a build without CUDA. Other CUDA errors → DeviceError.
 std::vector<CudaDeviceInfo> cuda_devices();
 
-/// Default throughput weight of a GPU relative to one CPU slot (reference: 10).
-inline constexpr double kDefaultGpuThroughput = 10.0;
+using plan::kDefaultGpuThroughput;
 
 /// The process environment as a plan::Environment.
 plan::Environment process_environment();

@@ -180,7 +180,6 @@ BenchResult run_case(const PreparedCase& p, const std::string& device, const std
   };
   auto time_phase = [&](auto&& body) {
     std::vector<double> samples;
-    samples.reserve(static_cast<std::size_t>(c.iters));
     for (int i = 0; i < c.iters; ++i) {
       const auto t0 = Clock::now();
       body();

@@ -307,24 +307,30 @@ double weigh_block(int K, const double* w, int n, Block<T>& block) {
   return total;
 }
 
+/// +inf exactly: a row at the edge of a family's support (x = −inf under an exponential).
+template <class T>
+bool at_plus_infinity(T v) {
+  return v == std::numeric_limits<T>::infinity();
+}
+
 /// Re-evaluates +inf rows: responsibilities split equally among the components at +inf.
 template <class T>
 void tie_rows(const ModelView<T>& model, Workspace<T>& ws) {
   Block<T>& block = ws.block;
   bool any = false;
-  for (int b = 0; b < block.rows; ++b) any |= std::isinf(block.loglik[b]) && block.loglik[b] > 0;
+  for (int b = 0; b < block.rows; ++b) any |= at_plus_infinity(block.loglik[b]);
   if (!any) return;
   std::vector<T> saved(block.lp);
   log_densities(model, ws);
   std::swap(saved, block.lp);  // saved = fresh log-densities, block.lp = responsibilities
   const int K = model.components;
   for (int b = 0; b < block.rows; ++b) {
-    if (!(std::isinf(block.loglik[b]) && block.loglik[b] > 0)) continue;
+    if (!at_plus_infinity(block.loglik[b])) continue;
     int ties = 0;
-    for (int k = 0; k < K; ++k) ties += std::isinf(saved[k * kBlockRows + b]) && saved[k * kBlockRows + b] > 0;
+    for (int k = 0; k < K; ++k) ties += at_plus_infinity(saved[k * kBlockRows + b]);
     for (int k = 0; k < K; ++k) {
       const T v = saved[k * kBlockRows + b];
-      block.logp(k)[b] = (std::isinf(v) && v > 0) ? T(1) / static_cast<T>(ties) : T(0);
+      block.logp(k)[b] = at_plus_infinity(v) ? T(1) / static_cast<T>(ties) : T(0);
     }
   }
 }

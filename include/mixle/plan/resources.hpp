@@ -55,6 +55,9 @@ struct SlotOptions {
   std::optional<std::string> precision;       ///< canonicalised by precision_name
 };
 
+/// Default throughput weight of a GPU relative to one CPU slot (the reference's 10).
+inline constexpr double kDefaultGpuThroughput = 10.0;
+
 /// What a launcher node offers when its ranks each take one GPU (from_torchrun, from_slurm).
 struct LaunchOptions {
   std::optional<std::uint64_t> memory_bytes;  ///< CPU ranks: one node's bytes, split over its ranks
@@ -62,7 +65,7 @@ struct LaunchOptions {
   /// Memory in bytes of each GPU visible on this node, by local index; empty = CPU ranks.
   /// Nodes are assumed homogeneous (every node has this node's GPUs).
   std::vector<std::uint64_t> gpu_memory_bytes;
-  double gpu_throughput = 10.0;  ///< default weight of a GPU rank (CPU ranks get 1)
+  double gpu_throughput = kDefaultGpuThroughput;  ///< default weight of a GPU rank (CPU ranks get 1)
 };
 
 /// Options of Resources::discover (implemented in host/, it reads the machine).
