@@ -45,6 +45,7 @@ TEST(ThreadGroup, CollectivesGiveEveryMemberTheSameCorrectBytes) {
   std::vector<std::vector<double>> sums(W), maxes(W), gathered(W), broadcasts(W);
   std::vector<std::vector<float>> fsums(W);
   std::vector<std::uint64_t> payload(W);
+  std::vector<std::string> letters(W);
   const auto errors = run_group(W, 10s, [&](int r, Communicator& c) {
     EXPECT_EQ(c.rank(), r);
     EXPECT_EQ(c.size(), W);
@@ -61,6 +62,10 @@ TEST(ThreadGroup, CollectivesGiveEveryMemberTheSameCorrectBytes) {
     const std::vector<double> mine{static_cast<double>(r), 10.0 * r};
     gathered[static_cast<std::size_t>(r)].assign(2 * W, -1.0);
     c.all_gather(std::span<const double>(mine), std::span<double>(gathered[static_cast<std::size_t>(r)]));
+    // One byte per member: the smallest gather still moves.
+    const char letter = static_cast<char>('a' + r);
+    letters[static_cast<std::size_t>(r)].assign(W, '-');
+    c.all_gather(std::span<const char>(&letter, 1), std::span<char>(letters[static_cast<std::size_t>(r)]));
     broadcasts[static_cast<std::size_t>(r)] = {r == 2 ? 42.0 : 0.0, r == 2 ? 7.0 : 0.0};
     c.broadcast(std::span<double>(broadcasts[static_cast<std::size_t>(r)]), 2);
     c.barrier();
@@ -75,10 +80,11 @@ TEST(ThreadGroup, CollectivesGiveEveryMemberTheSameCorrectBytes) {
     EXPECT_EQ(maxes[static_cast<std::size_t>(r)], (std::vector<double>{3.0, 0.0}));
     EXPECT_EQ(fsums[static_cast<std::size_t>(r)], (std::vector<float>{9.0f}));
     EXPECT_EQ(gathered[static_cast<std::size_t>(r)], (std::vector<double>{0, 0, 1, 10, 2, 20, 3, 30}));
+    EXPECT_EQ(letters[static_cast<std::size_t>(r)], "abcd");
     EXPECT_EQ(broadcasts[static_cast<std::size_t>(r)], (std::vector<double>{42.0, 7.0}));
-    // Payload handed to collectives: the three all-reduces, the all-gather's whole result
-    // (W members × 2 doubles), the broadcast; the barrier carries none.
-    EXPECT_EQ(payload[static_cast<std::size_t>(r)], 1000u * 8 + 2 * 8 + 4 + W * 2 * 8 + 2 * 8) << "member " << r;
+    // Payload handed to collectives: the three all-reduces, the all-gathers' whole results
+    // (W members × 2 doubles, W bytes), the broadcast; the barrier carries none.
+    EXPECT_EQ(payload[static_cast<std::size_t>(r)], 1000u * 8 + 2 * 8 + 4 + W * 2 * 8 + W + 2 * 8) << "member " << r;
   }
 }
 

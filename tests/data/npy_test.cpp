@@ -292,6 +292,11 @@ TEST(DataNpy, RejectsMalformedHeadersNamingWhatIsWrong) {
   test::write_bytes(
       v4, make_npy(4, "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 2), }", test::bytes_of(v.data(), 6)));
   test::expect_invalid_input([&] { read_data(v4); }, {v4, "unsupported .npy format version 4.0", "1.0, 2.0, 3.0"});
+  // …and there never was a version 0, even with a header that would otherwise read.
+  const std::string v0 = dir.file("v0.npy");
+  test::write_bytes(
+      v0, make_npy(0, "{'descr': '<f8', 'fortran_order': False, 'shape': (3, 2), }", test::bytes_of(v.data(), 6)));
+  test::expect_invalid_input([&] { read_data(v0); }, {v0, "unsupported .npy format version 0.0", "1.0, 2.0, 3.0"});
 }
 
 // Without a known extension the magic bytes decide: .npy content is read, anything else is

@@ -1,6 +1,7 @@
 // The EM driver's contract: a fit from a model first evaluates that model; stopping on
 // |Δ mean log-likelihood| < tol or max_iter; progress once per iteration; restarts keep the best.
 #include "engine_test_util.hpp"
+#include "engine/em.hpp"
 #include "host/fit_driver.hpp"
 
 #include <mixle/fit.hpp>
@@ -109,6 +110,31 @@ TEST(EngineEm, StopsAtTheIterationTheTraceDerives) {
     EXPECT_EQ(r.converged, expected != 0);
     for (std::size_t i = 0; i < r.mean_loglik.size(); ++i) EXPECT_EQ(r.mean_loglik[i], full.mean_loglik[i]) << i;
   }
+}
+
+// A loop resumed at its last iteration (a checkpoint written when max_iter was reached) runs no
+// step and reports the iterations and trace it resumed with; one resumed earlier counts on.
+TEST(EngineEm, AResumedLoopCountsTheIterationsBeforeIt) {
+  engine::EmOptions em;
+  em.max_iter = 3;
+  em.tol = 0.0;
+  em.start_iteration = 3;
+  em.prior_mean_loglik = {-3.0, -2.5, -2.25};
+  int calls = 0;
+  const auto step = [&](const Model& model) {
+    ++calls;
+    return engine::IterationStep{10.0, -20.0, engine::MStepResult{model, {}}, {}};
+  };
+  engine::EmResult r = engine::run_em_steps(two_blobs(), em, step);
+  EXPECT_EQ(calls, 0);
+  EXPECT_EQ(r.iterations, 3);
+  EXPECT_EQ(r.mean_loglik, em.prior_mean_loglik);
+  em.start_iteration = 2;
+  em.prior_mean_loglik.pop_back();
+  r = engine::run_em_steps(two_blobs(), em, step);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(r.iterations, 3);
+  EXPECT_EQ(r.mean_loglik, (std::vector<double>{-3.0, -2.5, -2.0}));
 }
 
 TEST(EngineEm, RestartsKeepTheBest) {

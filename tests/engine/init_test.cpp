@@ -287,6 +287,45 @@ Model diag_shape(std::size_t K, std::size_t C) {
   return shape;
 }
 
+// Lloyd's steps on k-means++'s sample move each centre to the weighted mean of its points, in
+// k-means's coordinates: two clusters, one of two half-weight points (mass exactly 1, so a centre
+// is moved by any mass above 0, not only above 1) and one of three unit-weight points.
+TEST(EngineInit, LloydMovesEachCentreToItsPointsWeightedMean) {
+  constexpr std::size_t K = 2, C = 2, N = 5;
+  const std::vector<double> v = {0.0, 0.0, 1.0, 2.0, 100.0, 50.0, 101.0, 53.0, 102.0, 51.0};
+  const std::vector<double> weights = {0.5, 0.5, 1.0, 1.0, 1.0};
+  const Dataset rows = Dataset::from_vector(v, N, C).with_weights(weights);
+  const auto handle = engine::encoded_data(rows, {});
+  const Model shape = diag_shape(K, C);
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    SCOPED_TRACE(seed);
+    const engine::KmeansStart start = engine::kmeans_on_sample(*handle, shape, seed, 1);
+    ASSERT_EQ(start.centres.size(), K * C);
+    // Each cluster's weighted mean of the embedded points (the embedding is per-column affine).
+    std::vector<double> x(C), want(K * C, 0.0);
+    const double mass[K] = {1.0, 3.0};
+    for (std::size_t r = 0; r < N; ++r) {
+      start.coordinates.embed(rows, r, x.data());
+      const std::size_t cluster = r < 2 ? 0 : 1;
+      for (std::size_t c = 0; c < C; ++c) want[cluster * C + c] += weights[r] * x[c] / mass[cluster];
+    }
+    // The centres come in k-means++'s order: match each cluster to the nearer centre.
+    const auto distance = [&](std::size_t centre, std::size_t cluster) {
+      double d2 = 0.0;
+      for (std::size_t c = 0; c < C; ++c)
+        d2 += (start.centres[centre * C + c] - want[cluster * C + c]) *
+              (start.centres[centre * C + c] - want[cluster * C + c]);
+      return d2;
+    };
+    const std::size_t first = distance(0, 0) < distance(1, 0) ? 0 : 1;
+    for (std::size_t cluster = 0; cluster < K; ++cluster) {
+      const std::size_t centre = cluster == 0 ? first : 1 - first;
+      for (std::size_t c = 0; c < C; ++c)
+        EXPECT_NEAR(start.centres[centre * C + c], want[cluster * C + c], 1e-12) << cluster << "," << c;
+    }
+  }
+}
+
 // Hard assignments fold each component's rows and nothing else: labels that leave some rows
 // out, weights, and chunks of 4,096 rows (K = 257), against a naive weighted mean and variance
 // per component; the left-out rows count in the header's weight only.

@@ -133,9 +133,10 @@ TEST(Marginalise, EveryFamilyThatCanLeaveAColumnOut) {
     {"family":"gaussian_spherical","columns":[0,2],"mean":[[0,1],[3,-2]],"var":[1,2]},
     {"family":"lognormal","columns":[2,4],"log_mean":[[0,1],[1,0]],"log_var":[[0.2,0.3],[0.3,0.2]]},
     {"family":"gamma","columns":[4,6],"shape":[[2,5],[6,2]],"rate":[[1,2],[3,0.5]]},
-    {"family":"exponential","columns":[6,7],"rate":[[0.5],[3]]},
-    {"family":"bernoulli","columns":[7,8],"prob":[[0.2],[0.9]]},
-    {"family":"categorical","columns":[8,10],"categories":2,"prob":[[[0.7,0.3],[0.4,0.6]],[[0.1,0.9],[0.8,0.2]]]}]})");
+    {"family":"exponential","columns":[6,8],"rate":[[0.5,2],[3,0.7]]},
+    {"family":"bernoulli","columns":[8,10],"prob":[[0.2,0.6],[0.9,0.3]]},
+    {"family":"categorical","columns":[10,12],"categories":2,"prob":[[[0.7,0.3],[0.4,0.6]],[[0.1,0.9],[0.8,0.2]]]},
+    {"family":"poisson","columns":[12,14],"rate":[[2,9],[6,1]]}]})");
   const Dataset data = sample(truth, 2000, 17);
   Model start = truth;  // a start away from the truth, so EM has work to do
   start.weights = {0.5, 0.5};
@@ -143,7 +144,9 @@ TEST(Marginalise, EveryFamilyThatCanLeaveAColumnOut) {
     for (std::vector<double>* field : {&p.mean, &p.rate, &p.prob})
       for (double& v : *field)
         v = p.family == Family::bernoulli || p.family == Family::categorical ? 0.5 * (v + 0.5) : v * 1.2 + 0.1;
-  expect_blank_columns_leave_the_rest_unchanged(start, data.values(), data.cols(), {1, 3, 5, 6, 7, 8, 9});
+  // Each part has two columns (the second, blank, leaves the first to be read under every
+  // component's own parameters), and every part is read in the rows another part's column left.
+  expect_blank_columns_leave_the_rest_unchanged(start, data.values(), data.cols(), {1, 3, 5, 7, 9, 10, 11, 13});
 }
 
 // One iteration from a given model, values missing here and there, against the update written

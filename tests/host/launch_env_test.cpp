@@ -143,6 +143,19 @@ TEST(LaunchEnv, StorePortRules) {
   } catch (const InvalidInput& e) {
     EXPECT_NE(std::string(e.what()).find("port 65535/65536 is not in [0, 65535]"), std::string::npos) << e.what();
   }
+  // Each port is checked on its own: a master port past the last is refused beside a valid store
+  // port, and a valid master port beside a negative store port.
+  for (const auto& [master, store] : {std::pair{"70000", "31000"}, std::pair{"29500", "-2"}}) {
+    vars["MASTER_PORT"] = master;
+    vars["MIXLE_STORE_PORT"] = store;
+    const std::string both = std::string("port ") + master + "/" + store + " is not in [0, 65535]";
+    try {
+      detect_launch_env(fake(vars));
+      ADD_FAILURE() << both << " accepted";
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find(both), std::string::npos) << e.what();
+    }
+  }
 }
 
 // A launcher's rank and world size are set or absent, never empty: an empty one is named.

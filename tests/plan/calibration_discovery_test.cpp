@@ -46,6 +46,9 @@ TEST(PlanCalibration, DeviceResultRules) {
   DeviceCalibration bad_time = ok("cpu:0", 10);
   bad_time.elapsed_seconds[1] = -1;
   expect_mentions(message_of<InvalidInput>([&] { bad_time.validate(); }), {"cpu:0", "-1", "> 0"});
+  bad_time.elapsed_seconds[1] = 0.0;  // a timing of zero is no measurement either
+  expect_mentions(message_of<InvalidInput>([&] { bad_time.validate(); }),
+                  {"cpu:0", "elapsed_seconds contains 0", "> 0"});
   DeviceCalibration failed{"cpu:0", false, {}, std::nullopt, std::nullopt};
   expect_mentions(message_of<InvalidInput>([&] { failed.validate(); }), {"without an error"});
   failed.error = "out of memory";
