@@ -317,9 +317,8 @@ bool at_plus_infinity(T v) {
 template <class T>
 void tie_rows(const ModelView<T>& model, Workspace<T>& ws) {
   Block<T>& block = ws.block;
-  bool any = false;
-  for (int b = 0; b < block.rows; ++b) any |= at_plus_infinity(block.loglik[b]);
-  if (!any) return;
+  const auto loglik = block.loglik.begin();
+  if (std::none_of(loglik, loglik + block.rows, at_plus_infinity<double>)) return;
   std::vector<T> saved(block.lp);
   log_densities(model, ws);
   std::swap(saved, block.lp);  // saved = fresh log-densities, block.lp = responsibilities
@@ -327,7 +326,7 @@ void tie_rows(const ModelView<T>& model, Workspace<T>& ws) {
   for (int b = 0; b < block.rows; ++b) {
     if (!at_plus_infinity(block.loglik[b])) continue;
     int ties = 0;
-    for (int k = 0; k < K; ++k) ties += at_plus_infinity(saved[k * kBlockRows + b]);
+    for (int k = 0; k < K; ++k) ties += at_plus_infinity(saved.at(static_cast<std::size_t>(k * kBlockRows + b)));
     for (int k = 0; k < K; ++k) {
       const T v = saved[k * kBlockRows + b];
       block.logp(k)[b] = at_plus_infinity(v) ? T(1) / static_cast<T>(ties) : T(0);

@@ -55,5 +55,42 @@ void check_ties() {
 TEST(CpuPassTies, PlusInfinityRowsAreSharedAmongTheirComponentsFp64) { check_ties<double>(); }
 TEST(CpuPassTies, PlusInfinityRowsAreSharedAmongTheirComponentsFp32) { check_ties<float>(); }
 
+// Only the components at +inf share a row: under a gamma part, x = 0 is +inf for shapes below 1
+// and −inf above. A block whose only +inf row is its first, then one with it among finite rows.
+template <class T>
+void check_partial_ties() {
+  Model m;
+  m.weights = {0.2, 0.5, 0.3};
+  Part g;
+  g.family = Family::gamma;
+  g.col_begin = 0;
+  g.col_end = 1;
+  g.shape = {0.5, 3.0, 0.7};
+  g.rate = {1.0, 2.0, 1.5};
+  m.parts = {g};
+  const auto packed = engine::pack_model<T>(m, 1);
+  kernels::cpu::Options o;
+  o.threads = 1;
+  for (const std::vector<double>& x : {std::vector<double>{0.0}, std::vector<double>{1.0, 0.0, 2.0}}) {
+    SCOPED_TRACE(x.size());
+    const std::size_t n = x.size(), K = 3;
+    std::vector<double> loglik(n), resp(K * n);
+    kernels::cpu::score(packed.view, x.data(), n, 1, loglik.data(), resp.data(), o);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (x[i] != 0.0) {
+        EXPECT_TRUE(std::isfinite(loglik[i])) << i;
+        continue;
+      }
+      EXPECT_EQ(loglik[i], std::numeric_limits<double>::infinity()) << i;
+      EXPECT_EQ(resp[K * i], 0.5) << i;
+      EXPECT_EQ(resp[K * i + 1], 0.0) << i;
+      EXPECT_EQ(resp[K * i + 2], 0.5) << i;
+    }
+  }
+}
+
+TEST(CpuPassTies, OnlyTheComponentsAtPlusInfinityShareTheRowFp64) { check_partial_ties<double>(); }
+TEST(CpuPassTies, OnlyTheComponentsAtPlusInfinityShareTheRowFp32) { check_partial_ties<float>(); }
+
 }  // namespace
 }  // namespace mixle
