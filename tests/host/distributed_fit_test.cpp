@@ -146,6 +146,17 @@ TEST(DistributedFit, ComponentThreadsRunInsideEachRanksShare) {
   Process gpu = launched("gpu", {"--backend", "component_parallel", "--device", "cuda"});
   EXPECT_EQ(gpu.exit_code(), 1) << gpu.output();
   EXPECT_NE(gpu.output().find("threads components on the CPU"), std::string::npos) << gpu.output();
+  // A rank prints its error once (before its communicator's teardown), not again when the error
+  // reaches main: one launched rank, one report.
+  std::vector<std::string> one{kCli, "launch", "--nproc", "1", "--"};
+  for (const auto& a : fit_args(data, dir.path / "one.json", 8, "0")) one.push_back(a);
+  for (const char* a : {"--backend", "component_parallel", "--device", "cuda"}) one.push_back(a);
+  Process alone = run_process(one, {}, dir.path / "one.log", 120s);
+  EXPECT_EQ(alone.exit_code(), 1) << alone.output();
+  std::size_t printed = 0;
+  for (std::size_t at = 0; (at = alone.output().find("threads components on the CPU", at)) != std::string::npos; ++at)
+    ++printed;
+  EXPECT_EQ(printed, 1u) << alone.output();
 }
 
 TEST(DistributedFit, CalibratedThroughputSplitsRows) {

@@ -163,6 +163,15 @@ TEST(LaunchCli, MissingCommandIsAUsageError) {
   EXPECT_EQ(launch({"--nproc", "0", "--", "true"}, dir).exit_code(), 2);
 }
 
+// --max-restarts takes 0 to 1000 (a bound against a typo that would restart a group forever).
+TEST(LaunchCli, MaxRestartsIsBoundedAtOneThousand) {
+  TempDir dir;
+  EXPECT_EQ(launch({"--nproc", "1", "--max-restarts", "1000", "--", "true"}, dir).exit_code(), 0);
+  Process p = launch({"--nproc", "1", "--max-restarts", "1001", "--", "true"}, dir);
+  EXPECT_EQ(p.exit_code(), 2) << p.output();
+  EXPECT_TRUE(contains(p.output(), "--max-restarts")) << p.output();
+}
+
 TEST(LaunchCli, UnrunnableCommandFails) {
   TempDir dir;
   Process p = launch({"--nproc", "2", "--", "/nonexistent/program"}, dir);
