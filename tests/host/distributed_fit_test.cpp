@@ -146,8 +146,8 @@ TEST(DistributedFit, ComponentThreadsRunInsideEachRanksShare) {
   Process gpu = launched("gpu", {"--backend", "component_parallel", "--device", "cuda"});
   EXPECT_EQ(gpu.exit_code(), 1) << gpu.output();
   EXPECT_NE(gpu.output().find("threads components on the CPU"), std::string::npos) << gpu.output();
-  // A rank prints its error once (before its communicator's teardown), not again when the error
-  // reaches main: one launched rank, one report.
+  // One launched rank, one report of its error (this refusal comes before the fit starts, so it
+  // is main's report; a rank failing inside the fit prints its own and main must not repeat it).
   std::vector<std::string> one{kCli, "launch", "--nproc", "1", "--"};
   for (const auto& a : fit_args(data, dir.path / "one.json", 8, "0")) one.push_back(a);
   for (const char* a : {"--backend", "component_parallel", "--device", "cuda"}) one.push_back(a);
