@@ -33,9 +33,9 @@ Model model_shape(EncodedData& data, const std::vector<PartSpec>& parts, std::si
     p.categories = spec.categories;
     if (family_descriptor(p.family).categories && p.categories == 0) {
       if (col_max.empty()) col_max = data.column_max();
-      double mx = 0.0;
+      double mx = 0.0;  // so mx ≥ 0: a negative code is outside the support, refused when scored
       for (std::size_t c = p.col_begin; c < p.col_end; ++c) mx = std::max(mx, col_max[c]);
-      if (!std::isfinite(mx) || mx < 0.0 || mx > 1e7)
+      if (!std::isfinite(mx) || mx > 1e7)
         throw InvalidInput(std::string(family_name(p.family)) + " columns [" + std::to_string(p.col_begin) + ", " +
                            std::to_string(p.col_end) +
                            "): cannot infer the number of categories from the largest code " + std::to_string(mx) +

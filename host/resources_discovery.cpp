@@ -65,7 +65,7 @@ std::optional<std::uint64_t> parse_meminfo_total(std::string_view meminfo) {
     if (line.rfind("MemTotal:", 0) != 0) continue;
     std::string_view rest = trim(line.substr(9));
     std::uint64_t scale = 1;
-    if (rest.size() > 3 && rest.substr(rest.size() - 3) == " kB") {
+    if (rest.ends_with(" kB")) {
       rest = trim(rest.substr(0, rest.size() - 3));
       scale = 1024;  // /proc/meminfo's "kB" is KiB
     }
@@ -97,18 +97,18 @@ std::optional<std::string> parse_cgroup_v2_path(std::string_view text) {
   return std::nullopt;
 }
 
-std::optional<std::uint64_t> usable_memory_bytes() {
+std::optional<std::uint64_t> usable_memory_bytes(const MachineFiles& files) {
   std::optional<std::uint64_t> machine;
-  if (auto text = read_small_file("/proc/meminfo")) machine = parse_meminfo_total(*text);
+  if (auto text = read_small_file(files.proc + "/meminfo")) machine = parse_meminfo_total(*text);
   std::optional<std::uint64_t> limit;
   std::vector<std::string> candidates;
-  if (auto text = read_small_file("/proc/self/cgroup")) {
+  if (auto text = read_small_file(files.proc + "/self/cgroup")) {
     if (auto path = parse_cgroup_v2_path(*text); path && *path != "/") {
-      candidates.push_back("/sys/fs/cgroup" + *path + "/memory.max");
+      candidates.push_back(files.cgroup + *path + "/memory.max");
     }
   }
-  candidates.push_back("/sys/fs/cgroup/memory.max");                    // v2, namespaced root
-  candidates.push_back("/sys/fs/cgroup/memory/memory.limit_in_bytes");  // v1
+  candidates.push_back(files.cgroup + "/memory.max");                    // v2, namespaced root
+  candidates.push_back(files.cgroup + "/memory/memory.limit_in_bytes");  // v1
   for (const std::string& path : candidates) {
     if (auto text = read_small_file(path)) {
       if (auto v = parse_cgroup_memory_limit(*text)) {
@@ -148,6 +148,20 @@ std::vector<CudaDeviceInfo> cuda_devices() {
   return out;
 }
 
+plan::DeviceSpec gpu_device_spec(std::size_t index, const CudaDeviceInfo& gpu,
+                                 const std::optional<std::string>& precision) {
+  plan::DeviceSpec d;
+  d.name = "cuda:" + std::to_string(index);
+  d.kind = "cuda";
+  d.engine = "cuda";
+  d.memory_bytes = gpu.memory_bytes;
+  d.throughput = kDefaultGpuThroughput;
+  if (precision) d.precision = plan::precision_name(*precision);
+  d.product = gpu.product;
+  d.compute_units = gpu.multiprocessors;
+  return d;
+}
+
 plan::Environment process_environment() {
   plan::Environment env;
   for (char** entry = environ; entry && *entry; ++entry) {
@@ -185,18 +199,8 @@ Resources Resources::discover(const DiscoverOptions& options) {
   }
   if (options.include_cuda) {
     const std::vector<host::CudaDeviceInfo> gpus = host::cuda_devices();
-    for (std::size_t i = 0; i < gpus.size(); ++i) {
-      DeviceSpec d;
-      d.name = "cuda:" + std::to_string(i);
-      d.kind = "cuda";
-      d.engine = "cuda";
-      d.memory_bytes = gpus[i].memory_bytes;
-      d.throughput = host::kDefaultGpuThroughput;
-      if (options.precision) d.precision = precision_name(*options.precision);
-      d.product = gpus[i].product;
-      d.compute_units = gpus[i].multiprocessors;
-      devices.push_back(std::move(d));
-    }
+    for (std::size_t i = 0; i < gpus.size(); ++i)
+      devices.push_back(host::gpu_device_spec(i, gpus[i], options.precision));
   }
   return Resources(std::move(devices));
 }

@@ -25,8 +25,18 @@ std::optional<std::uint64_t> parse_cgroup_memory_limit(std::string_view text);
 /// The cgroup v2 path of this process from a /proc/self/cgroup text ("0::/path"), if any.
 std::optional<std::string> parse_cgroup_v2_path(std::string_view proc_self_cgroup);
 
-/// min(cgroup limit, MemTotal) for this process, or nullopt when neither can be read.
-std::optional<std::uint64_t> usable_memory_bytes();
+/// Where usable_memory_bytes reads the machine: the proc file system and the cgroup mount.
+/// Tests point them at a folder of their own.
+struct MachineFiles {
+  std::string proc = "/proc";
+  std::string cgroup = "/sys/fs/cgroup";
+};
+
+/// min(cgroup limit, MemTotal) for this process, or nullopt when neither can be read. The limit
+/// is the first of: the process's own cgroup v2 memory.max (its path from proc/self/cgroup), the
+/// v2 memory.max at the mount's root (a namespaced container), the v1 memory.limit_in_bytes —
+/// whichever is first readable and not unlimited.
+std::optional<std::uint64_t> usable_memory_bytes(const MachineFiles& files = {});
 
 /// One visible CUDA device.
 struct CudaDeviceInfo {
@@ -37,6 +47,10 @@ struct CudaDeviceInfo {
 /// The visible CUDA devices; empty without a driver/device (cudaErrorNoDevice,
 /// cudaErrorInsufficientDriver) or in a build without CUDA. Other CUDA errors → DeviceError.
 std::vector<CudaDeviceInfo> cuda_devices();
+/// How Resources::discover describes the visible CUDA device `index`: "cuda:index" on the cuda
+/// engine, its memory, product and multiprocessors, the default GPU throughput until calibrated.
+plan::DeviceSpec gpu_device_spec(std::size_t index, const CudaDeviceInfo& gpu,
+                                 const std::optional<std::string>& precision);
 
 using plan::kDefaultGpuThroughput;
 

@@ -3,6 +3,7 @@
 #include "host/bench/bench.hpp"
 
 #include "engine/compute.hpp"
+#include "engine/report.hpp"
 
 #include <mixle/error.hpp>
 #include <mixle/family.hpp>
@@ -22,11 +23,10 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Throws when a pass saw rows it could not use: the timings of such a pass mean nothing.
+// Throws when a pass saw rows it could not use (the synthetic case is then broken): the timings
+// of such a pass mean nothing.
 void require_clean(const kernels::PassReport& report, const std::string& device) {
-  if (report.nan_rows || report.impossible_rows)
-    throw InvalidInput("benchmark pass on " + device + " saw " + std::to_string(report.nan_rows) + " NaN and " +
-                       std::to_string(report.impossible_rows) + " impossible rows; the synthetic case is broken");
+  engine::raise_for(report, "benchmark pass on " + device, 0);
 }
 
 int cuda_index(const std::string& device) {

@@ -60,9 +60,10 @@ std::string describe_status(int status) {
   return "ended with wait status " + std::to_string(status);
 }
 
-// The exit code the launcher reports for a failed child: its own code, or 128 + signal like a shell.
+// The exit code the launcher reports for a failed child: its own code (not 0: a rank that exited
+// 0 did not fail), or 128 + signal like a shell.
 int exit_code_for(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status) != 0 ? WEXITSTATUS(status) : 1;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
 }
@@ -129,7 +130,7 @@ GroupEnd run_group(const LaunchOptions& o, int port, const std::string& run_id, 
     if (pid == 0) exec_child(o, r, port, run_id, restart, self, old_mask);
     if (pid < 0) {
       std::cerr << "mixle launch: fork failed for rank " << r << ": " << std::strerror(errno) << "\n";
-      signal_all(children, SIGKILL);
+      signal_all(children, SIGKILL);  // the ranks started before this one
       for (auto& c : children)
         if (c.running) ::waitpid(c.pid, nullptr, 0);
       return GroupEnd{Failure{r, "could not be started (fork failed)", 1}, 0};

@@ -9,10 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <mixle/error.hpp>
+#include <mixle/family.hpp>
 
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace mb = mixle::host::bench;
 using mixle::engine::Precision;
@@ -41,6 +43,13 @@ TEST(BenchLibrary, CompareStatisticsFailsOnNonFiniteAndSizeMismatch) {
   EXPECT_FALSE(mb::compare_statistics({1.0, std::nan("")}, oracle, 1.0).passed);
   EXPECT_FALSE(mb::compare_statistics({1.0, std::numeric_limits<double>::infinity()}, oracle, 1.0).passed);
   EXPECT_FALSE(mb::compare_statistics({1.0}, oracle, 1.0).passed);
+}
+
+// The bounds of bench/README.md's check table, one per precision.
+TEST(BenchLibrary, CheckBoundsAreTheDocumentedOnes) {
+  EXPECT_EQ(mb::check_bound(Precision::fp64), 1e-10);
+  EXPECT_EQ(mb::check_bound(Precision::fp32), 1e-4);
+  EXPECT_EQ(mb::check_bound(Precision::tf32), 5e-2);
 }
 
 TEST(BenchLibrary, SummariseOrderStatistics) {
@@ -206,6 +215,49 @@ TEST(BenchLibrary, RunCaseOnCpuReturnsCheckedResult) {
   EXPECT_EQ(r.check.rows, 3000u);
   EXPECT_EQ(r.iteration.samples.size(), 2u);
   EXPECT_GT(r.iteration_metrics.rows_per_s, 0.0);
+}
+
+// Each metric is the work model over the phase's median time, the peak fraction is over the
+// peak handed in, each phase is timed iters times, and the check covers the first check_rows
+// rows (fewer than the case's here). A categorical case, so the per-category term counts too.
+TEST(BenchLibrary, RunCaseMetricsFollowFromTheMedianAndTheWorkModel) {
+  mb::BenchCase c;
+  c.family = mixle::Family::categorical;
+  c.rows = 2000;
+  c.dims = 2;
+  c.components = 3;
+  c.categories = 5;
+  c.iters = 3;
+  c.warmup = 1;
+  c.threads = 1;
+  c.check_rows = 700;
+  const mb::PreparedCase p = mb::prepare_case(c);
+  const mb::Peak peak{.gflop_per_s = 123.0, .source = "measured", .detail = "given"};
+  const mb::BenchResult r = mb::run_case(p, "cpu", peak);
+  EXPECT_EQ(r.threads, 1);
+  EXPECT_EQ(r.peak.detail, "given");
+  EXPECT_EQ(r.check.rows, 700u);
+  EXPECT_EQ(r.check.bound, mb::check_bound(c.precision));
+  EXPECT_GT(r.check.max_rel_error, 0.0) << "fp32 against the fp64 oracle differs in rounding";
+  EXPECT_LE(r.check.max_rel_error, r.check.bound);
+  EXPECT_TRUE(r.check.passed) << r.check.message;
+  for (const mb::PhaseTimings* t : {&r.e_step, &r.m_step, &r.iteration}) EXPECT_EQ(t->samples.size(), 3u);
+
+  const mb::WorkModel w = mb::work_model(c, p.evaluated);
+  const mixle::SizeRule& f = mixle::family_descriptor(c.family).flops;
+  EXPECT_EQ(w.flops, 2000.0 * 3 *
+                         (static_cast<double>(f.per_component) + static_cast<double>(f.per_column) * 2 +
+                          static_cast<double>(f.per_column_pair) * 4 + static_cast<double>(f.per_category) * 2 * 5));
+  for (const auto& [t, m] : {std::pair{&r.e_step, &r.e_step_metrics}, std::pair{&r.iteration, &r.iteration_metrics}}) {
+    ASSERT_GT(t->median, 0.0);
+    EXPECT_EQ(m->flops, w.flops);
+    EXPECT_EQ(m->bytes, w.bytes);
+    EXPECT_DOUBLE_EQ(m->rows_per_s, 2000.0 / t->median);
+    EXPECT_DOUBLE_EQ(m->nkd_per_s, 2000.0 * 3 * 2 / t->median);
+    EXPECT_DOUBLE_EQ(m->gflop_per_s, w.flops / t->median / 1e9);
+    EXPECT_DOUBLE_EQ(m->gb_per_s, w.bytes / t->median / 1e9);
+    EXPECT_DOUBLE_EQ(m->peak_fraction, m->gflop_per_s / 123.0);
+  }
 }
 
 TEST(BenchLibrary, AllDevicesStartWithTheCpu) {

@@ -3,6 +3,7 @@
 #include "comms/process_util.hpp"
 
 #include <gtest/gtest.h>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 namespace mixle::test {
@@ -27,6 +28,9 @@ TEST(CliResourcesCalibrate, WritesMeasuredThroughputAndAppendsToTheCatalog) {
     const auto& list = records.is_array() ? records : records["records"];
     ASSERT_EQ(list.size(), static_cast<std::size_t>(run));
     EXPECT_EQ(list.back()["workload"], "em");
+    EXPECT_EQ(list.back()["model_type"], "gaussian_diag") << "the default family";
+    EXPECT_EQ(list.back()["sample_size"], 4096);
+    EXPECT_EQ(list.back()["repeats"], 2);
     EXPECT_EQ(list.back()["device_results"][0]["success"], true);
     // Stamped with the time of the run (seconds since the epoch).
     const double stamped = list.back()["timestamp"].get<double>();
@@ -53,6 +57,28 @@ TEST(CliResourcesCalibrate, EveryCpuSlotIsNamedInTheCatalog) {
   for (std::size_t i = 0; i < 2; ++i)
     EXPECT_EQ(results[i]["device_name"], resources["devices"][i]["name"]) << results.dump();
   EXPECT_NE(results[0]["device_name"], results[1]["device_name"]);
+}
+
+// Without --catalog the record goes beside --out; --family and --precision are recorded, and
+// the workload's size is the documented default (65,536 rows, 3 iterations).
+TEST(CliResourcesCalibrate, TheDefaultCatalogLiesBesideTheResources) {
+  TempDir dir;
+  const auto out = dir.path / "resources.json";
+  Process p = run_process({MIXLE_CLI_PATH, "resources", "--calibrate", "--no-cuda", "--family", "poisson",
+                           "--precision", "float64", "--out", out.string()},
+                          {}, dir.path / "log.txt", 120s);
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  const auto catalog = dir.path / "mixle-calibration.json";
+  ASSERT_TRUE(std::filesystem::exists(catalog)) << p.output();
+  EXPECT_NE(p.output().find("appended a calibration record to " + catalog.string()), std::string::npos) << p.output();
+  const auto records = nlohmann::json::parse(read_file(catalog));
+  const auto& record = (records.is_array() ? records : records["records"]).back();
+  EXPECT_EQ(record["model_type"], "poisson");
+  EXPECT_EQ(record["precision"], "float64");
+  EXPECT_EQ(record["sample_size"], 65536);
+  EXPECT_EQ(record["repeats"], 3);
+  EXPECT_NE(p.output().find("N=65536 D=32 K=64, 3 EM iteration(s)"), std::string::npos) << p.output();
+  EXPECT_EQ(nlohmann::json::parse(read_file(out))["devices"][0]["precision"], "float64");
 }
 
 // A calibration that cannot run fails the command, naming why, and writes no Resources file.

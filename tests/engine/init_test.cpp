@@ -326,6 +326,24 @@ TEST(EngineInit, LloydMovesEachCentreToItsPointsWeightedMean) {
   }
 }
 
+// The first k-means++ centre is drawn in proportion to weight: with nearly all of it on row 0,
+// row 0 is the first centre (the chance of another is 2e-11), whatever the seed; the second
+// centre then comes from the other rows, and Lloyd keeps row 0 in the first one's cluster.
+TEST(EngineInit, TheFirstCentreIsDrawnInProportionToWeight) {
+  constexpr std::size_t K = 2, C = 2, N = 3;
+  const std::vector<double> v = {0.0, 0.0, 10.0, 10.0, 10.5, 10.0};
+  const std::vector<double> weights = {100.0, 1e-9, 1e-9};
+  const Dataset rows = Dataset::from_vector(v, N, C).with_weights(weights);
+  const auto handle = engine::encoded_data(rows, {});
+  for (std::uint64_t seed : {1u, 2u, 3u, 4u, 5u}) {
+    SCOPED_TRACE(seed);
+    const engine::KmeansStart start = engine::kmeans_on_sample(*handle, diag_shape(K, C), seed, 1);
+    std::vector<double> x(C);
+    start.coordinates.embed(rows, 0, x.data());
+    for (std::size_t c = 0; c < C; ++c) EXPECT_NEAR(start.centres[c], x[c], 1e-12) << c;
+  }
+}
+
 // Hard assignments fold each component's rows and nothing else: labels that leave some rows
 // out, weights, and chunks of 4,096 rows (K = 257), against a naive weighted mean and variance
 // per component; the left-out rows count in the header's weight only.

@@ -2,6 +2,9 @@
 // item or the file and what is wrong (the refusals scripts/coverage found no test reaching).
 #include "engine_test_util.hpp"
 
+#include "engine/initialise.hpp"
+#include "engine/local_handle.hpp"
+
 #include <mixle/error.hpp>
 #include <mixle/fit.hpp>
 #include <mixle/model.hpp>
@@ -81,6 +84,20 @@ TEST(LayoutRefusals, CategoriesAreInferredOnlyFromSensibleCodes) {
   o.layout = "categorical:0-1";
   o.max_iter = 1;
   EXPECT_EQ(fit(Dataset::from_vector(v, 4, 1), o).model.parts[0].categories, 3u);
+  // A column whose every code is 0 has one category: the largest code, 0, is a sensible one.
+  EXPECT_EQ(fit(Dataset::from_vector(std::vector<double>{0, 0, 0, 0}, 4, 1), o).model.parts[0].categories, 1u);
+}
+
+// The largest code that may be inferred is 10^7 itself (10^7 + 1 categories); one past is refused.
+TEST(LayoutRefusals, TheLargestInferredCodeIsTenMillion) {
+  auto categories = [](double code) {
+    const Dataset d = Dataset::from_vector(std::vector<double>{0, code}, 2, 1);
+    auto data = engine::LocalEncodedData::create(d, {});
+    const PartSpec spec{.family = Family::categorical, .col_begin = 0, .col_end = 1};
+    return engine::model_shape(*data, {spec}, 1).parts[0].categories;
+  };
+  EXPECT_EQ(categories(1e7), 10000001u);
+  test::expect_invalid_input([&] { (void)categories(1e7 + 1); }, {"cannot infer the number of categories"});
 }
 
 TEST(ModelFileRefusals, TheSourceIsNamedWithWhatIsWrong) {

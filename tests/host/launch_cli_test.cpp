@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -39,11 +40,41 @@ TEST(LaunchCli, SetsTorchrunVariablesForEveryRank) {
     has("MASTER_ADDR=127.0.0.1");
     has("MASTER_PORT=29877");
     has("TORCHELASTIC_USE_AGENT_STORE=False");
+    has("GROUP_WORLD_SIZE=1");
+    has("ROLE_RANK=" + std::to_string(r));
+    has("ROLE_WORLD_SIZE=3");
+    has("TORCHELASTIC_RESTART_COUNT=0");
+    has("TORCHELASTIC_MAX_RESTARTS=0");
     auto pos = env.find("TORCHELASTIC_RUN_ID=");
     ASSERT_NE(pos, std::string::npos);
     run_ids.insert(env.substr(pos, env.find('\n', pos) - pos));
   }
-  EXPECT_EQ(run_ids.size(), 1u);  // one run id shared by the group
+  ASSERT_EQ(run_ids.size(), 1u);  // one run id shared by the group
+  // "mixle-" and 24 random hex digits (96 bits: two launches on one store never collide).
+  EXPECT_TRUE(std::regex_match(*run_ids.begin(), std::regex("TORCHELASTIC_RUN_ID=mixle-[0-9a-f]{24}")))
+      << *run_ids.begin();
+}
+
+// As torchrun: a group of two or more ranks gets OMP_NUM_THREADS=1 unless it is set already;
+// a single rank keeps the machine's default.
+TEST(LaunchCli, OneOpenMpThreadPerRankOnlyWhenThereAreSeveral) {
+  TempDir dir;
+  auto omp_threads = [&](const std::string& nproc, const std::string& preset) {
+    const std::string file = dir.path.string() + "/omp." + nproc + "." + preset;
+    std::vector<std::string> argv{"env"};
+    if (preset.empty())
+      argv.insert(argv.end(), {"-u", "OMP_NUM_THREADS"});
+    else
+      argv.push_back("OMP_NUM_THREADS=" + preset);
+    argv.insert(argv.end(), {MIXLE_CLI_PATH, "launch", "--nproc", nproc, "--", "sh", "-c",
+                             "echo \"${OMP_NUM_THREADS-unset}\" > " + file + ".$RANK"});
+    Process p = run_process(argv, {}, dir.path / "launch.log", 30s);
+    EXPECT_EQ(p.exit_code(), 0) << p.output();
+    return read_file(file + ".0");
+  };
+  EXPECT_EQ(omp_threads("2", ""), "1\n");
+  EXPECT_EQ(omp_threads("1", ""), "unset\n");
+  EXPECT_EQ(omp_threads("2", "4"), "4\n");
 }
 
 TEST(LaunchCli, PicksAFreeMasterPortWhenNotGiven) {

@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sched.h>
 
 #include <unistd.h>
 
@@ -111,6 +113,85 @@ TEST(PlanDiscovery, ParsesMeminfoAndCgroupLimits) {
   EXPECT_EQ(parse_cgroup_memory_limit("9223372036854771712\n"), std::nullopt);  // v1 unlimited
   EXPECT_EQ(parse_cgroup_v2_path("12:cpu:/x\n0::/user.slice/job-1\n"), "/user.slice/job-1");
   EXPECT_EQ(parse_cgroup_v2_path("4:memory:/x\n"), std::nullopt);
+}
+
+// A number is read from its own characters only: the parsers take views into a larger text (a
+// line of /proc/meminfo), so digits right after the view must not join the number.
+TEST(PlanDiscovery, ANumberEndsWhereItsViewEnds) {
+  using namespace mixle::host;
+  const std::string text = "85899345921234";
+  EXPECT_EQ(parse_cgroup_memory_limit(std::string_view(text).substr(0, 10)), 8589934592u);
+  EXPECT_EQ(parse_cgroup_memory_limit(std::string_view(text).substr(0, 0)), std::nullopt);
+  EXPECT_EQ(parse_cgroup_memory_limit("12x"), std::nullopt);
+  EXPECT_EQ(parse_cgroup_memory_limit("0"), std::nullopt);  // a limit of 0 is not a limit
+  EXPECT_EQ(parse_meminfo_total("MemTotal: 2048"), 2048u);  // no unit: bytes
+}
+
+// The memory limit, read from a made-up machine: every place a cgroup keeps it, in order, each
+// bounded by MemTotal.
+TEST(PlanDiscovery, UsableMemoryFollowsTheCgroupThatHoldsTheProcess) {
+  namespace fs = std::filesystem;
+  using mixle::host::usable_memory_bytes;
+  const fs::path root = fs::temp_directory_path() / ("mixle_machine_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const mixle::host::MachineFiles files{.proc = (root / "proc").string(), .cgroup = (root / "cgroup").string()};
+  auto write = [&](const fs::path& rel, const std::string& text) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+  };
+  constexpr std::uint64_t GiB = 1ull << 30;
+
+  EXPECT_EQ(usable_memory_bytes(files), std::nullopt) << "nothing readable";
+  write("proc/meminfo", "MemTotal:       16777216 kB\nMemFree: 1 kB\n");
+  EXPECT_EQ(usable_memory_bytes(files), 16 * GiB) << "MemTotal alone";
+  write("cgroup/memory/memory.limit_in_bytes", "4294967296\n");
+  EXPECT_EQ(usable_memory_bytes(files), 4 * GiB) << "cgroup v1";
+  write("cgroup/memory.max", "2147483648\n");
+  EXPECT_EQ(usable_memory_bytes(files), 2 * GiB) << "v2 at the root comes before v1";
+  write("proc/self/cgroup", "0::/job.slice/run-7\n");
+  write("cgroup/job.slice/run-7/memory.max", "1073741824\n");
+  EXPECT_EQ(usable_memory_bytes(files), 1 * GiB) << "the process's own cgroup first";
+  write("cgroup/job.slice/run-7/memory.max", "max\n");
+  EXPECT_EQ(usable_memory_bytes(files), 2 * GiB) << "an unlimited own cgroup falls back to the root";
+  write("cgroup/memory.max", "68719476736\n");
+  EXPECT_EQ(usable_memory_bytes(files), 16 * GiB) << "a limit above the machine's memory";
+  fs::remove(root / "proc/meminfo");
+  EXPECT_EQ(usable_memory_bytes(files), 64 * GiB) << "the limit alone";
+  fs::remove_all(root);
+}
+
+// A visible GPU as discovery describes it (the CUDA query itself needs a device; this is what
+// is made of its answer).
+TEST(PlanDiscovery, AGpuIsDescribedFromItsProperties) {
+  const mixle::host::CudaDeviceInfo gpu{
+      .product = "NVIDIA H200", .memory_bytes = 150'000'000'000ull, .multiprocessors = 132};
+  const DeviceSpec d = mixle::host::gpu_device_spec(3, gpu, "fp32");
+  EXPECT_EQ(d.name, "cuda:3");
+  EXPECT_EQ(d.kind, "cuda");
+  EXPECT_EQ(d.engine, "cuda");
+  EXPECT_TRUE(d.is_gpu());
+  EXPECT_EQ(d.memory_bytes, 150'000'000'000ull);
+  EXPECT_EQ(d.product, "NVIDIA H200");
+  EXPECT_EQ(d.compute_units, 132);
+  EXPECT_EQ(d.throughput, kDefaultGpuThroughput);
+  EXPECT_EQ(d.precision, "float32");
+  EXPECT_EQ(mixle::host::gpu_device_spec(0, gpu, std::nullopt).precision, std::nullopt);
+}
+
+// With the affinity mask cut to one CPU, discovery counts one, whatever the machine has.
+TEST(PlanDiscovery, TheAffinityMaskBoundsTheCpuCount) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
+  int first = 0;
+  while (!CPU_ISSET(first, &saved)) ++first;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const std::size_t counted = mixle::host::affinity_cpu_count();
+  ASSERT_EQ(sched_setaffinity(0, sizeof saved, &saved), 0);
+  EXPECT_EQ(counted, 1u);
+  EXPECT_EQ(mixle::host::affinity_cpu_count(), static_cast<std::size_t>(CPU_COUNT(&saved)));
 }
 
 TEST(PlanDiscovery, DiscoverFindsThisMachine) {
