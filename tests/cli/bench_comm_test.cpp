@@ -45,5 +45,27 @@ TEST(BenchComm, TwoRanksUnderMixleLaunch) {
       << bad.output();
 }
 
+
+// One process, the default smallest message (8 bytes, one float64 per rank): a world of one
+// moves nothing between ranks, so its bus bandwidth is 0.
+TEST(BenchComm, OneRankStartsAtEightBytes) {
+  TempDir dir;
+  const auto json = dir.path / "comm.json";
+  Process p = run_process({MIXLE_CLI_PATH, "bench", "--comm", "--max-bytes", "512", "--iters", "1", "--warmup", "0",
+                           "--json", json.string()},
+                          {}, dir.path / "log.txt", 60s);
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  const auto j = nlohmann::json::parse(read_file(json));
+  EXPECT_EQ(j["ranks"], 1);
+  ASSERT_EQ(j["results"].size(), 4u);  // 8, 32, 128, 512 bytes
+  std::size_t bytes = 8;
+  for (const auto& r : j["results"]) {
+    EXPECT_EQ(r["bytes"], bytes);
+    EXPECT_EQ(r["correct"], true);
+    EXPECT_EQ(r["busbw_gbs"].get<double>(), 0.0);
+    bytes *= 4;
+  }
+}
+
 }  // namespace
 }  // namespace mixle::test

@@ -290,10 +290,32 @@ TEST(BenchLibrary, BadCasesAreRefusedBeforeAnyWork) {
   refused([](mb::BenchCase& c) { c.components = 0; }, "--components 0");
   refused([](mb::BenchCase& c) { c.warmup = -1; }, "--warmup -1: must be ≥ 0");
   refused([](mb::BenchCase& c) { c.threads = -2; }, "--threads -2: must be ≥ 0 (0 = all)");
+  refused(
+      [](mb::BenchCase& c) {
+        c.family = mixle::Family::categorical;
+        c.categories = 1;
+      },
+      "--categories 1: categorical needs ≥ 2");
+  // 10^9 rows of 9 float32 columns are 36 GB, past the 32 GiB allowed: refused by
+  // validate_case, before prepare_case would try to draw them.
+  mb::BenchCase huge;
+  huge.rows = 1'000'000'000;
+  huge.dims = 9;
+  try {
+    mb::validate_case(huge);
+    ADD_FAILURE() << "a 36 GB case was accepted";
+  } catch (const mixle::InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 32 GiB"), std::string::npos) << e.what();
+  }
+  huge.dims = 8;  // 32 GB: under 32 GiB
+  EXPECT_NO_THROW(mb::validate_case(huge));
   mb::BenchCase one;
   one.rows = 100;
   one.dims = 2;
   one.components = 2;
   one.check_rows = 1;  // the smallest check
   EXPECT_EQ(mb::prepare_case(one).spec.check_rows, 1u);
+  one.family = mixle::Family::categorical;
+  one.categories = 2;  // the fewest categories worth a benchmark
+  EXPECT_EQ(mb::prepare_case(one).evaluated.parts.front().categories, 2u);
 }

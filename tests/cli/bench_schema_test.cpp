@@ -94,6 +94,9 @@ void check_document(const json& doc, const std::string& family, int iters) {
   EXPECT_EQ(c.at("rows"), 2000);
   EXPECT_EQ(c.at("dims"), 4);
   EXPECT_EQ(c.at("components"), 3);
+  EXPECT_EQ(c.at("iters"), 2);  // as tiny_run asked, not the defaults (10 and 2)
+  EXPECT_EQ(c.at("warmup"), 1);
+  EXPECT_EQ(c.at("threads_requested"), 1);
   for (const char* k : {"categories", "threads_requested", "iters", "warmup", "seed", "statistics"})
     expect_integer(c, k);
   for (const char* k : {"precision", "data_dtype", "flop_formula", "clock"}) expect_string(c, k);

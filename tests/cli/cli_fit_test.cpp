@@ -4,6 +4,7 @@
 #include "common/run_cli.hpp"
 
 #include <mixle/data.hpp>
+#include <mixle/distributed.hpp>
 #include <mixle/fit.hpp>
 #include <mixle/model.hpp>
 
@@ -14,7 +15,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <string>
+#include <utility>
+#include <vector>
 #include <sstream>
 
 namespace mixle {
@@ -401,6 +405,55 @@ TEST(CliBadInput, ScoreAndGenerateWriteNothingOnError) {
   const CliRun g = run_lowered(dir, "generate -m " + dir.file("weights.json") + " -n 5 -o " + dir.file("g.npy"));
   EXPECT_EQ(g.code, 1);
   EXPECT_FALSE(std::filesystem::exists(dir.file("g.npy")));
+}
+
+// An error inside the process group (a one-rank distributed fit) is printed by the rank before
+// its communicator's teardown, labelled as main would label it, and only once; the exit code
+// is still 2 for a usage error and 1 for bad input.
+TEST(CliDistributedFit, AnErrorInsideTheProcessGroupIsPrintedOnce) {
+  TempDir dir("cli-group-error");
+  test::write_bytes(dir.file("d.npy"), test::npy_bytes(test::gaussian_values(10), 10, 2));
+  test::write_bytes(dir.file("trunc.npy"), test::npy_bytes(test::gaussian_values(10), 10, 2, "<f8", false, 12));
+  auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string fit = "fit -k 2 --backend distributed --out " + dir.file("m.json") + " --data ";
+  const CliRun usage = test::run_cli(dir, fit + dir.file("d.npy") + " --shard-components 3");
+  EXPECT_EQ(usage.code, 2) << usage.err;
+  EXPECT_EQ(count(usage.err, "mixle: usage error: --shard-components 3 with 1 rank(s)"), 1u) << usage.err;
+  const CliRun bad = test::run_cli(dir, fit + dir.file("trunc.npy"));
+  EXPECT_EQ(bad.code, 1) << bad.err;
+  EXPECT_EQ(count(bad.err, "mixle: error: "), 1u) << bad.err;
+  EXPECT_NE(bad.err.find("trunc.npy"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("m.json")));
+}
+
+// `mixle fit --help` shows each default, and it is the library's: the stepwise controls of
+// FitOptions and the communicator and timeout of DistributedOptions.
+TEST(CliHelp, FitShowsTheLibraryDefaults) {
+  TempDir dir("cli-help");
+  const CliRun r = test::run_cli(dir, "fit --help");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const FitOptions o;
+  const DistributedOptions d;
+  auto text = [](auto value) {
+    std::ostringstream s;
+    s << value;
+    return s.str();
+  };
+  const std::vector<std::pair<std::string, std::string>> defaults = {
+      {"--batch-size", text(o.batch_size)},
+      {"--step-decay", text(o.step_decay)},
+      {"--step-offset", text(o.step_offset)},
+      {"--epochs", text(o.epochs)},
+      {"--comm", d.comm},
+      {"--timeout", text(std::chrono::duration<double>(d.timeout).count())}};
+  for (const auto& [option, value] : defaults)
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(option + R"( \S*=)" + value + R"((\s|$))")))
+        << option << " should show =" << value << " in:\n"
+        << r.out;
 }
 
 }  // namespace

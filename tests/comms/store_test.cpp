@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,6 +23,34 @@ constexpr const char* kToken = "test-run-token";
 
 std::unique_ptr<StoreClient> connect(const StoreServer& server, int rank = -1, const std::string& token = kToken) {
   return std::make_unique<StoreClient>("127.0.0.1", server.port(), token, rank, 2s, 5s);
+}
+
+// Descriptor 0 is a descriptor like any other: a process started with stdin closed gets its
+// first socket there, and that socket must be closed when its owner goes.
+TEST(FileDescriptorTest, ClosesDescriptorZeroToo) {
+  const int saved_stdin = ::dup(0);
+  ASSERT_GE(saved_stdin, 0);
+  ::close(0);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(fd, 0) << "the lowest free descriptor";
+  { FileDescriptor owner(fd); }
+  const bool still_open = ::fcntl(0, F_GETFD) != -1;
+  ::dup2(saved_stdin, 0);
+  ::close(saved_stdin);
+  EXPECT_FALSE(still_open);
+}
+
+// An error that waiting cannot cure (here ENOTSOCK: a pipe is not a socket) fails the transfer
+// at once; only EAGAIN waits for the descriptor, until the deadline.
+TEST(FileDescriptorTest, AnErrorOtherThanWouldBlockFailsAtOnce) {
+  int ends[2];
+  ASSERT_EQ(::pipe(ends), 0);
+  const FileDescriptor read_end(ends[0]), write_end(ends[1]);
+  const auto t0 = Clock::now();
+  char byte = 0;
+  EXPECT_EQ(recv_all(read_end.get(), &byte, 1, Clock::now() + 5s), IoStatus::failed);
+  EXPECT_EQ(send_all(write_end.get(), &byte, 1, Clock::now() + 5s), IoStatus::failed);
+  EXPECT_LT(Clock::now() - t0, 2s);
 }
 
 // A raw connection for speaking broken protocol at the server.
