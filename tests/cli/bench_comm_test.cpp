@@ -45,7 +45,6 @@ TEST(BenchComm, TwoRanksUnderMixleLaunch) {
       << bad.output();
 }
 
-
 // One process, the default smallest message (8 bytes, one float64 per rank): a world of one
 // moves nothing between ranks, so its bus bandwidth is 0.
 TEST(BenchComm, OneRankStartsAtEightBytes) {

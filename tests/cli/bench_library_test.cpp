@@ -260,6 +260,41 @@ TEST(BenchLibrary, RunCaseMetricsFollowFromTheMedianAndTheWorkModel) {
   }
 }
 
+// A pass that meets rows it cannot use is not timed: here every component gives code 2 of a
+// categorical column probability 0, so the rows holding it are impossible, and run_case names
+// them by their index in the case's data.
+TEST(BenchLibrary, ACaseWithImpossibleRowsIsRefusedNamingThem) {
+  mb::BenchCase c;
+  c.family = mixle::Family::categorical;
+  c.rows = 300;
+  c.dims = 1;
+  c.components = 2;
+  c.categories = 3;
+  c.iters = 1;
+  c.warmup = 0;
+  c.threads = 1;
+  mb::PreparedCase p = mb::prepare_case(c);
+  std::vector<double>& prob = p.evaluated.parts.front().prob;  // K × V
+  for (std::size_t k = 0; k < 2; ++k) {
+    prob[k * 3 + 0] = prob[k * 3 + 1] = 0.5;
+    prob[k * 3 + 2] = 0.0;
+  }
+  std::vector<std::size_t> coded_2;
+  for (std::size_t r = 0; r < c.rows; ++r)
+    if (p.data.at(r, 0) == 2.0) coded_2.push_back(r);
+  ASSERT_FALSE(coded_2.empty());
+  try {
+    (void)mb::run_case(p, "cpu");
+    ADD_FAILURE() << "a pass with impossible rows was timed";
+  } catch (const mixle::ImpossibleEvidence& e) {
+    EXPECT_NE(std::string(e.what()).find("benchmark pass on cpu: " + std::to_string(coded_2.size()) + " row(s)"),
+              std::string::npos)
+        << e.what();
+    ASSERT_FALSE(e.rows().empty());
+    EXPECT_EQ(e.rows().front(), coded_2.front());
+  }
+}
+
 TEST(BenchLibrary, AllDevicesStartWithTheCpu) {
   const auto devices = mb::expand_devices("all");
   ASSERT_FALSE(devices.empty());
