@@ -221,16 +221,15 @@ TEST(BenchLibrary, RunCaseOnCpuReturnsCheckedResult) {
 // peak handed in, each phase is timed iters times, and the check covers the first check_rows
 // rows (fewer than the case's here). A categorical case, so the per-category term counts too.
 TEST(BenchLibrary, RunCaseMetricsFollowFromTheMedianAndTheWorkModel) {
-  mb::BenchCase c;
-  c.family = mixle::Family::categorical;
-  c.rows = 2000;
-  c.dims = 2;
-  c.components = 3;
-  c.categories = 5;
-  c.iters = 3;
-  c.warmup = 1;
-  c.threads = 1;
-  c.check_rows = 700;
+  const mb::BenchCase c{.family = mixle::Family::categorical,
+                        .rows = 2000,
+                        .dims = 2,
+                        .components = 3,
+                        .categories = 5,
+                        .threads = 1,
+                        .iters = 3,
+                        .warmup = 1,
+                        .check_rows = 700};
   const mb::PreparedCase p = mb::prepare_case(c);
   const mb::Peak peak{.gflop_per_s = 123.0, .source = "measured", .detail = "given"};
   const mb::BenchResult r = mb::run_case(p, "cpu", peak);
@@ -264,15 +263,14 @@ TEST(BenchLibrary, RunCaseMetricsFollowFromTheMedianAndTheWorkModel) {
 // categorical column probability 0, so the rows holding it are impossible, and run_case names
 // them by their index in the case's data.
 TEST(BenchLibrary, ACaseWithImpossibleRowsIsRefusedNamingThem) {
-  mb::BenchCase c;
-  c.family = mixle::Family::categorical;
-  c.rows = 300;
-  c.dims = 1;
-  c.components = 2;
-  c.categories = 3;
-  c.iters = 1;
-  c.warmup = 0;
-  c.threads = 1;
+  const mb::BenchCase c{.family = mixle::Family::categorical,
+                        .rows = 300,
+                        .dims = 1,
+                        .components = 2,
+                        .categories = 3,
+                        .threads = 1,
+                        .iters = 1,
+                        .warmup = 0};
   mb::PreparedCase p = mb::prepare_case(c);
   std::vector<double>& prob = p.evaluated.parts.front().prob;  // K × V
   for (std::size_t k = 0; k < 2; ++k) {
