@@ -97,28 +97,58 @@ std::optional<std::string> parse_cgroup_v2_path(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<std::string> parse_cgroup_v1_memory_path(std::string_view text) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    // "N:controller,controller:/path"
+    const auto first = line.find(':'), second = first == std::string_view::npos ? first : line.find(':', first + 1);
+    if (second == std::string_view::npos) continue;
+    std::string_view controllers = line.substr(first + 1, second - first - 1);
+    while (!controllers.empty()) {
+      const auto comma = controllers.find(',');
+      if (controllers.substr(0, comma) == "memory") return std::string(trim(line.substr(second + 1)));
+      controllers = comma == std::string_view::npos ? std::string_view() : controllers.substr(comma + 1);
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/// The tightest limit in `file` on the way from the cgroup `path` (below `mount`) up to the
+/// mount's root: a limit set on a parent (a Slurm job, a Kubernetes pod) binds every cgroup
+/// below it, and a container sees its own cgroup as the root.
+std::optional<std::uint64_t> tightest_limit(const std::string& mount, std::string path, const char* file) {
+  std::optional<std::uint64_t> tightest;
+  if (path == "/") path.clear();
+  for (;;) {
+    if (auto text = read_small_file(mount + path + "/" + file))
+      if (auto v = parse_cgroup_memory_limit(*text)) tightest = tightest ? std::min(*tightest, *v) : *v;
+    if (path.empty()) return tightest;
+    const auto slash = path.rfind('/');
+    path.erase(slash == std::string::npos ? 0 : slash);  // "/a/b" → "/a" → "" (the root)
+  }
+}
+
+}  // namespace
+
 std::optional<std::uint64_t> usable_memory_bytes(const MachineFiles& files) {
   std::optional<std::uint64_t> machine;
   if (auto text = read_small_file(files.proc + "/meminfo")) machine = parse_meminfo_total(*text);
-  std::optional<std::uint64_t> limit;
-  std::vector<std::string> candidates;
+  std::string v2_path, v1_path;
   if (auto text = read_small_file(files.proc + "/self/cgroup")) {
-    if (auto path = parse_cgroup_v2_path(*text); path && *path != "/") {
-      candidates.push_back(files.cgroup + *path + "/memory.max");
-    }
+    v2_path = parse_cgroup_v2_path(*text).value_or("");
+    v1_path = parse_cgroup_v1_memory_path(*text).value_or("");
   }
-  candidates.push_back(files.cgroup + "/memory.max");                    // v2, namespaced root
-  candidates.push_back(files.cgroup + "/memory/memory.limit_in_bytes");  // v1
-  for (const std::string& path : candidates) {
-    if (auto text = read_small_file(path)) {
-      if (auto v = parse_cgroup_memory_limit(*text)) {
-        limit = v;
-        break;
-      }
-    }
-  }
-  if (machine && limit) return std::min(*machine, *limit);
-  return limit ? limit : machine;
+  std::optional<std::uint64_t> tightest = machine;
+  for (const auto limit : {tightest_limit(files.cgroup, v2_path, "memory.max"),
+                           tightest_limit(files.cgroup + "/memory", v1_path, "memory.limit_in_bytes")})
+    if (limit) tightest = tightest ? std::min(*tightest, *limit) : *limit;
+  return tightest;
 }
 
 std::vector<CudaDeviceInfo> cuda_devices() {

@@ -32,10 +32,14 @@ struct MachineFiles {
   std::string cgroup = "/sys/fs/cgroup";
 };
 
-/// min(cgroup limit, MemTotal) for this process, or nullopt when neither can be read. The limit
-/// is the first of: the process's own cgroup v2 memory.max (its path from proc/self/cgroup), the
-/// v2 memory.max at the mount's root (a namespaced container), the v1 memory.limit_in_bytes —
-/// whichever is first readable and not unlimited.
+/// The cgroup v1 path of this process's memory controller from a /proc/self/cgroup text
+/// ("N:memory:/path", the controller possibly among others: "N:cpu,memory:/path"), if any.
+std::optional<std::string> parse_cgroup_v1_memory_path(std::string_view proc_self_cgroup);
+
+/// The memory this process may use: the least of MemTotal and every cgroup memory limit set on
+/// the way from its cgroup up to the mount's root, v2 (memory.max, its path from the "0::" line
+/// of proc/self/cgroup) and v1 (memory/…/memory.limit_in_bytes, from the memory controller's
+/// line) alike; nullopt when none can be read.
 std::optional<std::uint64_t> usable_memory_bytes(const MachineFiles& files = {});
 
 /// One visible CUDA device.

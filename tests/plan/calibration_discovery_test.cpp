@@ -113,6 +113,10 @@ TEST(PlanDiscovery, ParsesMeminfoAndCgroupLimits) {
   EXPECT_EQ(parse_cgroup_memory_limit("9223372036854771712\n"), std::nullopt);  // v1 unlimited
   EXPECT_EQ(parse_cgroup_v2_path("12:cpu:/x\n0::/user.slice/job-1\n"), "/user.slice/job-1");
   EXPECT_EQ(parse_cgroup_v2_path("4:memory:/x\n"), std::nullopt);
+  EXPECT_EQ(parse_cgroup_v1_memory_path("12:cpu:/x\n4:cpuset,memory:/slurm/job_1 \n0::/\n"), "/slurm/job_1");
+  EXPECT_EQ(parse_cgroup_v1_memory_path("4:memory:/a\n"), "/a");
+  EXPECT_EQ(parse_cgroup_v1_memory_path("4:memoryx,cpu:/a\n0::/b\n"), std::nullopt);
+  EXPECT_EQ(parse_cgroup_v1_memory_path("0::/b"), std::nullopt);
 }
 
 // A number is read from its own characters only: the parsers take views into a larger text (a
@@ -127,9 +131,9 @@ TEST(PlanDiscovery, ANumberEndsWhereItsViewEnds) {
   EXPECT_EQ(parse_meminfo_total("MemTotal: 2048"), 2048u);  // no unit: bytes
 }
 
-// The memory limit, read from a made-up machine: every place a cgroup keeps it, in order, each
-// bounded by MemTotal.
-TEST(PlanDiscovery, UsableMemoryFollowsTheCgroupThatHoldsTheProcess) {
+// The memory limit, read from a made-up machine: the least of MemTotal and every limit on the
+// way from the process's cgroup up to the mount's root, cgroup v1 and v2.
+TEST(PlanDiscovery, UsableMemoryIsTheTightestLimitAboveTheProcess) {
   namespace fs = std::filesystem;
   using mixle::host::usable_memory_bytes;
   const fs::path root = fs::temp_directory_path() / ("mixle_machine_" + std::to_string(::getpid()));
@@ -144,15 +148,27 @@ TEST(PlanDiscovery, UsableMemoryFollowsTheCgroupThatHoldsTheProcess) {
   EXPECT_EQ(usable_memory_bytes(files), std::nullopt) << "nothing readable";
   write("proc/meminfo", "MemTotal:       16777216 kB\nMemFree: 1 kB\n");
   EXPECT_EQ(usable_memory_bytes(files), 16 * GiB) << "MemTotal alone";
+  // cgroup v1, as a Slurm node without cgroup namespaces has it: the job's limit binds its steps.
   write("cgroup/memory/memory.limit_in_bytes", "4294967296\n");
-  EXPECT_EQ(usable_memory_bytes(files), 4 * GiB) << "cgroup v1";
-  write("cgroup/memory.max", "2147483648\n");
-  EXPECT_EQ(usable_memory_bytes(files), 2 * GiB) << "v2 at the root comes before v1";
+  EXPECT_EQ(usable_memory_bytes(files), 4 * GiB) << "v1 at the root";
+  write("proc/self/cgroup", "5:cpu,memory:/slurm/job_7\n0::/\n");
+  write("cgroup/memory/slurm/job_7/memory.limit_in_bytes", "3221225472\n");
+  EXPECT_EQ(usable_memory_bytes(files), 3 * GiB) << "v1: the process's own cgroup";
+  write("proc/self/cgroup", "5:cpu,memory:/slurm/job_7/step_0\n0::/\n");
+  write("cgroup/memory/slurm/job_7/step_0/memory.limit_in_bytes", "8589934592\n");
+  EXPECT_EQ(usable_memory_bytes(files), 3 * GiB) << "v1: a parent's tighter limit";
+  // cgroup v2.
+  fs::remove_all(root / "cgroup/memory");
   write("proc/self/cgroup", "0::/job.slice/run-7\n");
+  write("cgroup/memory.max", "2147483648\n");
+  EXPECT_EQ(usable_memory_bytes(files), 2 * GiB) << "v2 at the root";
   write("cgroup/job.slice/run-7/memory.max", "1073741824\n");
-  EXPECT_EQ(usable_memory_bytes(files), 1 * GiB) << "the process's own cgroup first";
+  EXPECT_EQ(usable_memory_bytes(files), 1 * GiB) << "v2: the process's own cgroup";
   write("cgroup/job.slice/run-7/memory.max", "max\n");
-  EXPECT_EQ(usable_memory_bytes(files), 2 * GiB) << "an unlimited own cgroup falls back to the root";
+  EXPECT_EQ(usable_memory_bytes(files), 2 * GiB) << "v2: an unlimited cgroup below a limited one";
+  write("cgroup/job.slice/memory.max", "1610612736\n");
+  EXPECT_EQ(usable_memory_bytes(files), 3 * GiB / 2) << "v2: the parent's limit";
+  fs::remove(root / "cgroup/job.slice/memory.max");
   write("cgroup/memory.max", "68719476736\n");
   EXPECT_EQ(usable_memory_bytes(files), 16 * GiB) << "a limit above the machine's memory";
   fs::remove(root / "proc/meminfo");
