@@ -35,6 +35,17 @@ std::string_view trim(std::string_view s) {
   return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
 }
 
+/// The lines of a text, without their '\n'.
+std::vector<std::string_view> lines_of(std::string_view text) {
+  std::vector<std::string_view> lines;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t end = std::min(text.find('\n', pos), text.size());
+    lines.push_back(text.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return lines;
+}
+
 std::optional<std::uint64_t> parse_u64(std::string_view s) {
   std::uint64_t value = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
@@ -56,13 +67,8 @@ std::size_t affinity_cpu_count() {
 }
 
 std::optional<std::uint64_t> parse_meminfo_total(std::string_view meminfo) {
-  std::size_t pos = 0;
-  while (pos < meminfo.size()) {
-    std::size_t end = meminfo.find('\n', pos);
-    if (end == std::string_view::npos) end = meminfo.size();
-    std::string_view line = meminfo.substr(pos, end - pos);
-    pos = end + 1;
-    if (line.rfind("MemTotal:", 0) != 0) continue;
+  for (const std::string_view line : lines_of(meminfo)) {
+    if (!line.starts_with("MemTotal:")) continue;
     std::string_view rest = trim(line.substr(9));
     std::uint64_t scale = 1;
     if (rest.ends_with(" kB")) {
@@ -86,24 +92,13 @@ std::optional<std::uint64_t> parse_cgroup_memory_limit(std::string_view text) {
 }
 
 std::optional<std::string> parse_cgroup_v2_path(std::string_view text) {
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
-    if (line.rfind("0::", 0) == 0) return std::string(trim(line.substr(3)));
-  }
+  for (const std::string_view line : lines_of(text))
+    if (line.starts_with("0::")) return std::string(trim(line.substr(3)));
   return std::nullopt;
 }
 
 std::optional<std::string> parse_cgroup_v1_memory_path(std::string_view text) {
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(pos, end - pos);
-    pos = end + 1;
+  for (const std::string_view line : lines_of(text)) {
     // "N:controller,controller:/path"
     const auto first = line.find(':'), second = first == std::string_view::npos ? first : line.find(':', first + 1);
     if (second == std::string_view::npos) continue;
@@ -130,7 +125,10 @@ std::optional<std::uint64_t> tightest_limit(const std::string& mount, std::strin
       if (auto v = parse_cgroup_memory_limit(*text)) tightest = tightest ? std::min(*tightest, *v) : *v;
     if (path.empty()) return tightest;
     const auto slash = path.rfind('/');
-    path.erase(slash == std::string::npos ? 0 : slash);  // "/a/b" → "/a" → "" (the root)
+    if (slash == std::string::npos)
+      path.clear();  // a path /proc/self/cgroup would not write: read the root only
+    else
+      path.erase(slash);  // "/a/b" → "/a" → "" (the root)
   }
 }
 

@@ -117,6 +117,8 @@ TEST(PlanDiscovery, ParsesMeminfoAndCgroupLimits) {
   EXPECT_EQ(parse_cgroup_v1_memory_path("4:memory:/a\n"), "/a");
   EXPECT_EQ(parse_cgroup_v1_memory_path("4:memoryx,cpu:/a\n0::/b\n"), std::nullopt);
   EXPECT_EQ(parse_cgroup_v1_memory_path("0::/b"), std::nullopt);
+  // A v2 path may hold ',' and ':': its line's controller list is still the empty one.
+  EXPECT_EQ(parse_cgroup_v1_memory_path("0::/x,memory:/y\n"), std::nullopt);
 }
 
 // A number is read from its own characters only: the parsers take views into a larger text (a
@@ -173,6 +175,8 @@ TEST(PlanDiscovery, UsableMemoryIsTheTightestLimitAboveTheProcess) {
   EXPECT_EQ(usable_memory_bytes(files), 16 * GiB) << "a limit above the machine's memory";
   fs::remove(root / "proc/meminfo");
   EXPECT_EQ(usable_memory_bytes(files), 64 * GiB) << "the limit alone";
+  write("proc/self/cgroup", "0::job.slice\n");  // not a path the kernel writes: the root still counts
+  EXPECT_EQ(usable_memory_bytes(files), 64 * GiB) << "a relative cgroup path";
   fs::remove_all(root);
 }
 
