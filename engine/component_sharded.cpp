@@ -214,8 +214,7 @@ ShardChunking shard_chunking(std::size_t max_shard_components, Precision precisi
         max_shard_components * (precision == Precision::fp64 ? sizeof(double) : sizeof(float));
     c.rows = std::clamp<std::size_t>(kKeptBudget / bytes_per_row / 128 * 128, 128, kMaxRows);
   }
-  std::size_t largest = 0;
-  for (const RowRange& g : group_rows) largest = std::max(largest, g.end - g.begin);
+  const std::size_t largest = largest_range(group_rows);
   // No bigger than the largest group needs (keeps the exchange buffers small for small data).
   c.rows = std::max<std::size_t>(128, std::min(c.rows, (largest + 127) / 128 * 128));
   for (const RowRange& g : group_rows) c.count = std::max(c.count, (g.end - g.begin + c.rows - 1) / c.rows);
@@ -311,22 +310,18 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
   // Shard statistics summed over the D data groups that hold this shard (bit-identical on
   // each of them, so their M-steps agree). Skipped when D = 1.
   if (D > 1) data_comm_->all_reduce_sum(std::span<double>(out.stats));
-  // Global scalars: masses from data group 0 (its shard statistics are now the reduced ones),
-  // log-likelihood and rows from component group 0, and every rank's error mark.
-  double mass = 0.0, nonempty = 0.0;
-  for (std::size_t k = 0; k < K; ++k) {
-    const double w = out.stats[kernels::kStatHeader + k];
-    mass += w;
-    if (w > kEmptyMass) nonempty += w;
-  }
-  std::vector<double> scalars{d == 0 ? mass : 0.0, d == 0 ? nonempty : 0.0, out.loglik, out.rows,
-                              error_mark(error, comm_.rank())};
+  // Global scalars: the non-empty components' mass from data group 0 (its shard statistics are
+  // now the reduced ones), log-likelihood and rows from component group 0, and every rank's
+  // error mark.
+  double nonempty = 0.0;
+  for (std::size_t k = 0; k < K; ++k)
+    if (const double w = out.stats[kernels::kStatHeader + k]; w > kEmptyMass) nonempty += w;
+  std::vector<double> scalars{d == 0 ? nonempty : 0.0, out.loglik, out.rows, error_mark(error, comm_.rank())};
   comm_.all_reduce_sum(std::span<double>(scalars));
-  raise_marks(scalars[4], error, comm_, "the sharded E-step");
-  out.mass = scalars[0];
-  out.nonempty_mass = scalars[1];
-  out.loglik = scalars[2];
-  out.rows = scalars[3];
+  raise_marks(scalars[3], error, comm_, "the sharded E-step");
+  out.nonempty_mass = scalars[0];
+  out.loglik = scalars[1];
+  out.rows = scalars[2];
   out.stats[0] = out.loglik;
   out.stats[1] = out.rows;
   return out;
@@ -334,7 +329,7 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
 
 MStepResult ShardedEstimator::m_step(const Model& shard, const ShardEStep& step,
                                      const EstimatorOptions& options) const {
-  if (!(step.mass > 0.0) || !(step.nonempty_mass > 0.0))
+  if (!(step.nonempty_mass > 0.0))
     throw InvalidInput("M-step: no responsibility mass at all (no valid rows were folded in)");
   const std::size_t K = shard.components();
   double shard_mass = 0.0;
@@ -347,12 +342,11 @@ MStepResult ShardedEstimator::m_step(const Model& shard, const ShardEStep& step,
     result.model = shard;
     for (std::size_t k = 0; k < K; ++k) result.empty_components.push_back(k);
   }
-  // Global weights: mass_k / global mass, renormalised over every shard's non-empty components
-  // (the unsharded M-step's rule, with the sums from the scalar all-reduce).
-  const double kept = step.nonempty_mass / step.mass;
+  // Global weights: mass_k over the mass of every shard's non-empty components — the unsharded
+  // M-step's rule (mass_k / total, renormalised after the empty ones are dropped) in one division.
   for (std::size_t k = 0; k < K; ++k) {
     const double w = step.stats[kernels::kStatHeader + k];
-    result.model.weights[k] = w <= kEmptyMass ? 0.0 : (w / step.mass) / kept;
+    result.model.weights[k] = w <= kEmptyMass ? 0.0 : w / step.nonempty_mass;
   }
   return result;
 }

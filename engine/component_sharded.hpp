@@ -70,8 +70,7 @@ struct ShardEStep {
   std::vector<double> stats;   // this shard's statistics (stat_layout(shard)), summed over data groups
   double loglik = 0.0;         // Σ log p(x) over all rows (global)
   double rows = 0.0;           // rows folded in (global)
-  double mass = 0.0;           // Σ responsibility mass over all components (global)
-  double nonempty_mass = 0.0;  // the same over components with mass > kEmptyMass
+  double nonempty_mass = 0.0;  // Σ responsibility mass over components with mass > kEmptyMass (global)
 };
 
 /// The E-step and M-step of one rank's shard. Every rank of the world must make the same calls.

@@ -26,6 +26,12 @@ std::vector<RowRange> align_row_ranges(const std::vector<std::size_t>& bounds, s
   return out;
 }
 
+std::size_t largest_range(const std::vector<RowRange>& ranges) {
+  std::size_t largest = 0;
+  for (const RowRange& r : ranges) largest = std::max(largest, r.end - r.begin);
+  return largest;
+}
+
 DistributedEncodedData::DistributedEncodedData(Dataset local, std::size_t global_rows, std::size_t first_row,
                                                comms::Communicator& comm, std::unique_ptr<Compute> compute)
     : LocalEncodedData(std::move(local), std::move(compute)),

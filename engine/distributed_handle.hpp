@@ -7,6 +7,7 @@
 #include "engine/local_handle.hpp"
 
 #include <memory>
+#include <vector>
 
 namespace mixle::engine {
 
@@ -15,6 +16,9 @@ struct RowRange {
   std::size_t begin = 0;
   std::size_t end = 0;
 };
+
+/// The number of rows (or components) of the largest of `ranges`; 0 for none.
+std::size_t largest_range(const std::vector<RowRange>& ranges);
 
 /// Rounds placement boundaries to multiples of the kernels' row block so that every world size
 /// folds the same rows into the same compute-precision block sums (results then agree across

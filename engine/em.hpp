@@ -43,7 +43,6 @@ struct EmResult {
   int iterations = 0;
   bool converged = false;
   std::vector<std::string> warnings;
-  double seconds = 0.0;
   double rows = 0.0;
 };
 

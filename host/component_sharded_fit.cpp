@@ -58,8 +58,7 @@ FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) 
   FitHooks hooks;
   hooks.run_restart = [&](Model initial, const engine::EmOptions& em, double& final_rows, double& final_loglik) {
     const auto ranges = engine::component_ranges(initial.components(), G);
-    std::size_t largest = 0;
-    for (const auto& c : ranges) largest = std::max(largest, c.end - c.begin);
+    const std::size_t largest = engine::largest_range(ranges);
     auto members = comms::make_thread_group(G, kMemberTimeout);
     std::vector<engine::EmResult> results(static_cast<std::size_t>(G));
     std::vector<std::exception_ptr> errors(static_cast<std::size_t>(G));

@@ -329,10 +329,8 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
     if (!sharded) {
       components = engine::component_ranges(initial.components(), groups, resources.get());
       own = components[static_cast<std::size_t>(mesh.component_group())];
-      std::size_t largest = 0;
-      for (const auto& c : components) largest = std::max(largest, c.end - c.begin);
-      sharded = std::make_unique<engine::ShardedEstimator>(local, mine.begin, ranges, mesh, largest, *comm,
-                                                           rank_compute(options, device));
+      sharded = std::make_unique<engine::ShardedEstimator>(
+          local, mine.begin, ranges, mesh, engine::largest_range(components), *comm, rank_compute(options, device));
     }
     Model shard = engine::slice_components(initial, own.begin, own.end);
     initial = Model{};  // the global initial model is not kept beside the shard

@@ -54,9 +54,11 @@ namespace {
 void require_same_structure(const Model& resumed, const Model& fresh) {
   auto describe = [](const Model& m) {
     std::string text = "K = " + std::to_string(m.components()) + ", parts";
-    for (const Part& p : m.parts)
-      text += " " + std::string(family_name(p.family)) + ":" + std::to_string(p.col_begin) + "-" +
-              std::to_string(p.col_end) + (p.family == Family::categorical ? ":" + std::to_string(p.categories) : "");
+    for (const Part& p : m.parts) {
+      text.append(" ").append(family_name(p.family)).append(":").append(std::to_string(p.col_begin));
+      text.append("-").append(std::to_string(p.col_end));
+      if (p.family == Family::categorical) text.append(":").append(std::to_string(p.categories));
+    }
     return text;
   };
   if (describe(resumed) != describe(fresh))

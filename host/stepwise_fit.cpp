@@ -102,7 +102,6 @@ FitResult fit_stepwise_batches(EncodedData& whole, const std::vector<std::shared
       r.warnings.insert(r.warnings.end(), f.warnings.begin(), f.warnings.end());
       r.iterations = f.iterations;
       r.converged = f.converged;
-      r.seconds += f.seconds;
     }
     std::tie(rows, loglik) = all.log_density_sum(r.model, em.estimator);
     return r;

@@ -48,6 +48,15 @@ TEST(ShardMesh, SizesThatDoNotTileTheWorldAreRefused) {
   }
 }
 
+// The largest shard sizes the chunks (its K_c) and their count (its rows), wherever it lies.
+TEST(ShardChunking, TheLargestRangeIsFoundWhereverItLies) {
+  EXPECT_EQ(largest_range({}), 0u);
+  EXPECT_EQ(largest_range({{0, 0}}), 0u);
+  EXPECT_EQ(largest_range({{0, 5}, {5, 7}}), 5u);                      // first
+  EXPECT_EQ(largest_range({{0, 2}, {2, 9}, {9, 12}}), 7u);             // middle
+  EXPECT_EQ(largest_range({{100, 103}, {103, 104}, {104, 110}}), 6u);  // last, not starting at 0
+}
+
 // Kept log-densities take 16 MiB per chunk (chunk × K_c values), in multiples of 128 rows, from
 // 128 to 65536; no chunk is larger than the largest group needs; enough chunks cover it.
 TEST(ShardChunking, ChunksFollowTheKeptBudgetAndTheLargestGroup) {

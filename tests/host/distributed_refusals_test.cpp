@@ -81,6 +81,34 @@ TEST(DistributedRefusals, AResumeFolderNeedsACheckpointOfTheseRows) {
       {host::checkpoint_path(dist.resume_dir), "written for 300 data rows", data + " has 200"});
 }
 
+// torchrun's failure summary reads each rank's error from TORCHELASTIC_ERROR_FILE: a refusal
+// before the process group forms (a device the backend cannot use) is written there as well as
+// one after it (a resume folder without a checkpoint).
+TEST(DistributedRefusals, EveryRefusalReachesTheErrorFile) {
+  TempDir dir;
+  const std::string data = write_rows(dir, "rows.npy", 200);
+  const std::filesystem::path error_file = dir.path / "error.json";
+  DistributedOptions dist;
+  dist.launch_environment = {{"TORCHELASTIC_ERROR_FILE", error_file.string()}};
+  auto written = [&] {
+    const std::string text = read_file(error_file);
+    std::filesystem::remove(error_file);
+    return text;
+  };
+  FitOptions threaded = two_components();
+  threaded.backend = "component_parallel";
+  threaded.device = "cuda";
+  expect_refused<InvalidInput>([&] { fit_distributed(data, {}, threaded, dist); }, {"device \"cuda\""});
+  const std::string before = written();
+  EXPECT_NE(before.find("MixleError: "), std::string::npos) << before;
+  EXPECT_NE(before.find("device \\\"cuda\\\" is not supported"), std::string::npos) << before;
+
+  dist.resume_dir = (dir.path / "nothing-here").string();
+  expect_refused<InvalidInput>([&] { fit_distributed(data, {}, two_components(), dist); }, {"no checkpoint.json"});
+  const std::string after = written();
+  EXPECT_NE(after.find("no checkpoint.json there"), std::string::npos) << after;
+}
+
 TEST(DistributedRefusals, ShardCountsAndInMemoryRows) {
   TempDir dir;
   const std::string data = write_rows(dir, "rows.npy", 200);

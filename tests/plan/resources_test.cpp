@@ -112,6 +112,11 @@ TEST(Resources, FromMpiThreeRanksSplitMemory) {
   // Variables are consulted in the reference order; none set → one slot.
   EXPECT_EQ(Resources::from_mpi(Environment{{"PMIX_SIZE", "5"}, {"MPI_LOCALNRANKS", "2"}}).size(), 5u);
   EXPECT_EQ(Resources::from_mpi(Environment{}).size(), 1u);
+  EXPECT_EQ(Resources::from_mpi(Environment{{"OMPI_COMM_WORLD_SIZE", "1"}}).size(), 1u);  // the least accepted
+  expect_mentions(message_of<InvalidInput>([] {
+                    Resources::from_mpi(Environment{{"OMPI_COMM_WORLD_SIZE", "0"}});
+                  }),
+                  {"OMPI_COMM_WORLD_SIZE"});
   expect_mentions(message_of<InvalidInput>([] {
                     Resources::from_mpi(Environment{{"PMI_SIZE", "x"}});
                   }),
@@ -129,6 +134,10 @@ TEST(Resources, FromDaskUsesThreadsAndMemoryLimit) {
   EXPECT_EQ(r.devices()[0].memory_bytes, 4000u);
   EXPECT_EQ(r.devices()[1].throughput, 4);
   EXPECT_EQ(r.devices()[1].memory_bytes, 8000u);
+  EXPECT_FALSE(r.devices()[0].precision.has_value());  // no precision asked: none stated
+  // A precision is stated, canonically named, on every worker.
+  const Resources typed = Resources::from_dask(info, "fp64");
+  for (const DeviceSpec& d : typed.devices()) EXPECT_EQ(d.precision, "float64") << d.name;
   // nthreads 0 or absent → throughput 1.
   EXPECT_EQ(Resources::from_dask(R"({"workers": {"w": {"nthreads": 0}}})").devices()[0].throughput, 1);
   expect_mentions(message_of<InvalidInput>([] { Resources::from_dask(R"({"workers": {}})"); }),
@@ -140,6 +149,12 @@ TEST(Resources, FromSparkSplitsMemoryOverSlots) {
   ASSERT_EQ(r.size(), 5u);
   EXPECT_EQ(r.devices()[4].name, "spark:4");
   EXPECT_EQ(r.devices()[4].memory_bytes, 1000u);
+  // Spark's slots are not ranks of a launcher: none carries one.
+  const Resources typed = Resources::from_spark(R"({"defaultParallelism": 2})", "fp32");
+  for (const DeviceSpec& d : typed.devices()) {
+    EXPECT_EQ(d.precision, "float32") << d.name;
+    EXPECT_FALSE(d.global_rank.has_value()) << d.name;
+  }
   Resources g = Resources::from_spark(R"({"defaultParallelism": 2, "executorMemory": "4g"})");
   EXPECT_EQ(g.devices()[1].memory_bytes, 2ull << 30);
   // Every unit, binary as Spark reads them, with or without a trailing b, in either case.
