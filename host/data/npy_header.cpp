@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "host/data/mapped_file.hpp"
 #include "mixle/error.hpp"
@@ -102,10 +103,16 @@ class DictParser {
         return shape;
       }
       if (!std::isdigit(static_cast<unsigned char>(peek()))) fail("shape entries must be integers");
+      const std::size_t start = pos_;
       std::size_t value = 0;
+      bool overflow = false;
       while (std::isdigit(static_cast<unsigned char>(peek()))) {
-        value = value * 10 + static_cast<std::size_t>(s_[pos_++] - '0');
+        overflow |= __builtin_mul_overflow(value, std::size_t{10}, &value);
+        overflow |= __builtin_add_overflow(value, static_cast<std::size_t>(s_[pos_++] - '0'), &value);
       }
+      if (overflow)
+        fail("shape entry " + s_.substr(start, pos_ - start) + " is larger than " +
+             std::to_string(std::numeric_limits<std::size_t>::max()));
       if (peek() == 'L') ++pos_;  // Python 2 long suffix
       shape.push_back(value);
       skip_ws();

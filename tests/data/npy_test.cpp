@@ -266,6 +266,9 @@ TEST(DataNpy, RejectsMalformedHeadersNamingWhatIsWrong) {
       {"{'descr': '<f8', 'fortran_order': false, 'shape': (2, 3), }", {"fortran_order is neither True nor False"}},
       {"{'descr': '<f8', 'fortran_order': False, 'shape': (2; 3), }", {"expected ',' or ')' in shape"}},
       {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, x), }", {"shape entries must be integers"}},
+      // 2^64 + 2 would wrap to 2 rows, which these 48 bytes hold: refused, not read as 2.
+      {"{'descr': '<f8', 'fortran_order': False, 'shape': (18446744073709551618, 3), }",
+       {"shape entry 18446744073709551618 is larger than 18446744073709551615"}},
       {"{'descr': '<f8', 'fortran_order': False, 'shape': [2, 3], }", {"expected '(' at byte"}},
       {"{descr: '<f8'}", {"expected a quoted string at byte 1"}},
       {"{'descr' '<f8'}", {"expected ':' at byte 9"}},
