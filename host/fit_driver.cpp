@@ -195,8 +195,10 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
     if (hooks.after_restart) hooks.after_restart(best);
   }
   if (!best.converged)
-    best.warnings.push_back("EM did not converge in " + std::to_string(options.max_iter) + " iterations (tol " +
-                            std::to_string(options.tol) + "); raise --max-iter or --tol");
+    best.warnings.push_back(!hooks.not_converged.empty()
+                                ? hooks.not_converged
+                                : "EM did not converge in " + std::to_string(options.max_iter) + " iterations (tol " +
+                                      std::to_string(options.tol) + "); raise --max-iter or --tol");
   best.seconds = std::chrono::duration<double>(clock::now() - start).count();
   return best;
 }

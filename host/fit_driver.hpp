@@ -35,6 +35,9 @@ struct FitHooks {
   /// handle. The in-process component-sharded fit runs sharded EM on threads instead.
   std::function<engine::EmResult(Model initial, const engine::EmOptions& em, double& final_rows, double& final_loglik)>
       run_restart;
+  /// The warning when the chosen restart did not converge. Default: EM's, which advises
+  /// --max-iter or --tol; stepwise EM names its own controls.
+  std::string not_converged;
 };
 
 /// The user-facing progress record of one EM iteration.

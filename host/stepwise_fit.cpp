@@ -106,17 +106,12 @@ FitResult fit_stepwise_batches(EncodedData& whole, const std::vector<std::shared
     std::tie(rows, loglik) = all.log_density_sum(r.model, em.estimator);
     return r;
   };
-  FitResult result = fit_handle(all, driver, hooks);
-  if (!result.converged) {
-    // The driver's last warning advises more iterations; here the controls are epochs.
-    result.warnings.back() = "stepwise EM did not converge in " + std::to_string(options.epochs) + " epoch(s)" +
-                             (options.full_batch_iterations > 0
-                                  ? " and " + std::to_string(options.full_batch_iterations) + " full-batch iteration(s)"
-                                  : std::string()) +
-                             " (tol " + std::to_string(options.tol) +
-                             "); raise --epochs or add --full-batch-iterations";
-  }
-  return result;
+  hooks.not_converged = "stepwise EM did not converge in " + std::to_string(options.epochs) + " epoch(s)" +
+                        (options.full_batch_iterations > 0
+                             ? " and " + std::to_string(options.full_batch_iterations) + " full-batch iteration(s)"
+                             : std::string()) +
+                        " (tol " + std::to_string(options.tol) + "); raise --epochs or add --full-batch-iterations";
+  return fit_handle(all, driver, hooks);
 }
 
 }  // namespace mixle::host

@@ -30,6 +30,7 @@ TEST(CliStepwise, TheCommandFitsWhatTheLibraryFits) {
                dir.file("model.json"));
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("stepwise EM did not converge in 3 epoch(s)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("--max-iter"), std::string::npos) << "full-batch EM's advice, not stepwise EM's:\n" << r.err;
   EXPECT_NE(r.out.find("in 3 iterations"), std::string::npos) << r.out;
 
   FitOptions o;
