@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <ranges>
 #include <sstream>
 
 namespace mixle::plan {
@@ -35,14 +37,10 @@ std::vector<std::uint64_t> proportional_counts(const std::vector<double>& w, std
     sum += counts[i];
   }
   const double n = static_cast<double>(total);
+  const auto deficit = [&](std::size_t i) { return w[i] - static_cast<double>(counts[i]) / n; };
   while (sum < total) {
-    std::size_t best = 0;
-    double best_gap = -1e300;
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      const double gap = w[i] - static_cast<double>(counts[i]) / n;
-      if (gap > best_gap) best_gap = gap, best = i;
-    }
-    ++counts[best];
+    // max_element keeps the first of equal deficits.
+    ++counts[*std::ranges::max_element(std::views::iota(std::size_t{0}, w.size()), std::less<>{}, deficit)];
     ++sum;
   }
   while (sum > total) {  // floating rounding can overshoot by a little

@@ -132,10 +132,17 @@ Dataset read_npy(const std::string& path, const ReadOptions& options) {
   if (offset % layout.item_size != 0) {
     // Writers other than numpy may leave the data misaligned; a mapping would then hand out
     // misaligned floats, so copy just these rows instead.
-    auto bytes = std::make_shared<std::vector<double>>((count * layout.item_size + 7) / 8);
-    file.read_at(offset, bytes->data(), count * layout.item_size);
-    const void* data = bytes->data();
-    return Dataset::from_storage(std::move(bytes), data, layout.dtype, rows, layout.cols, path, range.begin);
+    std::shared_ptr<const void> values;
+    void* data = nullptr;
+    if (layout.element == NpyElement::f8) {
+      auto v = std::make_shared<std::vector<double>>(count);
+      data = v->data(), values = std::move(v);
+    } else {
+      auto v = std::make_shared<std::vector<float>>(count);
+      data = v->data(), values = std::move(v);
+    }
+    file.read_at(offset, data, count * layout.item_size);
+    return Dataset::from_storage(std::move(values), data, layout.dtype, rows, layout.cols, path, range.begin);
   }
   auto mapping = file.map(offset, count * layout.item_size);
   const void* data = mapping.get();

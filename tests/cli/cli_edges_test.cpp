@@ -5,6 +5,8 @@
 
 #include <mixle/data.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -26,6 +28,23 @@ using test::TempDir;
 constexpr const char* kTruth = R"({"format": "mixle-model", "version": 1, "weights": [0.5, 0.5],
   "parts": [{"family": "gaussian_diag", "columns": [0, 2],
              "mean": [[0, 0], [6, 6]], "var": [[1, 1], [1, 1]]}]})";
+
+// A checkpoint is written atomically: a fit killed halfway through writing its third one (the
+// checkpoint-write failpoint sits between the halves) leaves the second, whole, and no model.
+TEST(CliEdges, AFitKilledWritingACheckpointLeavesThePreviousOneWhole) {
+  TempDir dir("cli-edges-checkpoint");
+  test::write_bytes(dir.file("truth.json"), kTruth);
+  ASSERT_EQ(
+      test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 500 --seed 1 -o " + dir.file("d.npy")).code, 0);
+  const std::string fit = "fit --data " + dir.file("d.npy") + " -k 2 --layout gaussian_diag --seed 1 --max-iter 6 " +
+                          "--tol 0 --quiet --checkpoint-every 1 --checkpoint-dir " + dir.file("ck") + " --out " +
+                          dir.file("model.json");
+  const test::CliRun killed = test::run_cli(dir, fit, "MIXLE_FAILPOINT=checkpoint-write@0:kill#3");
+  EXPECT_NE(killed.code, 0) << "the failpoint did not stop the fit:\n" << killed.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("model.json")));
+  const nlohmann::json checkpoint = nlohmann::json::parse(test::read_text(dir.file("ck/checkpoint.json")));
+  EXPECT_EQ(checkpoint.at("iteration").get<int>(), 2);
+}
 
 TEST(CliEdges, OneRowIsTheSmallestGenerateAndBench) {
   TempDir dir("cli-edges-one");

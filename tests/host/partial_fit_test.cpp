@@ -106,8 +106,17 @@ TEST(PartialFit, StateJsonIsCheckedFieldByField) {
             R"({"format":"mixle-stepwise-state","version":1,"steps":1,"scale_weight":5,"statistics":["a"],"shifts":[]})");
       },
       {"statistics[0]"});
+  // Any positive scale weight is a state's (a weighted batch may total less than one row).
+  expect_invalid_input(
+      [] {
+        stepwise_state_from_json(
+            R"({"format":"mixle-stepwise-state","version":1,"steps":1,"scale_weight":0,"statistics":[1],"shifts":[]})");
+      },
+      {"scale_weight > 0"});
   const StepwiseState s{{1.5, 0.1 + 0.2}, {3.25}, 4, 1e3};
   EXPECT_EQ(stepwise_state_from_json(stepwise_state_to_json(s)), s) << "doubles round-trip exactly";
+  const StepwiseState light{{1.5}, {}, 1, 0.25};
+  EXPECT_EQ(stepwise_state_from_json(stepwise_state_to_json(light)), light);
 }
 
 }  // namespace

@@ -206,6 +206,11 @@ TEST(Receipt, ValidationNamesFieldAndValue) {
     mutate(x);
     expect_mentions(message_of<InvalidInput>([&] { x.validate(); }), words);
   };
+  // Steps count from 0 (the reference's first receipt is step 0); the other counters too.
+  StepReceipt first = r;
+  first.step = 0, first.local_examples = 0, first.collective_bytes = 0;
+  EXPECT_NO_THROW(first.validate());
+  bad([](StepReceipt& x) { x.step = -1; }, {"step=-1", "≥ 0"});
   bad([](StepReceipt& x) { x.loss = -1; }, {"loss=-1", "≥ 0"});
   bad([](StepReceipt& x) { x.loss = std::nan(""); }, {"loss=nan"});
   bad([](StepReceipt& x) { x.local_examples = -2; }, {"local_examples=-2"});

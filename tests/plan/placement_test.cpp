@@ -5,6 +5,10 @@
 
 #include "plan/test_util.hpp"
 
+#include <cmath>
+#include <limits>
+#include <sstream>
+
 using namespace mixle::plan;
 using mixle::InvalidInput;
 using mixle::MemoryError;
@@ -115,6 +119,12 @@ TEST(Placement, WeightedResourcesGetProportionalChunks) {
   EXPECT_EQ(q.shards[0].size(), 4u);
   EXPECT_EQ(q.shards[1].size(), 3u);
   expect_tiles(q);
+  // A trillion rows split as exactly: the rule starts from the floors, so it adds a few rows,
+  // not one at a time from zero.
+  Placement t = plan(r, {.rows = 1'000'000'000'001ull, .model = gmm(2, 1)});
+  ASSERT_EQ(t.shards.size(), 2u);
+  EXPECT_EQ(t.shards[0].size(), 250'000'000'000u);
+  EXPECT_EQ(t.shards[1].size(), 750'000'000'001u);
 }
 
 TEST(Placement, ManualNumChunksAssignsBlocksOverWeightedDevices) {
@@ -154,8 +164,14 @@ TEST(Placement, FixedStateThatCannotFitFails) {
 
 TEST(Placement, RejectsBadOptions) {
   Resources r = Resources::single_cpu();
-  expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 5, .model = gmm(1, 1), .safety_factor = 0}); }),
-                  {"safety_factor=0", "> 0"});
+  // The safety factor is checked before any byte is estimated with it: 0, negative, NaN, inf.
+  for (const double factor : {0.0, -1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    std::ostringstream shown;
+    shown << factor;
+    expect_mentions(
+        message_of<InvalidInput>([&] { plan(r, {.rows = 5, .model = gmm(1, 1), .safety_factor = factor}); }),
+        {"safety_factor=" + shown.str() + " is invalid", "a finite number > 0"});
+  }
   expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 5, .model = gmm(1, 1), .sub_chunks = 0}); }),
                   {"sub_chunks=0"});
   expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 5, .model = gmm(1, 1), .num_chunks = 0}); }),

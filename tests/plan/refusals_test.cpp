@@ -149,12 +149,18 @@ TEST(PlannerRefusals, DtypeColumnsAndARowThatFitsNowhere) {
   expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 10, .model = gmm(2, 3), .columns = 2}); }),
                   {"columns=2", "the 3 columns", "columns ≥ Σ part dims"});
   EXPECT_NO_THROW(plan(r, {.rows = 10, .model = gmm(2, 3), .columns = 5}));
+  EXPECT_NO_THROW(plan(r, {.rows = 10, .model = gmm(2, 3), .columns = 3}));  // exactly the parts' columns
   // Room for the model's fixed state but not for one row beside it.
   const ModelSummary model = gmm(2, 3);
   const std::uint64_t fixed = model.parameter_bytes() + model.statistic_bytes();
   Resources tight({device("tight", 1, fixed + 1)});
   expect_mentions(message_of<MemoryError>([&] { plan(tight, {.rows = 10, .model = model, .safety_factor = 1.0}); }),
-                  {"one row needs", "device 'tight'", "memory_bytes=" + std::to_string(fixed + 1)});
+                  {"one row needs", "device 'tight'", "memory_bytes=" + std::to_string(fixed + 1),
+                   "+ encoded 12 +"});  // one row of 3 float32 columns (the default data dtype)
+  // Exactly the fixed state leaves no byte for rows: the fixed state is what does not fit.
+  Resources exact({device("exact", 1, fixed)});
+  expect_mentions(message_of<MemoryError>([&] { plan(exact, {.rows = 10, .model = model, .safety_factor = 1.0}); }),
+                  {"fixed model/statistic state requires " + std::to_string(fixed) + " bytes", "device 'exact'"});
 }
 
 TEST(ContractRefusals, LayoutsAndUpdatesNameTheBlankOrMisshapenField) {
@@ -184,6 +190,10 @@ TEST(ContractRefusals, LayoutsAndUpdatesNameTheBlankOrMisshapenField) {
   expect_mentions(message_of<InvalidInput>([&] { u.validate(); }), {"numerics_evidence_id=' '", "is blank"});
   u.numerics_evidence_id.reset();
   u.numerics_sample_count = 0;
+  std::string null_notes = u.to_json();  // no notes: written as [], read as absent or null too
+  ASSERT_NE(null_notes.find("\"notes\":[]"), std::string::npos) << null_notes;
+  null_notes.replace(null_notes.find("\"notes\":[]"), 10, "\"notes\":null");
+  EXPECT_EQ(DistributedUpdate::from_json(null_notes), u);
   u.notes = {"first note", ""};
   EXPECT_EQ(DistributedUpdate::from_json(u.to_json()), u);  // notes round-trip, blank ones too
   std::string axes = u.to_json();
