@@ -3,6 +3,7 @@
 
 #include <mixle/error.hpp>
 
+#include "plan/apportion.hpp"
 #include "plan/resources_json.hpp"
 
 #include <algorithm>
@@ -87,13 +88,7 @@ std::vector<ModelShard> model_sharding_plan(const ModelSummary& model, const Res
     --sum;
   }
   while (sum < k) {
-    std::size_t best = 0;
-    double best_gap = -1e300;
-    for (std::size_t i = 0; i < shards; ++i) {
-      const double gap = w[i] - static_cast<double>(counts[i]) / static_cast<double>(k);
-      if (gap > best_gap) best_gap = gap, best = i;
-    }
-    ++counts[best];
+    ++counts[detail::largest_deficit(w, counts, k)];
     ++sum;
   }
   // Exact per-component bytes; the statistics buffer's two global values (log-likelihood, rows)

@@ -3,10 +3,10 @@
 
 #include <mixle/error.hpp>
 
+#include "plan/apportion.hpp"
+
 #include <algorithm>
 #include <cmath>
-#include <functional>
-#include <ranges>
 #include <sstream>
 
 namespace mixle::plan {
@@ -36,11 +36,8 @@ std::vector<std::uint64_t> proportional_counts(const std::vector<double>& w, std
     counts[i] = static_cast<std::uint64_t>(std::floor(w[i] * static_cast<double>(total)));
     sum += counts[i];
   }
-  const double n = static_cast<double>(total);
-  const auto deficit = [&](std::size_t i) { return w[i] - static_cast<double>(counts[i]) / n; };
   while (sum < total) {
-    // max_element keeps the first of equal deficits.
-    ++counts[*std::ranges::max_element(std::views::iota(std::size_t{0}, w.size()), std::less<>{}, deficit)];
+    ++counts[detail::largest_deficit(w, counts, total)];
     ++sum;
   }
   while (sum > total) {  // floating rounding can overshoot by a little

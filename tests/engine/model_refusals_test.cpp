@@ -32,6 +32,9 @@ TEST(ModelRefusals, WeightsColumnsAndOverlappingParts) {
   Model overlap = m;
   overlap.parts[2].col_begin = 1;  // poisson [1, 4) overlaps the gaussian part's [0, 2)
   test::expect_invalid_input([&] { validate_model(overlap); }, {"parts[2] (poisson)", "overlap another part's [0, 2)"});
+  // Every entry point checks the model it is given before using it: sampling too.
+  test::expect_invalid_input([&] { sample(heavy, 10, 1); }, {"weights[0] = 1.5"});
+  test::expect_invalid_input([&] { sample(overlap, 10, 1); }, {"overlap another part's [0, 2)"});
 }
 
 // Parameter values are checked for every component and every entry: a bad value in a later

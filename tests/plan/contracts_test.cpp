@@ -369,6 +369,9 @@ TEST(ContractLaunchers, LightningFabricOwnsDataParallelismOnly) {
   EXPECT_EQ(ddp.devices, 4);
   FabricLaunch fsdp = lightning_fabric_launch(ParallelPlan({.dp_shard = 8}), 4, 2);
   EXPECT_EQ(fsdp.strategy, "fsdp");
+  EXPECT_EQ(lightning_fabric_launch(ParallelPlan({.dp_shard = 2})).strategy, "fsdp");  // the least sharding
+  expect_mentions(message_of<InvalidInput>([] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), 0, 1); }),
+                  {"devices=0 is invalid", "≥ 1"});
   expect_mentions(
       message_of<UnrealizedModelPlacement>([] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 2, .tp = 2})); }),
       {"only owns data parallelism", "tp"});

@@ -3,6 +3,7 @@
 #include <mixle/error.hpp>
 #include <mixle/plan.hpp>
 
+#include "plan/apportion.hpp"
 #include "plan/test_util.hpp"
 
 #include <cmath>
@@ -125,6 +126,17 @@ TEST(Placement, WeightedResourcesGetProportionalChunks) {
   ASSERT_EQ(t.shards.size(), 2u);
   EXPECT_EQ(t.shards[0].size(), 250'000'000'000u);
   EXPECT_EQ(t.shards[1].size(), 750'000'000'001u);
+}
+
+// The largest-remainder rule's next unit goes where the share falls furthest short, the first
+// of equal shortfalls (rows and component shards both split with it).
+TEST(Placement, TheNextUnitGoesToTheLargestDeficit) {
+  using detail::largest_deficit;
+  EXPECT_EQ(largest_deficit({0.5, 0.5}, {0, 0}, 1), 0u);          // a tie: the first
+  EXPECT_EQ(largest_deficit({0.25, 0.75}, {0, 0}, 4), 1u);        // 0.75 short beats 0.25
+  EXPECT_EQ(largest_deficit({0.25, 0.75}, {1, 2}, 4), 1u);        // 0.25 − 1/4 = 0 < 0.75 − 2/4
+  EXPECT_EQ(largest_deficit({0.2, 0.4, 0.4}, {1, 1, 1}, 3), 1u);  // 0.4 − 1/3 twice: the first of them
+  EXPECT_EQ(largest_deficit({0.1, 0.2, 0.7}, {0, 0, 3}, 4), 1u);  // the last over its share
 }
 
 TEST(Placement, ManualNumChunksAssignsBlocksOverWeightedDevices) {
@@ -275,6 +287,21 @@ TEST(ShardPlan, JsonRoundTrip) {
   for (const ModelShard& s : model_sharding_plan(gmm(7, 3), r)) {
     EXPECT_EQ(ModelShard::from_json(s.to_json()), s);
   }
+  // A document is validated as it is read: an empty range is refused.
+  ModelShard empty = model_sharding_plan(gmm(7, 3), r)[0];
+  empty.component_stop = empty.component_start;
+  expect_mentions(message_of<InvalidInput>([&] { ModelShard::from_json(empty.to_json()); }),
+                  {"has an empty component range"});
+}
+
+// A trillion components split as exactly as five: the rule starts from the floors, so it adds a
+// few units, not one at a time from zero.
+TEST(ShardPlan, ATrillionComponentsAreSplitAtOnce) {
+  Resources r({device("slow", 1), device("fast", 3)});
+  const std::vector<ModelShard> shards = model_sharding_plan(gmm(1'000'000'000'001ull, 1), r);
+  ASSERT_EQ(shards.size(), 2u);
+  EXPECT_EQ(shards[0].component_stop - shards[0].component_start, 250'000'000'000u);
+  EXPECT_EQ(shards[1].component_stop - shards[1].component_start, 750'000'000'001u);
 }
 
 TEST(ShardPlan, RejectsAModelWithoutComponents) {

@@ -142,6 +142,13 @@ TEST(PlacementRefusals, JsonShardsMustBeAListOfDeclaredDevices) {
                   {"shards[1].device='z'", "not in declared resources"});
 }
 
+// Messages show a value's JSON up to 80 characters, and cut a longer one there.
+TEST(JsonFieldRefusals, ALongValueIsCutAtEightyCharacters) {
+  const std::string eighty(78, 'x');  // a JSON string of 80 characters with its quotes
+  EXPECT_EQ(detail::describe(detail::Json(eighty)), "\"" + eighty + "\"");
+  EXPECT_EQ(detail::describe(detail::Json(eighty + "y")), "\"" + eighty + "y…");
+}
+
 TEST(PlannerRefusals, DtypeColumnsAndARowThatFitsNowhere) {
   Resources r({device("a", 1)});
   expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 10, .model = gmm(2, 3), .data_dtype_bytes = 2}); }),
