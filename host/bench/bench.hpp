@@ -120,6 +120,22 @@ std::vector<std::string> expand_devices(const std::string& device);
 
 // ---- peaks and machine description (peak.cpp) -----------------------------------------------
 
+/// Independent FMA chains per thread of the CPU peak's micro-benchmark: enough to cover 2 FMA
+/// ports × 4-cycle latency.
+inline constexpr int kFmaChains = 12;
+/// One kernel of that micro-benchmark: `run(trips)` issues trips × kFmaChains FMAs a ← a·b + c
+/// of `lanes` lanes each (b = 0.999999, c = 1e-6, chain j starting at 1 + j, each rounded to
+/// the lanes' type) and returns the sum of every lane of every chain, chain by chain, lane by
+/// lane, in double.
+struct FmaKernel {
+  double (*run)(long trips) = nullptr;
+  int lanes = 1;
+  bool double_lanes = true;  // lanes of double (else float)
+  const char* isa = "scalar";
+};
+/// The kernels this CPU runs for `precision`, widest instruction set first; the last is always
+/// the scalar one (double lanes, also for fp32). measure_cpu_peak times the first.
+std::vector<FmaKernel> fma_kernels(engine::Precision precision);
 /// Peak FMA throughput of this CPU measured now: `threads` threads (0 = hardware concurrency)
 /// each run independent FMA chains with the widest vector ISA available, for about `seconds`.
 Peak measure_cpu_peak(engine::Precision precision, int threads, double seconds = 0.2);

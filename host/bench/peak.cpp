@@ -24,12 +24,11 @@ namespace mixle::host::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-// Independent FMA chains per thread: enough to cover 2 FMA ports × 4-cycle latency.
-constexpr int kChains = 12;
+constexpr int kChains = kFmaChains;
 constexpr long kChunk = 1 << 16;  // loop trips between clock reads
 
-// Each kernel runs `trips` trips of kChains vector FMAs and returns a value that depends on
-// every chain (so the compiler keeps them). a ← a·b + c converges; nothing overflows.
+// Each kernel is an FmaKernel (bench.hpp): its sum depends on every chain, so the compiler keeps
+// them all. a ← a·b + c converges; nothing overflows.
 #if MIXLE_BENCH_X86
 #define MIXLE_FMA_KERNEL(NAME, TARGET, VEC, SET1, FMA, STORE_T, LANES, SCALAR)              \
   __attribute__((target(TARGET))) double NAME(long trips) {                                 \
@@ -67,28 +66,31 @@ double fma_scalar(long trips) {
   return sum;
 }
 
-struct Kernel {
-  double (*run)(long) = fma_scalar;
-  int lanes = 1;
-  const char* isa = "scalar";
-};
+}  // namespace
 
-Kernel pick_kernel(bool fp64) {
+std::vector<FmaKernel> fma_kernels(engine::Precision precision) {
+  const bool fp64 = precision == engine::Precision::fp64;
+  std::vector<FmaKernel> kernels;
 #if MIXLE_BENCH_X86
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f"))
-    return fp64 ? Kernel{fma_avx512_f64, 8, "avx512f"} : Kernel{fma_avx512_f32, 16, "avx512f"};
+    kernels.push_back(fp64 ? FmaKernel{fma_avx512_f64, 8, true, "avx512f"}
+                           : FmaKernel{fma_avx512_f32, 16, false, "avx512f"});
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return fp64 ? Kernel{fma_avx2_f64, 4, "avx2+fma"} : Kernel{fma_avx2_f32, 8, "avx2+fma"};
+    kernels.push_back(fp64 ? FmaKernel{fma_avx2_f64, 4, true, "avx2+fma"}
+                           : FmaKernel{fma_avx2_f32, 8, false, "avx2+fma"});
 #endif
-  return Kernel{};
+  kernels.push_back(FmaKernel{fma_scalar, 1, true, "scalar"});
+  return kernels;
 }
+
+namespace {
 
 std::atomic<double> g_sink{0.0};  // keeps the kernels' results alive
 
 // One trial: all threads start together and run until `seconds` have passed; flop/s of the
 // slowest thread's span, so a descheduled thread lowers the figure instead of hiding.
-double trial(const Kernel& k, int threads, double seconds) {
+double trial(const FmaKernel& k, int threads, double seconds) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::vector<double> flops(static_cast<std::size_t>(threads), 0.0), spans(flops.size(), 0.0);
@@ -126,7 +128,7 @@ double trial(const Kernel& k, int threads, double seconds) {
 Peak measure_cpu_peak(engine::Precision precision, int threads, double seconds) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const bool fp64 = precision == engine::Precision::fp64;
-  const Kernel k = pick_kernel(fp64);
+  const FmaKernel k = fma_kernels(precision).front();
   double best = 0.0;
   for (int i = 0; i < 3; ++i) best = std::max(best, trial(k, threads, seconds / 3.0));
   Peak p;

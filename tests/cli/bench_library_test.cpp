@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <utility>
 
 namespace mb = mixle::host::bench;
@@ -179,6 +180,40 @@ TEST(BenchLibrary, PeakMeasurementTakesTheTimeAsked) {
   EXPECT_GE(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), kSeconds);
 }
 
+// Every FMA kernel of the peak measurement — the scalar one too, which the peak uses only on a
+// CPU without AVX2 — computes the recurrence it states: its sum equals the same recurrence
+// iterated one lane at a time with std::fma in the lanes' type, and its lanes fill its registers.
+template <typename T>
+double fma_recurrence(int lanes, long trips) {
+  double sum = 0.0;
+  for (int j = 0; j < mb::kFmaChains; ++j) {
+    T a = static_cast<T>(1 + j);
+    for (long i = 0; i < trips; ++i) a = std::fma(a, static_cast<T>(0.999999), static_cast<T>(1e-6));
+    for (int l = 0; l < lanes; ++l) sum += static_cast<double>(a);
+  }
+  return sum;
+}
+
+TEST(BenchLibrary, EveryFmaKernelComputesItsRecurrence) {
+  for (const Precision precision : {Precision::fp32, Precision::fp64}) {
+    const std::vector<mb::FmaKernel> kernels = mb::fma_kernels(precision);
+    ASSERT_FALSE(kernels.empty());
+    EXPECT_STREQ(kernels.back().isa, "scalar");
+    for (const mb::FmaKernel& k : kernels) {
+      SCOPED_TRACE(k.isa);
+      const std::string isa = k.isa;
+      const int bits = isa == "avx512f" ? 512 : isa == "avx2+fma" ? 256 : 64;
+      EXPECT_EQ(k.lanes * (k.double_lanes ? 64 : 32), bits);
+      EXPECT_EQ(k.double_lanes, precision == Precision::fp64 || isa == "scalar");
+      for (const long trips : {0L, 1L, 3000L}) {
+        const double want =
+            k.double_lanes ? fma_recurrence<double>(k.lanes, trips) : fma_recurrence<float>(k.lanes, trips);
+        EXPECT_EQ(k.run(trips), want) << trips << " trips";
+      }
+    }
+  }
+}
+
 TEST(BenchLibrary, MachineInfoNamesThisCpu) {
   const mb::MachineInfo m = mb::machine_info();
   EXPECT_EQ(m.cpu_model, mb::cpu_model_name());
@@ -257,6 +292,44 @@ TEST(BenchLibrary, RunCaseMetricsFollowFromTheMedianAndTheWorkModel) {
     EXPECT_DOUBLE_EQ(m->gb_per_s, w.bytes / t->median / 1e9);
     EXPECT_DOUBLE_EQ(m->peak_fraction, m->gflop_per_s / 123.0);
   }
+}
+
+// The table shows each timed phase's times and, for the phases with a work model, its rates and
+// peak fraction; n/a where the peak is unknown.
+TEST(BenchLibrary, TheTableShowsEachPhasesTimesAndRates) {
+  const mb::BenchCase c{.family = mixle::Family::gaussian_diag, .rows = 100, .dims = 2, .components = 2, .threads = 1};
+  const mb::PreparedCase p = mb::prepare_case(c);
+  mb::BenchResult r;
+  r.device = "cpu";
+  r.device_name = "a test CPU";
+  r.e_step = {.min = 0.001, .median = 0.002, .mean = 0.003};
+  r.m_step = {.min = 0.004, .median = 0.005, .mean = 0.006};
+  r.iteration = {.min = 0.007, .median = 0.008, .mean = 0.009};
+  r.e_step_metrics = {
+      .rows_per_s = 1250, .nkd_per_s = 6.5e6, .gflop_per_s = 12.25, .gb_per_s = 3.5, .peak_fraction = 0.25};
+  r.iteration_metrics = {
+      .rows_per_s = 750, .nkd_per_s = 4e6, .gflop_per_s = 8.5, .gb_per_s = 2, .peak_fraction = 0.125};
+  r.peak = {.gflop_per_s = 49.0, .source = "measured", .detail = "given"};
+  auto line_of = [](const std::string& table, const std::string& phase) {
+    const auto at = table.find(" " + phase + " ");
+    return at == std::string::npos ? std::string() : table.substr(at, table.find('\n', at) - at);
+  };
+  auto words = [](const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> w;
+    for (std::string x; in >> x;) w.push_back(x);
+    return w;
+  };
+  const std::string table = mb::format_table(p, {r});
+  using W = std::vector<std::string>;
+  EXPECT_EQ(words(line_of(table, "e_step")), (W{"e_step", "1", "2", "3", "1250", "6.5e+06", "12.25", "3.50", "25.0%"}))
+      << table;
+  EXPECT_EQ(words(line_of(table, "m_step")), (W{"m_step", "4", "5", "6", "-", "-", "-", "-", "-"})) << table;
+  EXPECT_EQ(words(line_of(table, "iteration")),
+            (W{"iteration", "7", "8", "9", "750", "4e+06", "8.50", "2.00", "12.5%"}))
+      << table;
+  r.peak.gflop_per_s = 0.0;
+  EXPECT_EQ(words(line_of(mb::format_table(p, {r}), "e_step")).back(), "n/a");
 }
 
 // A pass that meets rows it cannot use is not timed: here every component gives code 2 of a

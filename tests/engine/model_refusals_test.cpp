@@ -11,8 +11,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <limits>
+#include <sstream>
 
 namespace mixle {
 namespace {
@@ -51,6 +53,85 @@ TEST(ModelRefusals, EveryComponentsValuesAreChecked) {
   Model full = test::truth_model("full");
   full.parts[0].cov[4] = std::numeric_limits<double>::infinity();  // component 1, entry (0, 0)
   test::expect_invalid_input([&] { validate_model(full); }, {"cov[1][0] = inf", "must be finite"});
+}
+
+// Every entry of every parameter array is checked, and a bad one is named by its own component
+// and index with its own value: each family's model (K = 2, D = 3) spoiled one entry at a time.
+struct Spoiled {
+  std::string part;                  // the part's JSON, columns [0, 3)
+  std::vector<double> Part::*field;  // the array spoiled
+  const char* name;                  // its name in messages
+  std::size_t per_component;         // entries per component
+  double bad;                        // the value written
+  const char* rule;                  // the message's rule
+  bool symmetric = false;            // a D×D covariance: (i, j) and (j, i) spoiled together
+  bool one_index = false;            // one value per component: "name[k]", no second index
+};
+
+TEST(ModelRefusals, EveryParameterEntryIsCheckedAndNamedByItsOwnIndex) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const std::string mean = R"("mean":[[0,1,2],[3,4,5]])";
+  const std::string cov = R"([[[2,0.1,0],[0.1,2,0],[0,0,2]],[[3,0,0.2],[0,3,0],[0.2,0,3]]])";
+  const std::string tied = R"([[[2,0.1,0],[0.1,2,0],[0,0,2]],[[2,0.1,0],[0.1,2,0],[0,0,2]]])";
+  const std::string rates = R"([[1,2,3],[4,5,6]])";
+  const std::vector<Spoiled> cases{
+      {R"("family":"gaussian_diag",)" + mean + R"(,"var":[[1,2,3],[4,5,6]])", &Part::mean, "mean", 3, kInf,
+       "must be finite"},
+      {R"("family":"gaussian_diag",)" + mean + R"(,"var":[[1,2,3],[4,5,6]])", &Part::var, "var", 3, -2.0,
+       "must be finite and > 0"},
+      {R"("family":"gaussian_spherical",)" + mean + R"(,"var":[1,2])", &Part::mean, "mean", 3, kInf, "must be finite"},
+      {R"("family":"gaussian_spherical",)" + mean + R"(,"var":[1,2])", &Part::var, "var", 1, -2.0,
+       "must be finite and > 0", false, true},
+      {R"("family":"gaussian_full",)" + mean + R"(,"cov":)" + cov, &Part::mean, "mean", 3, kInf, "must be finite"},
+      {R"("family":"gaussian_full",)" + mean + R"(,"cov":)" + cov, &Part::cov, "cov", 9, kInf, "must be finite", true},
+      {R"("family":"gaussian_tied",)" + mean + R"(,"cov":)" + tied, &Part::cov, "cov", 9, kInf, "must be finite", true},
+      {R"("family":"poisson","rate":)" + rates, &Part::rate, "rate", 3, -2.0, "must be finite and > 0"},
+      {R"("family":"exponential","rate":)" + rates, &Part::rate, "rate", 3, 0.0, "must be finite and > 0"},
+      {R"("family":"gamma","shape":[[2,5,1],[6,2,3]],"rate":)" + rates, &Part::shape, "shape", 3, -2.0,
+       "must be finite and > 0"},
+      {R"("family":"gamma","shape":[[2,5,1],[6,2,3]],"rate":)" + rates, &Part::rate, "rate", 3, -2.0,
+       "must be finite and > 0"},
+      {R"("family":"bernoulli","prob":[[0.1,0.5,0.9],[0.2,0.3,0.4]])", &Part::prob, "prob", 3, 1.5,
+       "must be in [0, 1]"},
+      {R"("family":"categorical","categories":2,"prob":[[[0.5,0.5],[0.2,0.8],[1,0]],[[0.3,0.7],[0.6,0.4],[0,1]]])",
+       &Part::prob, "prob", 6, 1.5, "must be in [0, 1]"},
+  };
+  for (const Spoiled& c : cases) {
+    const Model good = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[{)" +
+                                       c.part + R"(,"columns":[0,3]}]})");
+    SCOPED_TRACE(family_name(good.parts[0].family) + std::string(" ") + c.name);
+    ASSERT_NO_THROW(validate_model(good));
+    const std::size_t n = (good.parts[0].*c.field).size();
+    ASSERT_EQ(n, 2 * c.per_component);
+    for (std::size_t at = 0; at < n; ++at) {
+      Model bad = good;
+      std::vector<double>& values = bad.parts[0].*c.field;
+      const std::size_t k = at / c.per_component;
+      std::size_t i = at % c.per_component;
+      values[at] = c.bad;
+      if (c.symmetric) {  // the mirror entry too; the first of the two is the one named
+        const std::size_t mirror = i % 3 * 3 + i / 3;
+        values[k * c.per_component + mirror] = c.bad;
+        i = std::min(i, mirror);
+      }
+      std::ostringstream shown;
+      shown << c.bad;
+      const std::string named = std::string(c.name) + "[" + std::to_string(k) + "]" +
+                                (c.one_index ? "" : "[" + std::to_string(i) + "]") + " = " + shown.str();
+      test::expect_invalid_input([&] { validate_model(bad); }, {"parts[0]", named + " is invalid: " + c.rule});
+    }
+  }
+  // gaussian_tied: a second component's matrix that differs from the first's in one diagonal
+  // entry (still a valid covariance) is named by that entry.
+  const Model tied_model = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[{
+      "family":"gaussian_tied","columns":[0,3],)" +
+                                           mean + R"(,"cov":)" + tied + "}]}");
+  for (std::size_t d = 0; d < 3; ++d) {
+    Model bad = tied_model;
+    bad.parts[0].cov[9 + d * 4] = 2.5;
+    test::expect_invalid_input([&] { validate_model(bad); },
+                               {"cov[1] differs from cov[0] (entry " + std::to_string(d * 4) + ": 2.5 against 2)"});
+  }
 }
 
 TEST(LayoutRefusals, ItemsNameWhatIsWrongAndShowTheForm) {
@@ -101,6 +182,32 @@ TEST(LayoutRefusals, TheLargestInferredCodeIsTenMillion) {
   };
   EXPECT_EQ(categories(1e7), 10000001u);
   test::expect_invalid_input([&] { (void)categories(1e7 + 1); }, {"cannot infer the number of categories"});
+}
+
+// A model file is for people too: two spaces per level, from the first column, and each row of
+// numbers on one line.
+TEST(ModelFile, IsIndentedTwoSpacesPerLevelWithEachRowOfNumbersOnOneLine) {
+  const Model m = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.25,0.75],"parts":[
+      {"family":"gaussian_full","columns":[0,2],"mean":[[0,1],[2,3]],"cov":[[[2,0.5],[0.5,1]],[[1,0],[0,1]]]}]})");
+  const std::string text = model_to_json(m);
+  std::istringstream lines(text);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(lines, line);) all.push_back(line);
+  ASSERT_GE(all.size(), 3u) << text;
+  EXPECT_EQ(all.front(), "{");
+  EXPECT_EQ(all.back(), "}");
+  int depth = 0;
+  for (const std::string& line : all) {
+    const std::size_t pad = line.find_first_not_of(' ');
+    ASSERT_NE(pad, std::string::npos) << text;
+    const bool closes = line[pad] == '}' || line[pad] == ']';
+    EXPECT_EQ(pad, 2u * static_cast<std::size_t>(depth - (closes ? 1 : 0))) << "line: " << line << "\n" << text;
+    for (const char ch : line) depth += (ch == '{' || ch == '[') - (ch == '}' || ch == ']');
+  }
+  EXPECT_EQ(depth, 0);
+  EXPECT_NE(text.find("\n  \"weights\": [0.25,0.75]"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n          [2.0,0.5],\n          [0.5,1.0]\n"), std::string::npos) << text;
+  EXPECT_EQ(model_from_json(text).parts[0].cov, m.parts[0].cov);
 }
 
 TEST(ModelFileRefusals, TheSourceIsNamedWithWhatIsWrong) {

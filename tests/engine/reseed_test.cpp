@@ -169,6 +169,20 @@ TEST(Reseed, AnEmptyComponentTakesTheWorstExplainedRowsMeanAndSpreadForEveryCova
   test::expect_invalid_input([&] { engine::reseed_component(handle, four, three, 2, fp64(), 1); }, {"reseed"});
 }
 
+// A tied model's reseed keeps the shared covariance by pooling it from one other component: for
+// component 0 that is component 1 (the pooled matrix of no component would leave component 0
+// with its own).
+TEST(Reseed, TheFirstComponentOfATiedModelKeepsTheSharedCovariance) {
+  const std::vector<double> v = clusters({{0, 0}, {8, 0}, {-40, 5}});
+  engine::LocalEncodedData handle(Dataset::from_vector(v, 3 * kPerCluster, 2), engine::make_cpu_compute(1));
+  Model evaluated = start_model("gaussian_tied", 2);
+  Model model = em_step(handle, evaluated).model;
+  const std::vector<double> cov_before = model.parts[0].cov;
+  engine::reseed_component(handle, evaluated, model, 0, fp64(), 1);
+  EXPECT_EQ(model.parts[0].cov, cov_before);
+  EXPECT_NO_THROW(validate_model(model));
+}
+
 // Two empty components and two unexplained clusters: the first reseed takes the worse one (E,
 // hundreds of units away), and the second, scoring under the model that now explains E, takes C.
 TEST(Reseed, SeveralEmptyComponentsAreSpreadOverDifferentRows) {

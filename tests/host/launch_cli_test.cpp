@@ -15,16 +15,24 @@ using namespace std::chrono_literals;
 
 bool contains(const std::string& s, const std::string& needle) { return s.find(needle) != std::string::npos; }
 
-Process launch(const std::vector<std::string>& args, const TempDir& dir, std::chrono::seconds timeout = 30s) {
+Process launch(const std::vector<std::string>& args, const TempDir& dir, std::chrono::seconds timeout = 30s,
+               const Env& env = {}) {
   std::vector<std::string> argv{MIXLE_CLI_PATH, "launch"};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_process(argv, {}, dir.path / "launch.log", timeout);
+  return run_process(argv, env, dir.path / "launch.log", timeout);
 }
 
+// The launcher runs inside an environment that holds another group's variables (a launch
+// nested in a torchrun job): each rank sees its own values, not the inherited ones.
 TEST(LaunchCli, SetsTorchrunVariablesForEveryRank) {
   TempDir dir;
   std::string script = "env > " + dir.path.string() + "/env.$RANK";
-  Process p = launch({"--nproc", "3", "--master-port", "29877", "--", "sh", "-c", script}, dir);
+  Process p = launch({"--nproc", "3", "--master-port", "29877", "--", "sh", "-c", script}, dir, 30s,
+                     {{"RANK", "7"},
+                      {"LOCAL_RANK", "7"},
+                      {"WORLD_SIZE", "9"},
+                      {"MASTER_PORT", "1234"},
+                      {"TORCHELASTIC_RESTART_COUNT", "5"}});
   ASSERT_EQ(p.exit_code(), 0) << p.output();
   std::set<std::string> run_ids;
   for (int r = 0; r < 3; ++r) {

@@ -68,6 +68,13 @@ std::vector<std::uint64_t> numbers_after(const std::string& output, const std::s
   return out;
 }
 
+/// The value of the summary's "mean log-likelihood per row:" line (NaN when it is missing).
+double mean_loglik_printed(const std::string& out) {
+  const std::string label = "mean log-likelihood per row: ";
+  const auto at = out.find(label);
+  return at == std::string::npos ? std::nan("") : std::stod(out.substr(at + label.size()));
+}
+
 TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
@@ -113,6 +120,9 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
         std::string::npos)
         << out;
     EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / (name + ".json")), kShardRtol) << "G = " << G;
+    // The final model's log-likelihood, scored once more after the last iteration, is the
+    // one-process fit's (printed to 6 decimals).
+    EXPECT_NEAR(mean_loglik_printed(out), mean_loglik_printed(one.output()), 2e-6) << "G = " << G << "\n" << out;
     // Every rank holds K/G components' parameters (K = 4 divides evenly): exactly 1/G of the model.
     EXPECT_EQ(numbers_after(out, "model parameter bytes:").at(0), model_bytes);
     const auto resident = numbers_after(out, "resident parameter bytes per rank:");

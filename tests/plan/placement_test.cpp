@@ -324,8 +324,22 @@ TEST(Placement, ReadsAReferenceShapedDocument) {
   EXPECT_EQ(p.total_rows, 10u);
   EXPECT_FALSE(p.resources.has_value());
   ASSERT_EQ(p.shards.size(), 2u);
+  EXPECT_EQ(p.shards[1].device.name, "cpu:1");
   EXPECT_EQ(p.shards[1].device.engine, "numpy");
   EXPECT_EQ(p.shards[1].sub_chunks, 2u);
+  // Without resources a shard's own kind and engine describe its device (cpu when absent).
+  std::string gpu = doc;
+  gpu.replace(gpu.find(R"("device": "cpu:1", "kind": "cpu", "engine": "numpy")"), 51,
+              R"("device": "cuda:0", "kind": "cuda", "engine": "cupy")");
+  const Placement on_gpu = Placement::from_json(gpu);
+  EXPECT_EQ(on_gpu.shards[1].device.name, "cuda:0");
+  EXPECT_EQ(on_gpu.shards[1].device.kind, "cuda");
+  EXPECT_EQ(on_gpu.shards[1].device.engine, "cupy");
+  std::string bare = doc;
+  bare.replace(bare.find(R"("device": "cpu:1", "kind": "cpu", "engine": "numpy")"), 51, R"("device": "gpu-a")");
+  const Placement defaults = Placement::from_json(bare);
+  EXPECT_EQ(defaults.shards[1].device.kind, "cpu");
+  EXPECT_EQ(defaults.shards[1].device.engine, "cpu");
   EXPECT_EQ(p.rows_per_chunk, 0u);  // absent: the reference's whole-shard working set
   EXPECT_EQ(Placement::from_json(p.to_json()), p);
   // One-byte elements (uint8 codes) are a dtype; zero bytes is not.

@@ -272,6 +272,21 @@ TEST(ReceiptRefusals, ExtrasAreFiniteScalarsInAnObject) {
                   {"extra.nested=[1,2]", "not a scalar"});
 }
 
+// The observed global counts are counts: 0 (a step no rank saw an example of) is one, −1 is not.
+TEST(ReceiptRefusals, ObservedGlobalCountsMayBeZeroButNotNegative) {
+  StepReceipt r{.step = 0, .loss = 0.0, .local_examples = 0, .local_tokens = 0, .optimizer = "em", .precision = "fp64"};
+  r.global_examples_observed = 0;
+  r.global_tokens_observed = 0;
+  EXPECT_NO_THROW(r.validate());
+  r.global_examples_observed = -1;
+  expect_mentions(message_of<InvalidInput>([&] { r.validate(); }),
+                  {"global_examples_observed=-1", "accepted: an integer ≥ 0"});
+  r.global_examples_observed = 0;
+  r.global_tokens_observed = -1;
+  expect_mentions(message_of<InvalidInput>([&] { r.validate(); }),
+                  {"global_tokens_observed=-1", "accepted: an integer ≥ 0"});
+}
+
 TEST(ShardPlanRefusals, MinimumsEmptyRangesAndShrinkingToK) {
   Resources three({device("big", 4), device("small1", 1), device("small2", 1)});
   expect_mentions(

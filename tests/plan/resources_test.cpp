@@ -140,6 +140,9 @@ TEST(Resources, FromDaskUsesThreadsAndMemoryLimit) {
   for (const DeviceSpec& d : typed.devices()) EXPECT_EQ(d.precision, "float64") << d.name;
   // nthreads 0 or absent → throughput 1.
   EXPECT_EQ(Resources::from_dask(R"({"workers": {"w": {"nthreads": 0}}})").devices()[0].throughput, 1);
+  // memory_limit 0 is Dask's "no limit"; any other value, 1 byte included, is the limit.
+  EXPECT_FALSE(Resources::from_dask(R"({"workers": {"w": {"memory_limit": 0}}})").devices()[0].memory_bytes);
+  EXPECT_EQ(Resources::from_dask(R"({"workers": {"w": {"memory_limit": 1}}})").devices()[0].memory_bytes, 1u);
   expect_mentions(message_of<InvalidInput>([] { Resources::from_dask(R"({"workers": {}})"); }),
                   {"no workers", "accepted"});
 }
