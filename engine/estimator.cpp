@@ -172,7 +172,8 @@ MStepResult m_step(const Model& prev, const std::vector<double>& stats, const Sh
   const std::size_t K = prev.components();
   const StatLayout layout = stat_layout(prev);
   const std::int64_t given = static_cast<std::int64_t>(stats.size());
-  const bool marginalised = given == layout.size + missing_mass_size(prev) && missing_mass_size(prev) > 0;
+  // (K·C > 0 in a valid model, so the two sizes never coincide.)
+  const bool marginalised = given == layout.size + missing_mass_size(prev);
   if (given != layout.size && !marginalised)
     throw InvalidInput("statistics have " + std::to_string(stats.size()) + " values; the model needs " +
                        std::to_string(layout.size) + " (or " + std::to_string(layout.size + missing_mass_size(prev)) +

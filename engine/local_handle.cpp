@@ -102,8 +102,8 @@ Statistics LocalEncodedData::accumulate_assigned(const Model& shape, const Assig
   Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(shape).size));
   const std::size_t K = shape.components();
   // Chunks of ~1M responsibilities (8 MiB, reused chunk after chunk), at least 4096 rows, a
-  // multiple of the kernels' 128-row block.
-  std::size_t chunk = std::max<std::size_t>(4096, (std::size_t{1} << 20) / std::max<std::size_t>(K, 1));
+  // multiple of the kernels' 128-row block (a valid model has K ≥ 1).
+  std::size_t chunk = std::max<std::size_t>(4096, (std::size_t{1} << 20) / K);
   chunk -= chunk % 128;
   std::vector<std::size_t> label, start(K + 1), order;
   std::vector<double> resp;

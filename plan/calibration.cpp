@@ -47,8 +47,7 @@ DeviceCalibration result_from_json(const Json& j, const std::string& ctx) {
   }
   r.throughput = get_opt_number(j, ctx, "throughput");
   r.error = get_opt_string(j, ctx, "error");
-  r.validate();
-  return r;
+  return r;  // validated with its record by CalibrationCatalog::append
 }
 
 Json record_to_json(const CalibrationRecord& r) {
@@ -89,8 +88,7 @@ CalibrationRecord record_from_json(const Json& j, const std::string& ctx) {
       r.device_results.push_back(result_from_json((*it)[i], ctx + ".device_results[" + std::to_string(i) + "]"));
     }
   }
-  r.validate();
-  return r;
+  return r;  // validated by CalibrationCatalog::append
 }
 
 }  // namespace

@@ -5,10 +5,8 @@
 // Minka's closed-form start, "Estimating a Gamma distribution", 2002), and β = α / x̄.
 #include "engine/families/checks.hpp"
 #include "engine/families/family_ops.hpp"
+#include "engine/families/gamma_shape.hpp"
 #include "kernels/common/math.hpp"
-
-#include <boost/math/special_functions/digamma.hpp>
-#include <boost/math/special_functions/trigamma.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -34,23 +32,6 @@ constexpr FamilyDescriptor kDescriptor{
 /// column are all equal (α → ∞); at 1e-6, α ≈ 5·10⁵ (a relative spread of 0.14%), which keeps
 /// the log-density's terms within float32's reach, as reg_covar does for a Gaussian variance.
 constexpr double kMinLogGap = 1e-6;
-
-/// The α with log α − ψ(α) = gap (> 0): Newton's method on f(α) = log α − ψ(α) − gap, which is
-/// decreasing and convex, from Minka's approximation (within 1.5% of the root). A step from
-/// there lands within O(1.5%²) of the root on its near side, never at α ≤ 0, and converges
-/// quadratically: a handful of steps reach the tolerance (tests sweep gaps from 1e-6 to 60).
-double gamma_shape(double gap) {
-  double alpha = (3.0 - gap + std::sqrt((gap - 3.0) * (gap - 3.0) + 24.0 * gap)) / (12.0 * gap);
-  for (int i = 0; i < 100; ++i) {
-    const double f = std::log(alpha) - boost::math::digamma(alpha) - gap;
-    const double slope = 1.0 / alpha - boost::math::trigamma(alpha);
-    const double next = alpha - f / slope;
-    const bool done = std::abs(next - alpha) <= 1e-13 * alpha;
-    alpha = next;
-    if (done) break;
-  }
-  return alpha;
-}
 
 class Gamma final : public FamilyOps {
  public:

@@ -24,7 +24,7 @@ std::string utc_now() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
   gmtime_r(&t, &tm);
-  char buf[32];
+  char buf[sizeof "2026-12-04T12:00:00Z"];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }

@@ -1,4 +1,4 @@
-// `mixle launch --nproc N [--master-port P] [--max-restarts R] -- CMD…`: a torchrun stand-in for
+// `mixle launch [--nproc N] [--master-port P] [--max-restarts R] -- CMD…`: a torchrun stand-in for
 // hosts without it. Starts N local processes with torchrun's worker variables, forwards
 // SIGINT/SIGTERM/SIGHUP to them, and fails the group when one fails: the others get SIGTERM, then
 // SIGKILL after a grace period. With restarts left the whole group starts again, as torchrun's
@@ -217,8 +217,7 @@ int run_launch(const LaunchOptions& o) {
 
 std::function<int()> setup_launch(CLI::App& app) {
   auto o = std::make_shared<LaunchOptions>();
-  app.add_option("--nproc", o->nproc, "Number of local processes (ranks) to start")
-      ->required()
+  app.add_option("--nproc", o->nproc, "Number of local processes (ranks) to start (default 1, as torchrun's)")
       ->check(CLI::Range(1, 4096));
   app.add_option("--master-port", o->master_port,
                  "MASTER_PORT for the ranks (rank 0 hosts the rendezvous store there); default: a "

@@ -49,13 +49,9 @@ ReadOptions DataArgs::read_options() const {
 }
 
 DataFormat output_format(const std::string& path) {
-  auto ends = [&](const char* ext) {
-    const std::string e(ext);
-    return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
-  };
-  if (ends(".npy")) return DataFormat::npy;
-  if (ends(".csv") || ends(".tsv") || ends(".txt")) return DataFormat::csv;
-  throw UsageError("output \"" + path + "\": use a .npy or .csv file name");
+  if (path.ends_with(".npy")) return DataFormat::npy;
+  if (path.ends_with(".csv") || path.ends_with(".tsv") || path.ends_with(".txt")) return DataFormat::csv;
+  throw UsageError("output \"" + path + "\": use a .npy file name, or .csv, .tsv or .txt for text");
 }
 
 }  // namespace mixle::host

@@ -409,7 +409,7 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
   if (workers > 1) threads = 1;  // component workers replace row-tile threads
   const std::int64_t round = tiles_per_round(model.stat_size);
   const std::size_t S = static_cast<std::size_t>(model.stat_size);
-  const std::size_t slots = static_cast<std::size_t>(std::max<std::int64_t>(1, std::min(round, tiles)));
+  const std::size_t slots = static_cast<std::size_t>(std::min(round, tiles));  // none for no rows
   std::vector<double> tile_sums(mode == Mode::score ? 0 : slots * S);
   std::vector<PassReport> reports(slots);
   PassReport total;

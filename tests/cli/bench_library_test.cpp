@@ -138,18 +138,20 @@ class ShortSumCommunicator final : public mixle::comms::Communicator {
  public:
   ShortSumCommunicator() : Communicator(0, 1, std::chrono::seconds(10)) {}
   std::string_view type() const noexcept override { return "short-sum"; }
+  std::string calls;  // 'b' barrier, 's' sum, 'm' max, in order
   mixle::comms::MemorySpace memory_space() const noexcept override { return mixle::comms::MemorySpace::host; }
 
  protected:
   std::unique_ptr<Communicator> split_impl(const SplitGroup&) override { return nullptr; }
   void all_reduce_impl(void* data, std::size_t count, mixle::comms::DataType type, mixle::comms::ReduceOp op,
                        mixle::comms::MemorySpace) override {
+    calls += op == mixle::comms::ReduceOp::sum ? 's' : op == mixle::comms::ReduceOp::max ? 'm' : '?';
     if (op == mixle::comms::ReduceOp::sum && type == mixle::comms::DataType::float64 && count > 64)
       static_cast<double*>(data)[count - 1] = 0.0;
   }
   void broadcast_impl(void*, std::size_t, int, mixle::comms::MemorySpace) override {}
   void all_gather_impl(const void*, std::size_t, void*, mixle::comms::MemorySpace) override {}
-  void barrier_impl() override {}
+  void barrier_impl() override { calls += 'b'; }
 };
 
 TEST(BenchLibrary, CommBenchFlagsAReductionThatReturnsWrongBytes) {
@@ -160,6 +162,11 @@ TEST(BenchLibrary, CommBenchFlagsAReductionThatReturnsWrongBytes) {
   const std::string table = mb::format_comm_table(comm, rows);
   EXPECT_NE(table.find("WRONG"), std::string::npos) << table;
   EXPECT_NE(table.find(" ok"), std::string::npos) << table;
+  // Each timed reduction (1 warm-up, 2 timed per size) starts at a barrier, so the ranks start
+  // it together; then the slowest rank's median and the check are agreed on (two maxima).
+  std::string per_size = "bsbsbsmm", all;
+  for (int i = 0; i < 6; ++i) all += per_size;
+  EXPECT_EQ(comm.calls, all);
 }
 
 TEST(BenchLibrary, FailedChecksAreCounted) {

@@ -187,7 +187,22 @@ TEST(CliEdges, FormatsCommunicatorsAndOutputNames) {
   const test::CliRun out =
       test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 3 --seed 2 -o " + dir.file("d.parquet"));
   EXPECT_EQ(out.code, 2);
-  EXPECT_NE(out.err.find("d.parquet\": use a .npy or .csv file name"), std::string::npos) << out.err;
+  EXPECT_NE(out.err.find("d.parquet\": use a .npy file name, or .csv, .tsv or .txt for text"), std::string::npos)
+      << out.err;
+  // .tsv is text with tabs, .txt (here the labels) text with commas: the same rows either way.
+  ASSERT_EQ(test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.tsv") +
+                                   " --labels " + dir.file("labels.txt"))
+                .code,
+            0);
+  const std::string tsv = test::read_text(dir.file("d.tsv"));
+  EXPECT_NE(tsv.find('\t'), std::string::npos) << tsv.substr(0, 200);
+  EXPECT_EQ(tsv.find(','), std::string::npos) << tsv.substr(0, 200);
+  const Dataset back = read_data(dir.file("d.tsv"));
+  ASSERT_EQ(back.rows(), d.rows());
+  // generate draws float32 values; text holds each float's shortest form, read back as double.
+  for (std::size_t i = 0; i < raw.size(); ++i)
+    EXPECT_EQ(static_cast<float>(back.at(i / 2, i % 2)), static_cast<float>(d.at(i / 2, i % 2))) << i;
+  EXPECT_EQ(read_data(dir.file("labels.txt")).rows(), 300u);
 }
 
 // Raw data take their shape from --shape N,C (N may be left out); anything but two

@@ -364,6 +364,32 @@ TEST(Store, RankThatDisconnectsWithoutGoodbyeIsLost) {
   EXPECT_EQ(server.lost_ranks(), std::vector<int>{3});
 }
 
+// A rank that resets its connection while the server is still sending it a large reply: the
+// failed send drops the connection at once (its rank is lost), not on a later read — the
+// socket keeps reporting it writable, so the server would otherwise retry the send forever.
+TEST(Store, ARankGoneWhileItsReplyIsSentIsLost) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto observer = connect(server, 0);
+  observer->set("big", std::string(8 << 20, 'x'));
+  {
+    RawConnection raw(server.port());
+    raw.send(handshake(kToken, 5));
+    char accepted = 0;
+    ASSERT_EQ(recv_all(raw.fd.get(), &accepted, 1, Clock::now() + 2s), IoStatus::ok);
+    std::vector<char> get = request_header(wire::Op::get, 3, 0);
+    get.insert(get.end(), {'b', 'i', 'g'});
+    raw.send(get);
+    char first = 0;  // the reply has begun: the server is sending the 8 MiB
+    ASSERT_EQ(recv_all(raw.fd.get(), &first, 1, Clock::now() + 2s), IoStatus::ok);
+    const linger reset{1, 0};  // close with a reset, the rest unread
+    ASSERT_EQ(::setsockopt(raw.fd.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset), 0);
+  }
+  auto deadline = Clock::now() + 3s;
+  while (server.lost_ranks().empty() && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  EXPECT_EQ(server.lost_ranks(), std::vector<int>{5});
+  expect_still_serving(server);
+}
+
 TEST(Store, ClientRetriesUntilTheServerStarts) {
   int port = find_free_port();
   std::unique_ptr<StoreServer> server;

@@ -1,6 +1,7 @@
 // A row range of a large .npy or raw file maps only about those rows, not the whole file
 // (checked in /proc/self/maps, Linux only).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -84,6 +85,30 @@ TEST(DataMapping, ReadAtContinuesAfterShortReads) {
     ASSERT_NE(buffer[kBefore + i], kUntouched) << "a hole in what was read at " << i;
   EXPECT_EQ(buffer[kBefore + got - 1], '\n');  // the last line arrived whole
   for (std::size_t i = got; i < kLength; ++i) ASSERT_EQ(buffer[kBefore + i], kUntouched) << i;
+}
+
+// With standard input closed, open() hands out descriptor 0 — a valid one to read from.
+TEST(DataMapping, AFileOnDescriptorZeroIsRead) {
+  TempDir dir;
+  const std::string path = dir.file("text.txt");
+  test::write_bytes(path, "read through fd 0");
+  const int saved = ::dup(0);
+  ASSERT_GE(saved, 0);
+  ::close(0);
+  std::string error, text(17, '\0');
+  bool zero_was_used = false;
+  try {
+    const host::ReadOnlyFile file(path);
+    zero_was_used = ::fcntl(0, F_GETFD) != -1;
+    text.resize(file.read_at(0, text.data(), text.size()));
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  ::dup2(saved, 0);  // the file is closed by now: 0 is free again
+  ::close(saved);
+  EXPECT_EQ(error, "");
+  EXPECT_TRUE(zero_was_used);
+  EXPECT_EQ(text, "read through fd 0");
 }
 
 // A read that fails (here EIO: /proc/self/mem at address 0, never mapped) is an error naming the

@@ -3,6 +3,7 @@
 // refused naming the weights file and the row.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <vector>
 
 #include "data_test_util.hpp"
@@ -48,6 +49,18 @@ TEST(WeightsFile, NpyCsvAndRawWeightsAttachToTheirRows) {
   r.raw_cols = 2;
   r.weights_path = dir.file("w.bin");
   expect_weights(read_data(dir.file("data.f32"), r), w);
+  // A weights file whose name says no format is raw float64 beside data read as raw by request
+  // (--format raw), and refused beside data of a named format.
+  std::filesystem::copy_file(dir.file("w.bin"), dir.file("w.weights"));
+  std::filesystem::copy_file(dir.file("data.f32"), dir.file("data.values"));
+  ReadOptions asked = r;
+  asked.format = DataFormat::raw;
+  asked.raw_dtype = DType::f32;
+  asked.weights_path = dir.file("w.weights");
+  expect_weights(read_data(dir.file("data.values"), asked), w);
+  o.weights_path = dir.file("w.weights");
+  EXPECT_THROW(read_data(data, o), InvalidInput);
+  o.weights_path = npy;
   // A row range reads the same rows of the weights.
   o.weights_path = npy;
   o.row_begin = 2;

@@ -91,6 +91,15 @@ TEST(LaunchCli, PicksAFreeMasterPortWhenNotGiven) {
   EXPECT_EQ(p.exit_code(), 0) << p.output();
 }
 
+// Without --nproc the group is one rank, as torchrun's default.
+TEST(LaunchCli, OneRankByDefault) {
+  TempDir dir;
+  const std::string file = dir.path.string() + "/world";
+  Process p = launch({"--", "sh", "-c", "echo \"$RANK of $WORLD_SIZE\" >> " + file}, dir);
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  EXPECT_EQ(read_file(file), "0 of 1\n");
+}
+
 TEST(LaunchCli, ExitsZeroWhenAllRanksSucceed) {
   TempDir dir;
   EXPECT_EQ(launch({"--nproc", "4", "--", "true"}, dir).exit_code(), 0);

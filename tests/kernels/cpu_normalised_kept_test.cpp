@@ -45,6 +45,18 @@ void check_kept() {
   EXPECT_NEAR(mass, static_cast<double>(n), 1e-3 * n);  // the whole mixture's normaliser: Σ r = 1 a row
 }
 
+// The cache holds whole blocks of kBlockRows rows, K values a row: no block for no rows, one for
+// one row or a full block, two from one row more.
+TEST(CpuNormalisedKept, TheCacheHoldsWholeBlocks) {
+  using kernels::cpu::kBlockRows;
+  using kernels::cpu::log_density_cache_size;
+  const std::size_t block = static_cast<std::size_t>(kBlockRows);
+  EXPECT_EQ(log_density_cache_size(0, 3), 0u);
+  EXPECT_EQ(log_density_cache_size(1, 3), 3 * block);
+  EXPECT_EQ(log_density_cache_size(block, 3), 3 * block);
+  EXPECT_EQ(log_density_cache_size(block + 1, 2), 4 * block);
+}
+
 TEST(CpuNormalisedKept, MatchesRecomputingAndKeepsTheHeaderFp64) { check_kept<double>(); }
 TEST(CpuNormalisedKept, MatchesRecomputingAndKeepsTheHeaderFp32) { check_kept<float>(); }
 

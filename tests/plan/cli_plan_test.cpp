@@ -280,6 +280,10 @@ TEST_F(PlanCli, PlanErrorsExitWithTheRightCodes) {
                 path("res.json"))
                 .code,
             2);
+  // A Resources file that is not there is a usage error naming it.
+  const CliRun missing = run("plan --rows 5 --family poisson --components 2 --resources " + path("absent.json"));
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find(path("absent.json")), std::string::npos) << missing.err;
   // Bad values and impossible plans → 1 with a message.
   CliRun mem = run("plan --rows 5 --family poisson --components 2 --resources " + path("tiny.json"));
   EXPECT_EQ(mem.code, 1);

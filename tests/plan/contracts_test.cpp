@@ -176,6 +176,10 @@ TEST(ContractDistributedUpdate, ExactnessAndEvidenceRules) {
   orphan.maximum_absolute_error = 0.0;
   orphan.maximum_relative_error = std::nan("");
   expect_mentions(message_of<InvalidInput>([&] { orphan.validate(); }), {"maximum_relative_error=nan"});
+  // A bad bound is shown to every digit that tells it apart.
+  orphan.maximum_relative_error = -0.1;
+  expect_mentions(message_of<InvalidInput>([&] { orphan.validate(); }),
+                  {"maximum_relative_error=-0.10000000000000001 is invalid"});
   orphan.maximum_relative_error = 1e-12;
   EXPECT_NO_THROW(orphan.validate());
   EXPECT_EQ(DistributedUpdate::from_json(orphan.to_json()), orphan);
