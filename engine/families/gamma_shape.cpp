@@ -14,14 +14,6 @@ namespace {
 /// the sum at α = 20 and less beyond (the slope's, 691/(2730 α¹³), 3·10⁻¹⁵ of it).
 constexpr double kSeriesFrom = 20.0;
 
-/// d/dα (log α − ψ(α)) = 1/α − ψ′(α) (< 0), by the same series for α ≥ kSeriesFrom.
-double log_minus_digamma_slope(double alpha) {
-  if (alpha < kSeriesFrom) return 1.0 / alpha - boost::math::trigamma(alpha);
-  const double u = 1.0 / alpha, u2 = u * u;
-  // −(1/2)u² − (1/6)u³ + (1/30)u⁵ − (1/42)u⁷ + (1/30)u⁹ − (5/66)u¹¹
-  return -u2 * (0.5 + u * (1.0 / 6.0 - u2 * (1.0 / 30.0 - u2 * (1.0 / 42.0 - u2 * (1.0 / 30.0 - u2 * (5.0 / 66.0))))));
-}
-
 }  // namespace
 
 double log_minus_digamma(double alpha) {
@@ -30,6 +22,13 @@ double log_minus_digamma(double alpha) {
   // (1/2)u + (1/12)u² − (1/120)u⁴ + (1/252)u⁶ − (1/240)u⁸ + (1/132)u¹⁰
   return u *
          (0.5 + u * (1.0 / 12.0 - u2 * (1.0 / 120.0 - u2 * (1.0 / 252.0 - u2 * (1.0 / 240.0 - u2 * (1.0 / 132.0))))));
+}
+
+double log_minus_digamma_slope(double alpha) {
+  if (alpha < kSeriesFrom) return 1.0 / alpha - boost::math::trigamma(alpha);
+  const double u = 1.0 / alpha, u2 = u * u;
+  // −(1/2)u² − (1/6)u³ + (1/30)u⁵ − (1/42)u⁷ + (1/30)u⁹ − (5/66)u¹¹
+  return -u2 * (0.5 + u * (1.0 / 6.0 - u2 * (1.0 / 30.0 - u2 * (1.0 / 42.0 - u2 * (1.0 / 30.0 - u2 * (5.0 / 66.0))))));
 }
 
 /// f(α) = log α − ψ(α) − gap is decreasing and convex: from Minka's start (within 1.5% of the

@@ -7,6 +7,8 @@ namespace mixle::engine {
 /// the difference of two nearly equal numbers would lose up to 1e-9 of it to rounding (at
 /// α = 5·10⁵, log α ≈ 13 against a difference of 1e-6), its asymptotic series.
 double log_minus_digamma(double alpha);
+/// Its slope 1/α − ψ′(α) (< 0), to full relative precision the same way.
+double log_minus_digamma_slope(double alpha);
 
 /// The α > 0 with log α − ψ(α) = gap (gap > 0): Newton's method from Minka's approximation,
 /// to a relative step of 1e-13.

@@ -6,6 +6,7 @@
 #include "engine/families/gamma_shape.hpp"
 
 #include <boost/math/special_functions/digamma.hpp>
+#include <boost/math/special_functions/trigamma.hpp>
 
 #include <gtest/gtest.h>
 
@@ -28,11 +29,13 @@ TEST(GammaShape, SolvesItsEquationToFullPrecisionFromTinyToLargeGaps) {
   }
 }
 
-TEST(GammaShape, LogMinusDigammaHasFullRelativePrecisionOnBothSidesOfTheSeries) {
+TEST(GammaShape, LogMinusDigammaAndItsSlopeHaveFullRelativePrecisionOnBothSidesOfTheSeries) {
   // (Up to 10³: beyond, long double's own difference is the less precise one.)
   for (const double alpha : {0.01, 0.5, 1.0, 7.5, 19.999, 20.0, 20.001, 55.0, 1e3}) {
     const long double want = log_minus_digamma_long(alpha);
     EXPECT_NEAR(engine::log_minus_digamma(alpha) / static_cast<double>(want), 1.0, 2e-14) << alpha;
+    const long double slope = 1.0L / alpha - boost::math::trigamma(static_cast<long double>(alpha));
+    EXPECT_NEAR(engine::log_minus_digamma_slope(alpha) / static_cast<double>(slope), 1.0, 2e-14) << alpha;
   }
 }
 
