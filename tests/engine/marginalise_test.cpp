@@ -301,8 +301,8 @@ TEST(Marginalise, AnImpossibleIncompleteRowIsNamed) {
   for (std::size_t r = 0; r < 50; ++r) x.insert(x.end(), {static_cast<double>(r % 3), r % 2 ? 2.0 : 0.0});
   x[17 * 2] = kNaN;
   x[17 * 2 + 1] = 1.0;  // code 1: probability 0 in both components
-  // The first E-step raises it: no iteration completes (the later evaluation of the final
-  // model would name the row too, after a whole fit on the other rows).
+  // The first E-step raises it — its kernels' pass meets the row too, held at weight 0 with its
+  // missing value replaced — so no iteration completes.
   FitOptions o = from_model(start, "marginalise", 1);
   int iterations = 0;
   o.progress = [&](const FitProgress&) { ++iterations; };
