@@ -208,6 +208,22 @@ TEST(ModelFile, IsIndentedTwoSpacesPerLevelWithEachRowOfNumbersOnOneLine) {
   EXPECT_NE(text.find("\n  \"weights\": [0.25,0.75]"), std::string::npos) << text;
   EXPECT_NE(text.find("\n          [2.0,0.5],\n          [0.5,1.0]\n"), std::string::npos) << text;
   EXPECT_EQ(model_from_json(text).parts[0].cov, m.parts[0].cov);
+  // Indent 0 is pretty too, from the first column; only a negative indent gives one line.
+  EXPECT_EQ(model_to_json(m, 0), text);
+  const std::string one_line = model_to_json(m, -1);
+  EXPECT_EQ(one_line.find('\n'), one_line.size() - 1) << one_line;
+}
+
+// "weights" must be an array: a number, an object or an empty array is refused naming it.
+TEST(ModelFileRefusals, WeightsThatAreNotANonEmptyArray) {
+  const std::string part = R"({"family":"poisson","columns":[0,1],"rate":[[2]]})";
+  for (const std::string weights : {"1", "{\"a\":1}", "[]"})
+    test::expect_invalid_input(
+        [&] {
+          model_from_json(R"({"format":"mixle-model","version":1,"weights":)" + weights + R"(,"parts":[)" + part + "]}",
+                          "m.json");
+        },
+        {"m.json: \"weights\" must be a non-empty array of K numbers"});
 }
 
 TEST(ModelFileRefusals, TheSourceIsNamedWithWhatIsWrong) {
