@@ -87,22 +87,17 @@ void screen(const float* x, const float* centres_t, const float* norm2, std::siz
   }
 }
 
-/// x (kRows × C, float32) and each point's ‖x‖ (float64) from the first n ≤ kRows points of
-/// `points`; the rows past n are zero.
+/// x (kRows × C, float32) and each point's ‖x‖ (float64) from the kRows points of `points`.
 MIXLE_WITH_FMA_CLONE
-void load_points(const double* points, std::size_t n, std::size_t C, float* x, double* norm) {
+void load_points(const double* points, std::size_t C, float* x, double* norm) {
   for (std::size_t r = 0; r < kRows; ++r) {
     double n2 = 0.0;
-    if (r < n) {
-      const double* p = points + r * C;
-      float* xr = x + r * C;
+    const double* p = points + r * C;
+    float* xr = x + r * C;
 #pragma omp simd reduction(+ : n2)
-      for (std::size_t c = 0; c < C; ++c) {
-        xr[c] = static_cast<float>(p[c]);
-        n2 += p[c] * p[c];
-      }
-    } else {
-      std::fill(x + r * C, x + (r + 1) * C, 0.0f);
+    for (std::size_t c = 0; c < C; ++c) {
+      xr[c] = static_cast<float>(p[c]);
+      n2 += p[c] * p[c];
     }
     norm[r] = std::sqrt(n2);
   }
@@ -163,13 +158,17 @@ std::size_t CentreSet::nearest(const double* points, std::size_t m, std::size_t*
   }
   const double beta = 2.0 * static_cast<double>(C + 6) * 0x1p-24;
   std::vector<float> x(kRows * C), e(kRows * P);
+  std::vector<double> block(kRows * C);
   std::vector<double> bound(K), candidates_t;
   std::vector<std::size_t> candidates;
   std::size_t measured = 0;
   for (std::size_t i0 = 0; i0 < m; i0 += kRows) {
     const std::size_t n = std::min(kRows, m - i0);
     double norm[kRows];
-    load_points(points + i0 * C, n, C, x.data(), norm);
+    // Through a kRows-row copy, so that the last, partial block reads nothing past the points
+    // (its rows past n hold zeros or earlier points, whose screened values are never read).
+    std::copy(points + i0 * C, points + (i0 + n) * C, block.begin());
+    load_points(block.data(), C, x.data(), norm);
     screen(x.data(), screen_t_.data(), norm2_.data(), P, C, e.data());
     for (std::size_t r = 0; r < n; ++r) {
       const double* point = points + (i0 + r) * C;

@@ -89,7 +89,7 @@ plan::DeviceCalibration measure(const plan::DeviceSpec& device, const Workload& 
     const auto compute = compute_for(device);
     const std::size_t rows = w.sample.rows();
     std::vector<double> stats(static_cast<std::size_t>(engine::stat_layout(w.model).size), 0.0);
-    std::vector<double> loglik(rows, 0.0);
+    std::vector<double> loglik(rows);  // the score workload's output: written whole, never read
     const engine::EstimatorOptions estimator{.m_step = {}, .precision = precision};
     const engine::ShiftTable shifts = engine::shift_table(w.model, precision);
     auto e_step = [&] {

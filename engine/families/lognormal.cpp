@@ -7,6 +7,8 @@
 #include "engine/families/family_ops.hpp"
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace mixle::engine {
 
@@ -66,13 +68,14 @@ class Lognormal final : public FamilyOps {
   void draw_benchmark_parameters(Part& p, std::size_t K, std::mt19937_64& rng) const override {
     std::normal_distribution<double> centre(0.0, 1.0);
     std::uniform_real_distribution<double> spread(0.1, 0.5);
-    p.mean.resize(K * p.dims());
-    p.var.resize(K * p.dims());
-    for (std::size_t i = 0; i < p.mean.size(); ++i) {
-      p.mean[i] = centre(rng);
+    std::vector<double> mean, var;
+    for (std::size_t i = 0; i < K * p.dims(); ++i) {
+      mean.push_back(centre(rng));
       const double s = spread(rng);
-      p.var[i] = s * s;
+      var.push_back(s * s);
     }
+    p.mean = std::move(mean);
+    p.var = std::move(var);
   }
   void perturb(Part& p, std::mt19937_64& rng) const override { normal().perturb(p, rng); }
 

@@ -15,6 +15,10 @@
 #include <string>
 #include <vector>
 
+namespace mixle::engine {
+class Compute;
+}
+
 namespace mixle::host::bench {
 
 /// What to benchmark: one synthetic problem and how to time it.
@@ -86,6 +90,10 @@ struct CheckResult {
 CheckResult compare_statistics(const std::vector<double>& got, const std::vector<double>& oracle, double bound);
 /// The documented bound on max_rel_error per precision (bench/README.md gives the reasons).
 double check_bound(engine::Precision precision) noexcept;
+/// The check itself: `compute`'s statistics of the evaluated model on the case's first
+/// min(check_rows, rows) rows at the case's precision, against the CPU's in fp64 on those rows.
+/// `device` names the device in a message. Throws when a pass reports rows it could not use.
+CheckResult check_against_oracle(const PreparedCase& p, engine::Compute& compute, const std::string& device);
 
 /// One device's result.
 struct BenchResult {

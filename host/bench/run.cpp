@@ -34,6 +34,22 @@ int cuda_index(const std::string& device) {
   return colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
 }
 
+PhaseMetrics metrics_of(const PhaseTimings& t, const WorkModel& w, const BenchCase& c, const Peak& peak) {
+  PhaseMetrics m;
+  m.flops = w.flops;
+  m.bytes = w.bytes;
+  if (t.median <= 0.0) return m;
+  const double N = static_cast<double>(c.rows);
+  m.rows_per_s = N / t.median;
+  m.nkd_per_s = N * static_cast<double>(c.components) * static_cast<double>(c.dims) / t.median;
+  m.gflop_per_s = w.flops / t.median / 1e9;
+  m.gb_per_s = w.bytes / t.median / 1e9;
+  m.peak_fraction = peak.gflop_per_s > 0.0 ? m.gflop_per_s / peak.gflop_per_s : 0.0;
+  return m;
+}
+
+}  // namespace
+
 CheckResult check_against_oracle(const PreparedCase& p, engine::Compute& compute, const std::string& device) {
   const BenchCase& c = p.spec;
   CheckResult check;
@@ -53,22 +69,6 @@ CheckResult check_against_oracle(const PreparedCase& p, engine::Compute& compute
   if (!compared.passed) check.message = compared.message + " (" + engine::precision_name(c.precision) + ")";
   return check;
 }
-
-PhaseMetrics metrics_of(const PhaseTimings& t, const WorkModel& w, const BenchCase& c, const Peak& peak) {
-  PhaseMetrics m;
-  m.flops = w.flops;
-  m.bytes = w.bytes;
-  if (t.median <= 0.0) return m;
-  const double N = static_cast<double>(c.rows);
-  m.rows_per_s = N / t.median;
-  m.nkd_per_s = N * static_cast<double>(c.components) * static_cast<double>(c.dims) / t.median;
-  m.gflop_per_s = w.flops / t.median / 1e9;
-  m.gb_per_s = w.bytes / t.median / 1e9;
-  m.peak_fraction = peak.gflop_per_s > 0.0 ? m.gflop_per_s / peak.gflop_per_s : 0.0;
-  return m;
-}
-
-}  // namespace
 
 CheckResult compare_statistics(const std::vector<double>& got, const std::vector<double>& oracle, double bound) {
   CheckResult check;

@@ -301,6 +301,48 @@ TEST(BenchLibrary, RunCaseMetricsFollowFromTheMedianAndTheWorkModel) {
   }
 }
 
+/// The CPU kernels, recording the rows each accumulate is handed.
+class RecordingCompute : public mixle::engine::Compute {
+ public:
+  std::vector<std::pair<std::size_t, std::size_t>> accumulated;  // (first row, rows)
+
+  std::string name() const override { return "recording"; }
+  mixle::kernels::PassReport accumulate(const mixle::Model& model, const mixle::Dataset& rows, Precision precision,
+                                        std::vector<double>& stats) override {
+    accumulated.emplace_back(rows.first_row(), rows.rows());
+    return cpu_->accumulate(model, rows, precision, stats);
+  }
+  mixle::kernels::PassReport score(const mixle::Model& model, const mixle::Dataset& rows, Precision precision,
+                                   double* loglik, double* resp) override {
+    return cpu_->score(model, rows, precision, loglik, resp);
+  }
+  void accumulate_given(const mixle::Model& model, const mixle::Dataset& rows, const double* resp,
+                        std::vector<double>& stats) override {
+    cpu_->accumulate_given(model, rows, resp, stats);
+  }
+
+ private:
+  std::unique_ptr<mixle::engine::Compute> cpu_ = mixle::engine::make_cpu_compute(1);
+};
+
+// The in-run check hands the device the case's first check_rows rows (all of them when the case
+// has fewer), the rows the oracle sums.
+TEST(BenchLibrary, TheCheckCoversTheFirstCheckRows) {
+  for (const std::size_t check_rows : {std::size_t{30}, std::size_t{500}}) {
+    const mb::BenchCase c{
+        .family = mixle::Family::gaussian_diag, .rows = 200, .dims = 2, .components = 2, .check_rows = check_rows};
+    const mb::PreparedCase p = mb::prepare_case(c);
+    RecordingCompute device;
+    const mb::CheckResult check = mb::check_against_oracle(p, device, "recording");
+    const std::size_t expected = std::min<std::size_t>(check_rows, 200);
+    ASSERT_EQ(device.accumulated.size(), 1u);
+    EXPECT_EQ(device.accumulated[0].first, p.data.first_row());
+    EXPECT_EQ(device.accumulated[0].second, expected);
+    EXPECT_EQ(check.rows, expected);
+    EXPECT_TRUE(check.passed) << check.message;
+  }
+}
+
 // The table shows each timed phase's times and, for the phases with a work model, its rates and
 // peak fraction; n/a where the peak is unknown.
 TEST(BenchLibrary, TheTableShowsEachPhasesTimesAndRates) {

@@ -57,14 +57,17 @@ TEST(Failpoint, MalformedValuesAreRefusedSayingWhy) {
   EXPECT_EQ(parse_failpoint("a@1#2x").error, "MIXLE_FAILPOINT = 'a@1#2x': #N must be a count ≥ 1");
 }
 
-/// The wait status of a child that sets MIXLE_FAILPOINT = `value` and RANK = `rank`, reaches
-/// failpoint `name` `times` times and exits 0 — 3 when the failpoint throws (the parent never reaches a failpoint, so
-/// the child reads the variable afresh).
+/// The wait status of a child that sets MIXLE_FAILPOINT = `value` and RANK = `rank` (unset when
+/// null), reaches failpoint `name` `times` times and exits 0 — 3 when the failpoint throws (the
+/// parent never reaches a failpoint, so the child reads the variable afresh).
 int reach_in_child(const char* value, const char* rank, const char* name, int times) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setenv("MIXLE_FAILPOINT", value, 1);
-    ::setenv("RANK", rank, 1);
+    if (rank)
+      ::setenv("RANK", rank, 1);
+    else
+      ::unsetenv("RANK");
     try {
       for (int i = 0; i < times; ++i) failpoint(name);
     } catch (const InvalidInput&) {
@@ -95,6 +98,16 @@ TEST(Failpoint, ActsOnItsRankAtTheNthTimeOnly) {
   EXPECT_TRUE(WIFSTOPPED(stopped) && WSTOPSIG(stopped) == SIGSTOP);
   const int malformed = reach_in_child("finished@x", "0", "initialisation", 1);  // whatever the name
   EXPECT_TRUE(WIFEXITED(malformed) && WEXITSTATUS(malformed) == 3);
+}
+
+// A process started without a launcher has no RANK (or an empty one): it is rank 0.
+TEST(Failpoint, AProcessWithoutRankIsRankZero) {
+  for (const char* rank : {static_cast<const char*>(nullptr), ""}) {
+    const int zero = reach_in_child("finished@0", rank, "finished", 1);
+    EXPECT_TRUE(WIFSIGNALED(zero) && WTERMSIG(zero) == SIGKILL) << (rank ? "RANK empty" : "RANK unset");
+    const int one = reach_in_child("finished@1", rank, "finished", 1);
+    EXPECT_TRUE(WIFEXITED(one) && WEXITSTATUS(one) == 0) << (rank ? "RANK empty" : "RANK unset");
+  }
 }
 
 }  // namespace

@@ -18,9 +18,15 @@ namespace {
 // K = 50 components of D = 4 columns: 200 draws per array, so a recipe's ranges are reached.
 constexpr std::size_t K = 50, D = 4, V = 5;
 
-double standard_deviation(const std::vector<double>& v) {
-  double mean = 0.0, square = 0.0;
+double average(const std::vector<double>& v) {
+  double mean = 0.0;
   for (double x : v) mean += x / v.size();
+  return mean;
+}
+
+double standard_deviation(const std::vector<double>& v) {
+  const double mean = average(v);
+  double square = 0.0;
   for (double x : v) square += (x - mean) * (x - mean) / v.size();
   return std::sqrt(square);
 }
@@ -142,6 +148,7 @@ TEST(BenchRecipes, DrawValidModelsInTheirRangesAndPerturbThem) {
         expect_in(p.var, 0.01, 0.25, "log_var (spreads 0.1 to 0.5)");
         EXPECT_LT(*std::min_element(p.var.begin(), p.var.end()), 0.15 * 0.15) << "spreads reach down to 0.1";
         EXPECT_NEAR(standard_deviation(p.mean), 1.0, 0.15) << "log_mean N(0, 1)";
+        EXPECT_NEAR(average(p.mean), 0.0, 0.3) << "log_mean N(0, 1): 200 draws, 4 standard errors";
         expect_in(ratios(q.var, p.var), 0.8, 1.25, "log_var factor");
         break;
     }

@@ -7,6 +7,11 @@
 #include "plan/json_fields.hpp"
 #include "plan/test_util.hpp"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -93,6 +98,37 @@ TEST(JsonFields, AtomicWriteRefusesAFolderAndKeepsWhatWasThere) {
   write_text_atomic(file.string(), "second");
   EXPECT_EQ(read_text(file.string()), "second");
   fs::remove_all(folder.parent_path());
+}
+
+// A write that fails part-way (here the file-size limit; a full disk alike) is refused, and the
+// file that was there stays whole. The text is smaller than the stream's buffer, so nothing
+// reaches the disk until the write flushes: the failure must be seen before the rename.
+TEST(JsonFields, AtomicWriteThatFailsKeepsTheFileThatWasThere) {
+  using namespace detail;
+  const fs::path file = scratch("kept.json");
+  const std::string before = "{\"a\": 1}\n";
+  write_text_atomic(file.string(), before);
+  const pid_t pid = ::fork();
+  if (pid == 0) {                   // the limit applies to this child only
+    std::signal(SIGXFSZ, SIG_IGN);  // a write past the limit then fails with EFBIG
+    const rlimit limit{.rlim_cur = 64, .rlim_max = RLIM_INFINITY};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(2);
+    try {
+      write_text_atomic(file.string(), std::string(1000, 'x'));
+    } catch (const mixle::Error& e) {
+      ::_exit(std::string(e.what()).find("failed") != std::string::npos ? 0 : 4);
+    }
+    ::_exit(3);  // no error
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "3: the failed write was not refused; 4: its message does not say it failed";
+  EXPECT_EQ(read_text(file.string()), before);
+  for (const auto& entry : fs::directory_iterator(file.parent_path())) {
+    EXPECT_EQ(entry.path().filename().string().find("kept.json.tmp"), std::string::npos) << entry.path();
+  }
+  fs::remove_all(file.parent_path());
 }
 
 TEST(PlacementRefusals, ByteCountsSafetyFactorAndShardShapes) {

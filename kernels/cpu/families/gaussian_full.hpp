@@ -111,7 +111,7 @@ void gaussian_full_accumulate(const PartView<T>& part, const int* active, int nu
     for (int i0 = 0; i0 < D; i0 += kTile) {
       const int ni = std::min(kTile, D - i0);
       for (int j0 = 0; j0 <= i0; j0 += kTile) {
-        const int nj = std::min(kTile, D - j0);
+        const int nj = j0 == i0 ? ni : kTile;  // j0 ≤ i0: only a diagonal tile can be narrower
         V m[kTile][kTile] = {};
         if (ni == kTile && nj == kTile) {
           tile_products<T, kTile, kTile>(rt, t, i0, j0, m);  // fully unrolled: no branches
