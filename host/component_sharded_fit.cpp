@@ -23,7 +23,7 @@ constexpr std::chrono::minutes kMemberTimeout{30};
 
 int default_shards(const std::string& device) {
   const int gpus = device == "cuda" || device == "auto" ? engine::cuda_device_count() : 0;
-  return gpus >= 2 ? gpus : 2;
+  return std::max(gpus, 2);
 }
 
 /// Shard g's device: "cuda"/"auto" with GPUs spread the shards over the devices; "cuda:i" and

@@ -1,6 +1,5 @@
 // fit_distributed (include/mixle/distributed.hpp): launch environment → communicator → this
 // rank's rows → the shared fit driver, with checkpoints, resume and receipts on rank 0.
-#include "comms/local_device.hpp"
 #include "engine/auto_parallel.hpp"
 #include "engine/component_parallel.hpp"
 #include "engine/component_sharded.hpp"
@@ -126,17 +125,6 @@ std::unique_ptr<engine::Compute> rank_compute(const FitOptions& options, const s
   if (!component_threads(options.backend)) return engine::make_compute(device, options.threads);
   // The workers are capped at K where K is known (the M-step's model); here it is not yet.
   return engine::make_cpu_compute(1, engine::resolve_workers(options.num_workers, 1 << 20));
-}
-
-std::string device_for_rank(const std::string& device, const host::LaunchEnv& env) {
-  // LOCAL_RANK picks the GPU, or the one visible GPU of a process bound to one (the rule the
-  // nccl communicator follows too: comms/local_device.hpp).
-  const int visible = engine::cuda_device_count();
-  // Without a visible device "cuda" stays as it is: make_compute then says why (not compiled,
-  // or no device).
-  if (visible > 0 && (device == "cuda" || device == "auto"))
-    return "cuda:" + std::to_string(comms::device_for_local_rank(env.local_rank, visible));
-  return device;
 }
 
 /// Every rank's resident parameter and statistic bytes, gathered on every rank (one all-gather).
@@ -446,7 +434,7 @@ DistributedFitResult in_process_group(const FitOptions& options, const Distribut
                            "\" is not supported with it (use the local backend for CUDA)");
       device = "cpu";
     } else {
-      device = device_for_rank(options.device, env);
+      device = host::rank_device(options.device, env.local_rank, engine::cuda_device_count());
     }
     const bool on_device = device.rfind("cuda", 0) == 0;
     const std::string backend = host::resolve_comm(dist.comm, env, on_device);

@@ -2,6 +2,7 @@
 #include "host/launch_env.hpp"
 
 #include "comms/comm_type.hpp"
+#include "comms/local_device.hpp"
 #include "comms/store.hpp"
 
 #include <mixle/error.hpp>
@@ -217,6 +218,12 @@ bool write_error_file(const LaunchEnv& env, std::string_view message) {
   } catch (...) {
     return false;
   }
+}
+
+std::string rank_device(const std::string& device, int local_rank, int visible_devices) {
+  if (visible_devices > 0 && (device == "cuda" || device == "auto"))
+    return "cuda:" + std::to_string(comms::device_for_local_rank(local_rank, visible_devices));
+  return device;
 }
 
 }  // namespace mixle::host

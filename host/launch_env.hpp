@@ -67,6 +67,12 @@ std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env,
                                                            std::chrono::milliseconds timeout,
                                                            const std::function<void(int port)>& on_store_port = {});
 
+/// The compute device of a launched rank: "cuda" and "auto" become the GPU LOCAL_RANK picks
+/// among `visible_devices` — or the one visible GPU of a process bound to one — as "cuda:i" (the
+/// rule the nccl communicator follows too: comms/local_device.hpp). Any other device, and any
+/// device when none is visible, stays as given (make_compute then says why "cuda" cannot run).
+std::string rank_device(const std::string& device, int local_rank, int visible_devices);
+
 /// Writes TORCHELASTIC_ERROR_FILE (when env.error_file is set) in the JSON shape torchelastic's
 /// error handler writes, so torchrun's failure summary shows `message`. Never throws; returns
 /// whether a file was written.

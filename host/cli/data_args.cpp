@@ -1,5 +1,7 @@
 #include "host/cli/data_args.hpp"
 
+#include "host/data/readers.hpp"
+
 #include <mixle/error.hpp>
 
 #include <charconv>
@@ -49,8 +51,9 @@ ReadOptions DataArgs::read_options() const {
 }
 
 DataFormat output_format(const std::string& path) {
-  if (path.ends_with(".npy")) return DataFormat::npy;
-  if (path.ends_with(".csv") || path.ends_with(".tsv") || path.ends_with(".txt")) return DataFormat::csv;
+  // The readers' extensions, whatever their case; not a .npz (an archive of .npy files) nor raw.
+  const DataFormat format = format_from_extension(path);
+  if (format == DataFormat::csv || (format == DataFormat::npy && lower_extension(path) == ".npy")) return format;
   throw UsageError("output \"" + path + "\": use a .npy file name, or .csv, .tsv or .txt for text");
 }
 

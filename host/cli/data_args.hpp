@@ -24,7 +24,8 @@ struct DataArgs {
   Dataset read() const { return read_data(path, read_options()); }
 };
 
-/// Parses an output format from a path's extension or an explicit --format (for writers).
+/// The format a writer uses for `path`, by its extension in any case: npy for .npy, csv for
+/// .csv, .tsv (tab-separated) and .txt. Throws UsageError naming the accepted ones otherwise.
 DataFormat output_format(const std::string& path);
 
 }  // namespace mixle::host

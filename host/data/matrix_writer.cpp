@@ -65,7 +65,7 @@ std::string csv_text(const T* values, std::size_t rows, std::size_t cols, char s
   return csv_header(header, sep) + csv_rows(values, rows, cols, sep);
 }
 
-bool is_tsv(const std::string& path) { return path.ends_with(".tsv"); }
+bool is_tsv(const std::string& path) { return host::lower_extension(path) == ".tsv"; }
 
 template <class T>
 void write_matrix_impl(const std::string& path, const T* values, std::size_t rows, std::size_t cols, DataFormat format,

@@ -11,10 +11,17 @@
 
 namespace mixle::host {
 
-DataFormat format_from_extension(const std::string& path) {
-  std::string ext = std::filesystem::path(path).extension().string();
+std::string lower_extension(const std::string& path) {
+  const std::string name = std::filesystem::path(path).filename().string();
+  const auto dot = name.rfind('.');
+  std::string ext = dot == std::string::npos ? std::string() : name.substr(dot);
   std::transform(ext.begin(), ext.end(), ext.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext;
+}
+
+DataFormat format_from_extension(const std::string& path) {
+  const std::string ext = lower_extension(path);
   // .npz goes to the npy reader, which explains that archives must be unpacked.
   if (ext == ".npy" || ext == ".npz") return DataFormat::npy;
   if (ext == ".csv" || ext == ".tsv" || ext == ".txt") return DataFormat::csv;

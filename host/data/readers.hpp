@@ -19,7 +19,12 @@ struct RowRange {
 /// bounds or empty.
 RowRange resolve_row_range(const std::string& path, const ReadOptions& options, std::size_t rows);
 
-/// The format `automatic` resolves to for `path` by its extension; automatic when unknown.
+/// `path`'s extension in lower case, dot included ("" when it has none): ".npy", ".tsv", … A
+/// file name that is only an extension (".tsv") counts as one.
+std::string lower_extension(const std::string& path);
+
+/// The format `automatic` resolves to for `path` by its extension, whatever its case;
+/// automatic when unknown.
 DataFormat format_from_extension(const std::string& path);
 
 DataInfo probe_npy(const std::string& path);

@@ -264,16 +264,14 @@ void row_logliks(int K, std::int64_t first_row, Block<T>& block, PassReport& rep
 /// Turns log-densities into responsibilities against a normaliser computed elsewhere (one
 /// per row, float64): r = exp(l − L). L is the log-likelihood under a larger mixture than this
 /// model (component sharding), so l ≤ L up to rounding; the clamp keeps r ≤ 1. Rows whose L is
-/// not finite, and lanes past the block's rows, get r = 0. Returns the rows folded.
+/// not finite, and lanes past the block's rows, get r = 0.
 template <class T>
-int normalise_external(int K, const double* log_norm, int n, Block<T>& block) {
+void normalise_external(int K, const double* log_norm, int n, Block<T>& block) {
   T norm[kBlockRows], keep[kBlockRows];
-  int folded = 0;
   for (int b = 0; b < kBlockRows; ++b) {
     const bool ok = b < n && std::isfinite(log_norm[b]);
     norm[b] = ok ? static_cast<T>(log_norm[b]) : T(0);
     keep[b] = ok ? T(1) : T(0);
-    folded += ok;
   }
   for (int k = 0; k < K; ++k) {
     T* l = block.logp(k);
@@ -286,7 +284,6 @@ int normalise_external(int K, const double* log_norm, int n, Block<T>& block) {
       l[b] = d == d ? exp_nonpositive(c) * keep[b] : T(0);
     }
   }
-  return folded;
 }
 
 /// Multiplies each of the block's n rows' responsibilities by its sample weight `w` (rows past
@@ -449,8 +446,8 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
               for (int b = 0; b < n; ++b) loglik[row0 + b] = ws.block.loglik[b];
             continue;
           }
-          if (mode == Mode::normalised) {
-            tile[1] += normalise_external(K, given + row0, n, ws.block);
+          if (mode == Mode::normalised) {  // statistics only: the caller owns stats[0] and stats[1]
+            normalise_external(K, given + row0, n, ws.block);
             if (weights) weigh_block(K, weights + row0, n, ws.block);
             fold_block(model, ws, tile);
             continue;
@@ -531,9 +528,7 @@ void accumulate_given(const ModelView<T>& model, const X* x, std::size_t rows, s
 template <class T, class X>
 void accumulate_normalised(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
                            const double* log_norm, double* stats, const Options& options) {
-  const double header[2] = {stats[0], stats[1]};
   run_pass<T, X>(Mode::normalised, model, x, rows, ld, stats, nullptr, nullptr, log_norm, options);
-  stats[0] = header[0], stats[1] = header[1];  // the caller owns log-likelihood and rows
 }
 
 template <class T, class X>
@@ -545,10 +540,8 @@ PassReport score_keeping(const ModelView<T>& model, const X* x, std::size_t rows
 template <class T, class X>
 void accumulate_normalised_kept(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
                                 T* log_densities, const double* log_norm, double* stats, const Options& options) {
-  const double header[2] = {stats[0], stats[1]};
   // The normalised pass turns each cached block into its responsibilities in place.
   run_pass<T, X>(Mode::normalised, model, x, rows, ld, stats, nullptr, nullptr, log_norm, options, log_densities);
-  stats[0] = header[0], stats[1] = header[1];
 }
 
 #define MIXLE_INSTANTIATE(T, X)                                                                                     \

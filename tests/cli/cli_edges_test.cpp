@@ -189,6 +189,16 @@ TEST(CliEdges, FormatsCommunicatorsAndOutputNames) {
   EXPECT_EQ(out.code, 2);
   EXPECT_NE(out.err.find("d.parquet\": use a .npy file name, or .csv, .tsv or .txt for text"), std::string::npos)
       << out.err;
+  // A .npz is an archive of .npy files, not one: refused as an output (the reader explains it).
+  const test::CliRun npz =
+      test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 3 --seed 2 -o " + dir.file("d.npz"));
+  EXPECT_EQ(npz.code, 2);
+  EXPECT_NE(npz.err.find("d.npz\": use a .npy file name"), std::string::npos) << npz.err;
+  // Extensions count in any case: D.TSV is text with tabs.
+  ASSERT_EQ(test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 3 --seed 2 -o " + dir.file("D.TSV")).code,
+            0);
+  EXPECT_NE(test::read_text(dir.file("D.TSV")).find('\t'), std::string::npos);
+  EXPECT_EQ(test::read_text(dir.file("D.TSV")).find(','), std::string::npos);
   // .tsv is text with tabs, .txt (here the labels) text with commas: the same rows either way.
   ASSERT_EQ(test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.tsv") +
                                    " --labels " + dir.file("labels.txt"))

@@ -259,8 +259,9 @@ TEST(DataNpy, RejectsBadShapesEmptyFilesAndNpz) {
   test::write_bytes(empty, "");
   test::expect_invalid_input([&] { read_data(empty); }, {empty, "no data rows"});
   const std::string npz = dir.file("arrays.npz");
-  test::write_bytes(npz, std::string("PK\x03\x04", 4) + std::string(60, '\0'));
-  test::expect_invalid_input([&] { read_data(npz); }, {npz, ".npz"});
+  // A zip's local file header as np.savez writes it: the signature, then version 20 to extract.
+  test::write_bytes(npz, std::string("PK\x03\x04\x14\x00", 6) + std::string(58, '\0'));
+  test::expect_invalid_input([&] { read_data(npz); }, {npz, "is a .npz archive (zip)", "np.save"});
   const std::string junk = dir.file("junk.npy");
   test::write_bytes(junk, "hello, world\n");
   test::expect_invalid_input([&] { read_data(junk); }, {junk, "not a .npy file"});

@@ -215,5 +215,26 @@ TEST(DataWriteMatrix, AFileNamedOnlyDotTsvRoundTrips) {
   for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(d.at(i / 2, i % 2), v[i]) << i;
 }
 
+// The extension decides in any case, for the writer as for the reader: D.TSV and d.Tsv are
+// written and read with tabs, D.NPY is NumPy.
+TEST(DataWriteMatrix, ExtensionsCountInAnyCase) {
+  TempDir dir;
+  const std::vector<double> v = {1.5, -2, 3, 4.25};
+  for (const char* name : {"D.TSV", "d.Tsv"}) {
+    const std::string path = dir.file(name);
+    write_matrix(path, v.data(), 2, 2);
+    EXPECT_EQ(test::read_bytes(path), "1.5\t-2\n3\t4.25\n") << name;
+    const Dataset d = read_data(path);
+    ASSERT_EQ(d.cols(), 2u) << name;
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(d.at(i / 2, i % 2), v[i]) << name << " " << i;
+  }
+  const std::string npy = dir.file("D.NPY");
+  write_matrix(npy, v.data(), 2, 2);
+  EXPECT_EQ(test::read_bytes(npy).rfind("\x93NUMPY", 0), 0u);
+  const Dataset d = read_data(npy);
+  ASSERT_EQ(d.rows(), 2u);
+  EXPECT_EQ(d.at(1, 1), 4.25);
+}
+
 }  // namespace
 }  // namespace mixle

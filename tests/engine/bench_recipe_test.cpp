@@ -157,5 +157,22 @@ TEST(BenchRecipes, DrawValidModelsInTheirRangesAndPerturbThem) {
   }
 }
 
+// bernoulli's perturbation moves each probability by N(0, 0.05²) and clamps it to [0.02, 0.98]:
+// from either edge, about half the moves leave the range and stop exactly at the edge.
+TEST(BenchRecipes, BernoulliPerturbationStopsAtItsEdges) {
+  std::mt19937_64 rng(5);
+  for (const double edge : {0.02, 0.98}) {
+    Part p;
+    p.family = Family::bernoulli;
+    p.col_end = D;
+    p.prob.assign(K * D, edge);
+    engine::family_ops(Family::bernoulli).perturb(p, rng);
+    expect_in(p.prob, 0.02, 0.98, "perturbed prob");
+    const auto at_edge = std::count(p.prob.begin(), p.prob.end(), edge);
+    EXPECT_GT(at_edge, 60) << "of 200 at " << edge;
+    EXPECT_LT(at_edge, 140) << "of 200 at " << edge;
+  }
+}
+
 }  // namespace
 }  // namespace mixle

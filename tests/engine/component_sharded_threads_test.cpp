@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <ostream>
+#include <vector>
 
 namespace mixle {
 namespace {
@@ -43,11 +44,18 @@ TEST_P(ComponentShardedThreads, EqualsTheUnshardedFitFp64) {
   o.precision = "fp64";
   o.threads = 1;
   o.n_init = 2;  // restarts go through the same driver
+  std::vector<double> plain_progress, sharded_progress;
+  o.progress = [&](const FitProgress& p) { plain_progress.push_back(p.mean_loglik); };
   const FitResult plain = fit(data, o);
   FitOptions s = o;
   s.backend = "component_sharded";
   s.num_workers = c.shards;
+  s.progress = [&](const FitProgress& p) { sharded_progress.push_back(p.mean_loglik); };
   const FitResult sharded = fit(data, s);
+  // Progress once per iteration (one shard reports, whatever their number), with the same values.
+  ASSERT_EQ(sharded_progress.size(), plain_progress.size());
+  for (std::size_t i = 0; i < plain_progress.size(); ++i)
+    EXPECT_NEAR(sharded_progress[i], plain_progress[i], 1e-9 * std::abs(plain_progress[i])) << i;
   EXPECT_EQ(sharded.iterations, plain.iterations);
   EXPECT_EQ(sharded.best_restart, plain.best_restart);
   EXPECT_EQ(sharded.rows, plain.rows);
@@ -56,8 +64,9 @@ TEST_P(ComponentShardedThreads, EqualsTheUnshardedFitFp64) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ComponentShardedThreads,
-                         ::testing::Values(Case{"diag", "gaussian_diag", 16, 2}, Case{"diag", "gaussian_diag", 16, 3},
-                                           Case{"diag", "gaussian_diag", 16, 4}, Case{"full", "gaussian_full", 4, 2},
+                         ::testing::Values(Case{"diag", "gaussian_diag", 16, 1}, Case{"diag", "gaussian_diag", 16, 2},
+                                           Case{"diag", "gaussian_diag", 16, 3}, Case{"diag", "gaussian_diag", 16, 4},
+                                           Case{"full", "gaussian_full", 4, 2},
                                            Case{"mixed", "gaussian_diag:0-2,categorical:2-3:3,poisson:3-4", 3, 3}),
                          [](const auto& info) { return info.param.kind + "_" + std::to_string(info.param.shards); });
 
@@ -206,6 +215,21 @@ TEST(ComponentShardedThreads, MoreShardsThanComponentsIsAUsageError) {
   o.num_workers = 3;
   o.threads = 1;
   EXPECT_THROW(fit(data, o), UsageError);
+}
+
+// Without GPUs the automatic number of shards (num_workers 0) is two, so two components are
+// enough (three shards would be refused: more shards than components).
+TEST(ComponentShardedThreads, TheAutomaticShardCountOnTheCpuIsTwo) {
+  const Dataset data = sample(truth_model("diag"), 500, 2);
+  FitOptions o;
+  o.layout = "gaussian_diag";
+  o.backend = "component_sharded";
+  o.device = "cpu";
+  o.num_workers = 0;
+  o.threads = 1;
+  o.max_iter = 2;
+  o.components = 2;
+  EXPECT_EQ(fit(data, o).model.components(), 2u);
 }
 
 }  // namespace

@@ -64,6 +64,9 @@ TEST(EngineEm, StopsOnToleranceOrMaxIter) {
   o.progress = [&](const FitProgress& p) {
     if (++calls == 1) first_delta = p.delta;
     EXPECT_EQ(p.iteration, calls);
+    // The iteration's time, and its rate over the 2000 rows.
+    EXPECT_GT(p.seconds, 0.0);
+    EXPECT_NEAR(p.rows_per_second * p.seconds, 2000.0, 1e-9 * 2000.0);
   };
   FitResult r = fit(data, o);
   EXPECT_TRUE(r.converged);

@@ -80,6 +80,36 @@ TEST(FamilyDescriptors, SizesMatchWhatTheEngineAllocates) {
       (K - 1) + K * (2 * D + (D + D * (D + 1) / 2) + D * (V - 1) + 3 * D + 2 * 2 * D + (D + 1) + D) + D * (D + 1) / 2);
 }
 
+// Every parameter array of every family must hold exactly its shape's values: one fewer or one
+// more is refused naming the array, before any kernel reads past its end.
+TEST(FamilyDescriptors, EveryParameterArrayOfTheWrongSizeIsRefused) {
+  constexpr std::size_t K = 2, D = 3, V = 4;
+  for (const FamilyDescriptor* d : family_descriptors()) {
+    Part p;
+    p.family = d->family;
+    p.col_end = D;
+    p.categories = d->categories ? V : 0;
+    engine::family_ops(d->family).resize(p, K);
+    const Model valid{{0.5, 0.5}, {p}};
+    ASSERT_NO_THROW(validate_model(valid)) << d->name;
+    for (const ParamDescriptor& param : d->params)
+      for (const bool longer : {false, true}) {
+        Model wrong = valid;
+        std::vector<double>& values = wrong.parts[0].*param.values;
+        if (longer)
+          values.push_back(values.back());
+        else
+          values.pop_back();
+        try {
+          validate_model(wrong);
+          ADD_FAILURE() << d->name << "." << param.name << " one value " << (longer ? "longer" : "shorter");
+        } catch (const InvalidInput& e) {
+          EXPECT_NE(std::string(e.what()).find(param.name), std::string::npos) << e.what();
+        }
+      }
+  }
+}
+
 // A layout summarises like the model it initialises; a categorical part whose V comes from the
 // data counts with the V given for unknown ones.
 TEST(FamilyDescriptors, LayoutSummariesCountUnknownCategories) {

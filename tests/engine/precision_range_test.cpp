@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 namespace mixle {
 namespace {
@@ -63,6 +64,33 @@ TEST(EnginePrecisionRange, TheComponentOutOfRangeIsNamedWhicheverItIs) {
     EXPECT_NE(std::string(e.what()).find("component 1"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("fp32"), std::string::npos) << e.what();
   }
+}
+
+// In a model of two parts, the refusal names the part that holds the coefficient and the
+// coefficient itself: a value float32 cannot hold, not the other part's.
+TEST(EnginePrecisionRange, TheRefusalNamesThePartAndItsOwnCoefficient) {
+  Model m;
+  m.weights = {0.5, 0.5};
+  Part g = make_part(Family::gaussian_diag, 0, 1);
+  g.mean = {0.0, 5.0};
+  g.var = {1.0, 1e-300};
+  Part e = make_part(Family::exponential, 1, 2);
+  e.rate = {2.0, 3.0};
+  m.parts = {g, e};
+  const Dataset row = Dataset::from_vector(std::vector<double>{0.0, 1.0}, 1, 2);
+  std::string message;
+  try {
+    (void)score_samples(m, row, "cpu", 1, "fp32");
+  } catch (const InvalidInput& e) {
+    message = e.what();
+  }
+  ASSERT_FALSE(message.empty()) << "fp32 scored a model it cannot represent";
+  EXPECT_NE(message.find("parts[0] (gaussian_diag), component 1"), std::string::npos) << message;
+  const std::string before = "packed coefficient (from a parameter) ";
+  const auto at = message.find(before);
+  ASSERT_NE(at, std::string::npos) << message;
+  const double value = std::stod(message.substr(at + before.size()));
+  EXPECT_GT(std::abs(value), static_cast<double>(std::numeric_limits<float>::max())) << message;
 }
 
 TEST(EnginePrecisionRange, HugeExponentialRateInFp32) {

@@ -95,6 +95,9 @@ TEST(Reseed, BadnessBinsOrderRowsFromBestToWorstExplained) {
   EXPECT_EQ(badness_bin(1.0), zero - 8);
   EXPECT_EQ(badness_bin(-1e-9), zero);
   EXPECT_EQ(badness_bin(1e-9), zero - 1);
+  // The lowest bins: density 2^63.8 (u = −2^63.8: floor(−510.4) = −511) is bin 1, 2^63.9 bin 0.
+  EXPECT_EQ(badness_bin(std::exp2(63.8)), 1u);
+  EXPECT_EQ(badness_bin(std::exp2(63.9)), 0u);
   std::size_t previous = 0;
   for (double l = 1e300; l > -1e300; l = l > 1e-6 ? l / 1.7 : l > -1e-6 ? -1e-6 : l * 1.7) {
     const std::size_t bin = badness_bin(l);

@@ -4,6 +4,7 @@
 #include "comms/thread_group.hpp"
 #include "engine/component_sharded.hpp"
 #include "engine/compute.hpp"
+#include "engine/distributed_handle.hpp"
 #include "engine/families/family_ops.hpp"
 
 #include <mixle/error.hpp>
@@ -12,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <utility>
+#include <vector>
 
 namespace mixle::engine {
 namespace {
@@ -55,6 +58,20 @@ TEST(ShardChunking, TheLargestRangeIsFoundWhereverItLies) {
   EXPECT_EQ(largest_range({{0, 5}, {5, 7}}), 5u);                      // first
   EXPECT_EQ(largest_range({{0, 2}, {2, 9}, {9, 12}}), 7u);             // middle
   EXPECT_EQ(largest_range({{100, 103}, {103, 104}, {104, 110}}), 6u);  // last, not starting at 0
+}
+
+// Placement bounds are rounded to the nearest whole 128-row block; the last range ends at the
+// rows, and a bound rounded past the rows stops there (an empty last range, never a backward one).
+TEST(ShardChunking, RowRangesAreRoundedToWholeBlocks) {
+  auto pairs = [](const std::vector<RowRange>& ranges) {
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    for (const RowRange& r : ranges) out.emplace_back(r.begin, r.end);
+    return out;
+  };
+  using P = std::vector<std::pair<std::size_t, std::size_t>>;
+  EXPECT_EQ(pairs(align_row_ranges({0, 100, 300, 1000}, 1000)), (P{{0, 128}, {128, 256}, {256, 1000}}));
+  EXPECT_EQ(pairs(align_row_ranges({0, 90, 100}, 100)), (P{{0, 100}, {100, 100}}));
+  EXPECT_EQ(pairs(align_row_ranges({0, 7}, 7)), (P{{0, 7}}));
 }
 
 // Kept log-densities take 16 MiB per chunk (chunk × K_c values), in multiples of 128 rows, from

@@ -74,6 +74,8 @@ TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
       if (steps == 1) step_one_bytes = bytes;
       if (steps > 1) EXPECT_EQ(bytes, step_one_bytes) << "step " << steps;
       EXPECT_EQ(j["global_examples_observed"], 20000);
+      // Rank 0 writes the receipts: its own share, about an equal one (shares are whole blocks).
+      EXPECT_NEAR(j["local_examples"].get<double>(), 20000.0 / n, 128.0) << "rank 0's rows";
       EXPECT_EQ(j["extra"]["update.em_statistics.collective"], "all_reduce");
       EXPECT_EQ(j["extra"]["update.em_statistics.mesh_axes"], "dp_replicate");
       EXPECT_EQ(j["extra"]["update.em_statistics.contract_exact"], true);
@@ -308,6 +310,7 @@ TEST(DistributedFit, KilledRankFailsTheOthersAndResumeAtAnotherWorldSizeFinishes
   // The checkpoint is whole (atomic writes) and names an iteration short of the end.
   const auto checkpoint = nlohmann::json::parse(read_file(ckpt / "checkpoint.json"));
   const int done = checkpoint["iteration"].get<int>();
+  EXPECT_EQ(checkpoint["world_size"].get<int>(), 3) << "the world that wrote it";
   ASSERT_GE(done, 1);
   ASSERT_LT(done, kIterations) << "the run finished before the kill; make it longer";
 

@@ -85,6 +85,19 @@ TEST(LaunchEnv, LocalRankRules) {
 
 // srun --mpi=pmix (or another PMIx launcher): the rank from PMIX_RANK, the size from
 // SLURM_NTASKS or, without it, OMPI_UNIVERSE_SIZE; either set but empty is named.
+// "cuda" and "auto" take LOCAL_RANK's GPU (the only one when a process sees one); any other
+// device, or any device without a visible GPU, stays as given.
+TEST(LaunchEnv, ARanksDeviceFollowsItsLocalRank) {
+  EXPECT_EQ(rank_device("cuda", 1, 2), "cuda:1");
+  EXPECT_EQ(rank_device("auto", 0, 2), "cuda:0");
+  EXPECT_EQ(rank_device("auto", 3, 1), "cuda:0") << "a process bound to one GPU";
+  EXPECT_EQ(rank_device("cuda:1", 0, 2), "cuda:1");
+  EXPECT_EQ(rank_device("cpu", 1, 2), "cpu");
+  EXPECT_EQ(rank_device("cuda", 0, 0), "cuda");
+  EXPECT_EQ(rank_device("auto", 0, 0), "auto");
+  EXPECT_THROW(rank_device("cuda", 2, 2), InvalidInput) << "more ranks on the node than GPUs";
+}
+
 TEST(LaunchEnv, PmixVariables) {
   LaunchEnv e = detect_launch_env(fake({{"PMIX_RANK", "2"},
                                         {"SLURM_NTASKS", "3"},

@@ -78,6 +78,17 @@ TEST(PlanCalibration, ApplyCalibrationReplacesThroughput) {
                   {"cuda:9", "matches no device"});
 }
 
+// A record is fully successful when every device has its own successful result, in any order.
+TEST(PlanCalibration, FullySuccessfulNeedsEachDevicesOwnResult) {
+  const Resources one = Resources::local(1), two = Resources::local(2);
+  const DeviceCalibration failed{"cpu:1", false, {}, std::nullopt, "boom"};
+  EXPECT_TRUE(record(1, one, {ok("cpu:0", 5)}).fully_successful());
+  EXPECT_TRUE(record(1, two, {ok("cpu:1", 5), ok("cpu:0", 5)}).fully_successful());
+  EXPECT_FALSE(record(1, two, {ok("cpu:0", 5), failed}).fully_successful());
+  EXPECT_FALSE(record(1, two, {ok("cpu:0", 5), ok("cpu:2", 5)}).fully_successful()) << "cpu:1 has no result";
+  EXPECT_FALSE(record(1, one, {ok("cpu:1", 5)}).fully_successful()) << "cpu:0 has no result";
+}
+
 TEST(PlanCalibration, CatalogLatestAndResourcesForAndRoundTrip) {
   Resources two = Resources::local(2);
   CalibrationCatalog catalog;
