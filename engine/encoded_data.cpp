@@ -99,9 +99,6 @@ void engine::register_encoded_data_backend_impl(const std::string& name, Encoded
   std::lock_guard lock(r.mutex);
   Registration reg{lower(name), factory, {}};
   for (const auto& a : aliases) reg.aliases.push_back(lower(a));
-  if (auto it = r.by_name.find(reg.name);
-      it != r.by_name.end() && it->second.factory == factory && it->second.aliases == reg.aliases)
-    return;  // identical re-registration
   std::vector<std::string> all = reg.aliases;
   all.push_back(reg.name);
   for (const auto& n : all) {

@@ -29,7 +29,7 @@ Model initialise_kmeans(EncodedData& data, const Model& shape, std::uint64_t see
         if (weight == 0.0) continue;  // not in the fit
         coordinates.embed(rows, r, x.data());
         double* sum = &sums[label[r] * C];
-        for (std::size_t c = 0; c < C; ++c) sum[c] += weight * x[c];
+        for (std::size_t c = 0; const double v : x) sum[c++] += weight * v;
         sums[K * C + label[r]] += weight;
       }
     });

@@ -116,7 +116,7 @@ std::size_t alone_near_least(const float* e, std::size_t K, double slack) {
 #pragma omp simd reduction(+ : within) reduction(min : first)
   for (std::size_t k = 0; k < K; ++k) {
     const bool near = e[k] <= reach;
-    within += near ? 1 : 0;
+    within += static_cast<int>(near);
     first = std::min(first, near ? static_cast<int>(k) : std::numeric_limits<int>::max());
   }
   return within == 1 ? static_cast<std::size_t>(first) : K;

@@ -436,7 +436,7 @@ DistributedFitResult in_process_group(const FitOptions& options, const Distribut
     } else {
       device = host::rank_device(options.device, env.local_rank, engine::cuda_device_count());
     }
-    const bool on_device = device.rfind("cuda", 0) == 0;
+    const bool on_device = device.starts_with("cuda");
     const std::string backend = host::resolve_comm(dist.comm, env, on_device);
     std::shared_ptr<comms::Communicator> comm =
         host::communicator_from_env(env, backend, dist.timeout, dist.on_store_port);

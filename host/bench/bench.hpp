@@ -144,6 +144,9 @@ struct FmaKernel {
 /// The kernels this CPU runs for `precision`, widest instruction set first; the last is always
 /// the scalar one (double lanes, also for fp32). measure_cpu_peak times the first.
 std::vector<FmaKernel> fma_kernels(engine::Precision precision);
+/// The floating-point operations k.run(trips) performs: two (a multiply and an add) per FMA, one
+/// FMA per trip in each lane of each of the kFmaChains chains.
+double fma_flops(const FmaKernel& k, long trips) noexcept;
 /// Peak FMA throughput of this CPU measured now: `threads` threads (0 = hardware concurrency)
 /// each run independent FMA chains with the widest vector ISA available, for about `seconds`.
 Peak measure_cpu_peak(engine::Precision precision, int threads, double seconds = 0.2);

@@ -84,6 +84,10 @@ std::vector<FmaKernel> fma_kernels(engine::Precision precision) {
   return kernels;
 }
 
+double fma_flops(const FmaKernel& k, long trips) noexcept {
+  return 2.0 * kFmaChains * k.lanes * static_cast<double>(trips);
+}
+
 namespace {
 
 std::atomic<double> g_sink{0.0};  // keeps the kernels' results alive
@@ -107,7 +111,7 @@ double trial(const FmaKernel& k, int threads, double seconds) {
         trips += kChunk;
         span = std::chrono::duration<double>(Clock::now() - t0).count();
       } while (span < seconds);
-      flops[static_cast<std::size_t>(t)] = 2.0 * kChains * k.lanes * static_cast<double>(trips);
+      flops[static_cast<std::size_t>(t)] = fma_flops(k, trips);
       spans[static_cast<std::size_t>(t)] = span;
       g_sink.store(sink);
     });

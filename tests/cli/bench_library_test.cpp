@@ -190,12 +190,17 @@ TEST(BenchLibrary, PeakMeasurementTakesTheTimeAsked) {
 // Every FMA kernel of the peak measurement — the scalar one too, which the peak uses only on a
 // CPU without AVX2 — computes the recurrence it states: its sum equals the same recurrence
 // iterated one lane at a time with std::fma in the lanes' type, and its lanes fill its registers.
+/// `fmas` counts the FMAs the lanes perform (each lane runs its chain's).
 template <typename T>
-double fma_recurrence(int lanes, long trips) {
+double fma_recurrence(int lanes, long trips, double& fmas) {
   double sum = 0.0;
+  fmas = 0.0;
   for (int j = 0; j < mb::kFmaChains; ++j) {
     T a = static_cast<T>(1 + j);
-    for (long i = 0; i < trips; ++i) a = std::fma(a, static_cast<T>(0.999999), static_cast<T>(1e-6));
+    for (long i = 0; i < trips; ++i) {
+      a = std::fma(a, static_cast<T>(0.999999), static_cast<T>(1e-6));
+      fmas += lanes;
+    }
     for (int l = 0; l < lanes; ++l) sum += static_cast<double>(a);
   }
   return sum;
@@ -213,9 +218,11 @@ TEST(BenchLibrary, EveryFmaKernelComputesItsRecurrence) {
       EXPECT_EQ(k.lanes * (k.double_lanes ? 64 : 32), bits);
       EXPECT_EQ(k.double_lanes, precision == Precision::fp64 || isa == "scalar");
       for (const long trips : {0L, 1L, 3000L}) {
+        double fmas = 0.0;
         const double want =
-            k.double_lanes ? fma_recurrence<double>(k.lanes, trips) : fma_recurrence<float>(k.lanes, trips);
+            k.double_lanes ? fma_recurrence<double>(k.lanes, trips, fmas) : fma_recurrence<float>(k.lanes, trips, fmas);
         EXPECT_EQ(k.run(trips), want) << trips << " trips";
+        EXPECT_EQ(mb::fma_flops(k, trips), 2.0 * fmas) << "the peak counts two flops per FMA";
       }
     }
   }

@@ -73,5 +73,19 @@ TEST(DataDataset, SliceSharesStorageAndOutlivesParent) {
   EXPECT_TRUE(s.slice(2, 2).empty());
 }
 
+// A slice of weighted rows keeps each row's own weight, a slice of a slice too.
+TEST(DataDataset, SliceKeepsItsRowsWeights) {
+  const Dataset d =
+      Dataset::from_vector(std::vector<double>{0, 1, 2, 3}, 4, 1).with_weights({0.5, 1.5, 2.5, 3.5}, "w.csv");
+  const Dataset s = d.slice(1, 4);
+  ASSERT_NE(s.weights(), nullptr);
+  EXPECT_EQ(s.weights()[0], 1.5);
+  EXPECT_EQ(s.weights()[2], 3.5);
+  const Dataset ss = s.slice(1, 2);
+  ASSERT_NE(ss.weights(), nullptr);
+  EXPECT_EQ(ss.weights()[0], 2.5);
+  EXPECT_EQ(Dataset::from_vector(std::vector<double>{0, 1}, 2, 1).slice(0, 1).weights(), nullptr);
+}
+
 }  // namespace
 }  // namespace mixle

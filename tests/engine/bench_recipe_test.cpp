@@ -122,6 +122,7 @@ TEST(BenchRecipes, DrawValidModelsInTheirRangesAndPerturbThem) {
       case Family::bernoulli:
         expect_in(p.prob, 0.05, 0.95, "prob");
         EXPECT_GT(*std::max_element(p.prob.begin(), p.prob.end()), 0.9);
+        EXPECT_LT(*std::min_element(p.prob.begin(), p.prob.end()), 0.1);
         expect_in(q.prob, 0.02, 0.98, "perturbed prob");
         for (std::size_t i = 0; i < K * D; ++i) EXPECT_LT(std::abs(q.prob[i] - p.prob[i]), 0.3);
         break;

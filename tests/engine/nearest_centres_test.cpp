@@ -87,6 +87,27 @@ TEST(NearestCentres, CentresTheScreenCannotSeparateFallToTheRule) {
   EXPECT_GT(expect_the_rule(centres, K, points, C), 32u);
 }
 
+// Pairs of centres 1e-6 apart in each of 32 coordinates, about 170 from the origin, and points
+// around them: float32 rounds each screened value (about 1e4) by several of its units of 1e-3
+// over the 32 products, while the two centres' true values differ by far less. The screen's
+// one bound for every centre grows with the norms (β(‖x‖ + max ‖c‖)², about 0.5 here) and must
+// cover both centres of a pair; a bound that did not would keep whichever value rounding left
+// lower, and lose about half the points to the wrong centre.
+TEST(NearestCentres, NearTiesBelowTheScreensResolutionFallToTheRule) {
+  constexpr std::size_t K = 4, C = 32, m = 400;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> z(0.0, 1.0);
+  std::vector<double> centres(K * C), points(m * C);
+  for (std::size_t pair = 0; pair < K / 2; ++pair)
+    for (std::size_t c = 0; c < C; ++c) {
+      centres[2 * pair * C + c] = 30.0 * z(rng);
+      centres[(2 * pair + 1) * C + c] = centres[2 * pair * C + c] + 1e-6 * z(rng);
+    }
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t c = 0; c < C; ++c) points[i * C + c] = centres[(i % K) * C + c] + z(rng);
+  EXPECT_GT(expect_the_rule(centres, K, points, C), m / 2);
+}
+
 TEST(NearestCentres, ValuesTheScreenCannotTakeFallToTheRule) {
   constexpr std::size_t K = 6, C = 2;
   std::vector<double> centres = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5};

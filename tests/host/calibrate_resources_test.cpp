@@ -88,6 +88,9 @@ TEST(CalibrateResources, TheSampleIsTheFirstRowsAndNoMoreThanTheData) {
   options.sample_size = 512;
   calibrate_resources(records(30), truth_model("mixed"), one, options);
   EXPECT_EQ(catalog.records().back().sample_size, 30u);
+  options.sample_size = 1;  // the least
+  calibrate_resources(records(30), truth_model("mixed"), one, options);
+  EXPECT_EQ(catalog.records().back().sample_size, 1u);
 }
 
 TEST(CalibrateResources, CpuSlotsOfOneWidthAreMeasuredOnceAndEachWidthByItself) {

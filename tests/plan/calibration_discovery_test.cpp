@@ -57,6 +57,8 @@ TEST(PlanCalibration, DeviceResultRules) {
   EXPECT_NO_THROW(failed.validate());
   DeviceCalibration inf = ok("cpu:0", INFINITY);
   expect_mentions(message_of<InvalidInput>([&] { inf.validate(); }), {"throughput=inf"});
+  DeviceCalibration zero = ok("cpu:0", 0.0);
+  expect_mentions(message_of<InvalidInput>([&] { zero.validate(); }), {"throughput=0", "> 0"});
 }
 
 TEST(PlanCalibration, ThroughputIsRowsOverMedian) {

@@ -172,6 +172,14 @@ TEST(ContractDistributedUpdate, ExactnessAndEvidenceRules) {
                   {"numerics_evidence_id='run-7'", "sample_count=0"});
   orphan.numerics_sample_count = 10;
   expect_mentions(message_of<InvalidInput>([&] { orphan.validate(); }), {"lacks determinism_observed"});
+  // Each of the three missing alone is enough to refuse the evidence.
+  for (int missing = 0; missing < 3; ++missing) {
+    DistributedUpdate one = orphan;
+    if (missing != 0) one.determinism_observed = true;
+    if (missing != 1) one.maximum_absolute_error = 0.0;
+    if (missing != 2) one.maximum_relative_error = 0.0;
+    expect_mentions(message_of<InvalidInput>([&] { one.validate(); }), {"lacks determinism_observed"});
+  }
   orphan.determinism_observed = true;
   orphan.maximum_absolute_error = 0.0;
   orphan.maximum_relative_error = std::nan("");
