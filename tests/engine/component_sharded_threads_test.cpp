@@ -217,8 +217,8 @@ TEST(ComponentShardedThreads, MoreShardsThanComponentsIsAUsageError) {
   EXPECT_THROW(fit(data, o), UsageError);
 }
 
-// Without GPUs the automatic number of shards (num_workers 0) is two, so two components are
-// enough (three shards would be refused: more shards than components).
+// Without GPUs the automatic number of shards (num_workers 0) is two: two components fit, one is
+// refused as fewer components than shards.
 TEST(ComponentShardedThreads, TheAutomaticShardCountOnTheCpuIsTwo) {
   const Dataset data = sample(truth_model("diag"), 500, 2);
   FitOptions o;
@@ -230,6 +230,8 @@ TEST(ComponentShardedThreads, TheAutomaticShardCountOnTheCpuIsTwo) {
   o.max_iter = 2;
   o.components = 2;
   EXPECT_EQ(fit(data, o).model.components(), 2u);
+  o.components = 1;
+  EXPECT_THROW(fit(data, o), UsageError);
 }
 
 }  // namespace
