@@ -99,7 +99,7 @@ bool is_numeric_row(std::string_view line, Delimiter delim) {
 }
 
 Delimiter choose_delimiter(const std::string& path, std::string_view first_line) {
-  if (lower_extension(path) == ".tsv") return Delimiter::tab;
+  if (is_tsv(path)) return Delimiter::tab;
   if (first_line.find(',') != std::string_view::npos) return Delimiter::comma;
   if (first_line.find('\t') != std::string_view::npos) return Delimiter::tab;
   return Delimiter::whitespace;  // np.savetxt's default; also a single column

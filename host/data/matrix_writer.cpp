@@ -65,8 +65,6 @@ std::string csv_text(const T* values, std::size_t rows, std::size_t cols, char s
   return csv_header(header, sep) + csv_rows(values, rows, cols, sep);
 }
 
-bool is_tsv(const std::string& path) { return host::lower_extension(path) == ".tsv"; }
-
 template <class T>
 void write_matrix_impl(const std::string& path, const T* values, std::size_t rows, std::size_t cols, DataFormat format,
                        const std::vector<std::string>& header) {
@@ -98,7 +96,7 @@ void write_matrix_impl(const std::string& path, const T* values, std::size_t row
       return;
     }
     case DataFormat::csv: {
-      write_file_atomic(path, csv_text(values, rows, cols, is_tsv(path) ? '\t' : ',', header));
+      write_file_atomic(path, csv_text(values, rows, cols, host::is_tsv(path) ? '\t' : ',', header));
       return;
     }
     case DataFormat::automatic: break;
@@ -140,7 +138,7 @@ MatrixStream<T>::MatrixStream(const std::string& path, std::size_t rows, std::si
   switch (format_) {
     case DataFormat::npy: file_.write(make_npy_header(npy_descr<T>(), rows, cols)); break;
     case DataFormat::csv:
-      separator_ = is_tsv(path) ? '\t' : ',';
+      separator_ = host::is_tsv(path) ? '\t' : ',';
       file_.write(csv_header(header, separator_));
       break;
     default: throw InvalidInput("write " + path + ": a .npy or .csv/.tsv/.txt file name is expected");

@@ -20,6 +20,8 @@ std::string lower_extension(const std::string& path) {
   return ext;
 }
 
+bool is_tsv(const std::string& path) { return lower_extension(path) == ".tsv"; }
+
 DataFormat format_from_extension(const std::string& path) {
   const std::string ext = lower_extension(path);
   // .npz goes to the npy reader, which explains that archives must be unpacked.

@@ -23,6 +23,10 @@ RowRange resolve_row_range(const std::string& path, const ReadOptions& options, 
 /// file name that is only an extension (".tsv") counts as one.
 std::string lower_extension(const std::string& path);
 
+/// Whether `path` names tab-separated text (.tsv, in any case): the reader and the writers choose
+/// the delimiter by this one rule.
+bool is_tsv(const std::string& path);
+
 /// The format `automatic` resolves to for `path` by its extension, whatever its case;
 /// automatic when unknown.
 DataFormat format_from_extension(const std::string& path);

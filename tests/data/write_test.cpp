@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "data_test_util.hpp"
+#include "host/data/matrix_stream.hpp"
 
 namespace mixle {
 namespace {
@@ -228,6 +229,12 @@ TEST(DataWriteMatrix, ExtensionsCountInAnyCase) {
     ASSERT_EQ(d.cols(), 2u) << name;
     for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(d.at(i / 2, i % 2), v[i]) << name << " " << i;
   }
+  // Written chunk by chunk (as `mixle score` writes its outputs), the same bytes, tabs included.
+  host::MatrixStream<double> stream(dir.file("S.TSV"), 2, 2, DataFormat::automatic);
+  stream.append(v.data(), 1);
+  stream.append(v.data() + 2, 1);
+  stream.commit();
+  EXPECT_EQ(test::read_bytes(dir.file("S.TSV")), test::read_bytes(dir.file("D.TSV")));
   const std::string npy = dir.file("D.NPY");
   write_matrix(npy, v.data(), 2, 2);
   EXPECT_EQ(test::read_bytes(npy).rfind("\x93NUMPY", 0), 0u);
