@@ -185,10 +185,12 @@ class NcclCommunicator final : public Communicator {
     ncclComm_t child = nullptr;
     enqueue(ncclCommSplit(comm_, group.color, group.key, &child, &config), "ncclCommSplit");
     try {
-      auto result = std::make_unique<NcclCommunicator>(shared_, group, child, timeout());
-      // A non-blocking parent may also report the split's progress: wait until it is idle.
+      // A non-blocking split is an operation of the parent: NCCL fills `child` only once the
+      // parent's state has turned to success (NCCL 2.23 and later), and the child may then still
+      // be initialising, which its constructor waits for.
       wait_for("split", /*stream_work=*/false);
-      return result;
+      if (child == nullptr) fail("split (color " + std::to_string(group.color) + ") gave no communicator");
+      return std::make_unique<NcclCommunicator>(shared_, group, child, timeout());
     } catch (...) {
       broken_ = true;  // the peers may be stuck in the split: this communicator cannot go on
       throw;

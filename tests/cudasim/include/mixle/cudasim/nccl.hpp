@@ -112,6 +112,11 @@ struct ncclComm {
   // announced its colour: until then these say where to look.
   std::filesystem::path split_dir;  // the parent's folder
   int split_index = -1, parent_rank = -1, parent_size = 0, color = 0;
+  // A non-blocking split in progress on this (parent) communicator: as NCCL does (2.23 and
+  // later), the caller's handle is filled only when the parent's state turns to success, and the
+  // parent takes no other call until then.
+  ncclComm* pending_child = nullptr;
+  ncclComm** pending_out = nullptr;
   std::string last_error;
 };
 typedef struct ncclComm* ncclComm_t;
@@ -302,6 +307,9 @@ ncclResult_t queue_collective(const char* call, ncclComm_t comm, const void* sen
   if (comm->aborted) return fail(comm, ncclInvalidUsage, std::string(call) + ": the communicator was aborted");
   if (!comm->ready)
     return fail(comm, ncclInvalidUsage, std::string(call) + ": the communicator is not initialised yet");
+  if (comm->pending_child)
+    return fail(comm, ncclInvalidUsage,
+                std::string(call) + ": the communicator's split has not returned ncclSuccess yet");
   auto st = s.stream(stream, comm->device);
   if (!st || st->device != comm->device)
     return fail(comm, ncclInvalidArgument,
@@ -417,14 +425,22 @@ inline ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state) 
   if (!comm) return ncclInvalidArgument;
   auto lock = mixle::cudasim::lock_sim();
   mixle::cudasim::nccl::settle_init(comm);
-  *state = comm->ready ? ncclSuccess : ncclInProgress;
+  if (comm->pending_child) {
+    mixle::cudasim::nccl::settle_split(comm->pending_child);
+    if (comm->pending_child->ready) {
+      *comm->pending_out = comm->pending_child;
+      comm->pending_child = nullptr;
+      comm->pending_out = nullptr;
+    }
+  }
+  *state = comm->ready && !comm->pending_child ? ncclSuccess : ncclInProgress;
   return ncclSuccess;
 }
 
 inline ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   using namespace mixle::cudasim;
   *newcomm = nullptr;
-  if (!comm || !comm->ready || comm->aborted)
+  if (!comm || !comm->ready || comm->aborted || comm->pending_child)
     return nccl::fail(comm, ncclInvalidUsage, "ncclCommSplit: parent not usable");
   const int index = comm->splits++;
   std::ostringstream announce;
@@ -445,20 +461,22 @@ inline ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
   c->color = color;
   std::error_code ec;
   std::filesystem::create_directories(c->dir, ec);
-  *newcomm = c.release();
   auto lock = lock_sim();
-  nccl::settle_split(*newcomm);
-  if ((*newcomm)->blocking) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
-    while (!(*newcomm)->ready && std::chrono::steady_clock::now() < deadline) {
-      lock.unlock();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      lock.lock();
-      nccl::settle_split(*newcomm);
-    }
-    return (*newcomm)->ready ? ncclSuccess : nccl::fail(*newcomm, ncclSystemError, "ncclCommSplit: peers did not join");
+  if (!c->blocking) {
+    comm->pending_child = c.release();
+    comm->pending_out = newcomm;
+    return ncclInProgress;
   }
-  return (*newcomm)->ready ? ncclSuccess : ncclInProgress;
+  *newcomm = c.release();
+  nccl::settle_split(*newcomm);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+  while (!(*newcomm)->ready && std::chrono::steady_clock::now() < deadline) {
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    lock.lock();
+    nccl::settle_split(*newcomm);
+  }
+  return (*newcomm)->ready ? ncclSuccess : nccl::fail(*newcomm, ncclSystemError, "ncclCommSplit: peers did not join");
 }
 
 inline ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
@@ -500,6 +518,11 @@ inline ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
   auto lock = mixle::cudasim::lock_sim();
   comm->aborted = true;
+  if (comm->pending_child) {  // a split in progress is abandoned with its parent
+    comm->pending_child->aborted = true;
+    mixle::cudasim::nccl::aborted_comms().push_back(comm->pending_child);
+    comm->pending_child = nullptr;
+  }
   // Queued operations still point at the communicator: they see `aborted` and finish at once,
   // so it must outlive them — the few bytes of an aborted communicator are not reclaimed.
   mixle::cudasim::nccl::aborted_comms().push_back(comm);
