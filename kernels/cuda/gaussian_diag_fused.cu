@@ -47,8 +47,12 @@ struct FusedLayout {
   __host__ __device__ int log_const() const { return 2 * D * kp; }             // kp
   __host__ __device__ int xs() const { return log_const() + kp; }              // tile_rows × xs_stride
   __host__ __device__ int ls() const { return xs() + tile_rows * xs_stride; }  // tile_rows × kp
+  // The tile's per-row log-likelihoods (tile_rows doubles: ls() + tile_rows·kp is a multiple of 4
+  // floats, so they are 8-byte aligned) and statuses (tile_rows ints).
+  __host__ __device__ int row_loglik() const { return ls() + tile_rows * kp; }
+  __host__ __device__ int row_status() const { return row_loglik() + 2 * tile_rows; }
   __host__ __device__ std::size_t bytes() const {
-    return static_cast<std::size_t>(ls() + tile_rows * kp) * sizeof(float);
+    return static_cast<std::size_t>(row_status() + tile_rows) * sizeof(float);
   }
 };
 
@@ -68,6 +72,8 @@ __global__ void __launch_bounds__(kFusedThreads, 2)
   float* lc = smem + lay.log_const();
   float* xs = smem + lay.xs();
   float* ls = smem + lay.ls();
+  double* row_ll = reinterpret_cast<double*>(smem + lay.row_loglik());
+  int* row_st = reinterpret_cast<int*>(smem + lay.row_status());
   const int kp = lay.kp, xstride = lay.xs_stride;
   const std::int64_t slot = blockIdx.x;
   const std::int64_t begin = slot * rows_per_slot;
@@ -93,6 +99,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2)
   });
   float mass = 0.0f;
   double mass_total = 0.0;
+  double slot_ll = 0.0, slot_valid = 0.0;  // the slot header's [0] and [1], thread 0's
   const int kquads = kp / kDensityComps;
   const int density_units = tile_rows / kDensityRows * kquads;
 
@@ -130,9 +137,16 @@ __global__ void __launch_bounds__(kFusedThreads, 2)
         *reinterpret_cast<float4*>(ls + (row + 1) * kp + kDensityComps * kq) = make_float4(l1[0], l1[1], l1[2], l1[3]);
       }
       __syncthreads();
-      for (int row = warp; row < nrow; row += kFusedWarps)
-        normalise_row_warp(ls + row * kp, K, lane, loglik + r0 + row, status + r0 + row, report);
+      for (int row = warp; row < nrow; row += kFusedWarps) {
+        normalise_row_warp(ls + row * kp, K, lane, row_ll + row, row_st + row, report);
+        if (lane == 0) loglik[r0 + row] = row_ll[row], status[r0 + row] = row_st[row];
+      }
       __syncthreads();
+      // The header's sums in row order, as the unfused header kernel forms them, from shared
+      // memory (read back from device memory after the slot, they cost a load latency a row).
+      if (tid == 0)
+        for (int row = 0; row < nrow; ++row)
+          if (row_st[row] == kRowOk || row_st[row] == kRowTie) slot_ll += row_ll[row], slot_valid += 1.0;
       if (stats_thread) {
         // gpu-model: fused-statistics fp=4 per (row, component, dim)
         for (int row = 0; row < nrow; ++row) {
@@ -160,14 +174,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2)
       entry[D] = m2;
     });
   if (tid < K) out[kStatHeader + tid] = mass_total;
-  __syncthreads();  // the rows' log-likelihoods and statuses written above are visible block-wide
-  if (tid == 0) {
-    double ll = 0.0, valid = 0.0;
-    for (std::int64_t n = begin; n < end; ++n)
-      if (status[n] == kRowOk || status[n] == kRowTie) ll += loglik[n], valid += 1.0;
-    out[0] = ll;
-    out[1] = valid;
-  }
+  if (tid == 0) out[0] = slot_ll, out[1] = slot_valid;
 }
 
 }  // namespace

@@ -1,14 +1,14 @@
 // Block reduction of statistics on CUDA: each slot's header (Σ log-likelihood, rows, masses),
 // and the fixed-order fold of the slots into the float64 statistics. A thread owns one
 // statistic and adds the chunk's slots one by one onto the running total, so over a pass the
-// statistic is ((s₀ + p₀) + p₁) + … in row order whatever the chunking (no atomics).
+// statistic is ((s₀ + p₀) + p₁) + … in row order whatever the chunking (no atomics); the loads
+// that feed it are staged a tile at a time by the whole block.
 #include "kernels/cuda/device.cuh"
 
 namespace mixle::kernels::cuda {
 namespace {
 
 constexpr int kHeaderThreads = 128;
-constexpr int kReduceThreads = 256;
 
 /// Slot header: [0] Σ log-likelihood of the valid rows (float64, row order), [1] rows folded in
 /// (accumulate: all but impossible/NaN rows; given: all; normalised: 0 and 0 — the caller owns
@@ -68,17 +68,41 @@ __global__ void header_kernel(int header_mode, const T* __restrict__ resp, const
   }
 }
 
+/// The fold: one block per kFoldEntries statistics. Its warps stage a tile of kFoldTile slots into
+/// shared memory together (kFoldTile / kFoldWarps independent loads in flight per thread, so the
+/// fold moves at memory speed rather than at one load latency per slot), then the first warp adds
+/// the tile onto its running totals, one thread per statistic, slot after slot. The order of the
+/// additions is therefore the sequential one, ((s + p₀) + p₁) + …, bit for bit.
+constexpr int kFoldEntries = 32;                         // statistics per block: one per lane
+constexpr int kFoldWarps = 8;                            // warps that stage a tile
+constexpr int kFoldTile = 128;                           // slots per tile (32 KiB of float64)
+constexpr int kFoldThreads = kFoldEntries * kFoldWarps;  // 256
+constexpr std::size_t kFoldSharedBytes = sizeof(double) * kFoldTile * kFoldEntries;
+
 __global__ void reduce_slots_kernel(const double* __restrict__ partials, std::int64_t slots, std::int64_t stat_size,
                                     double* __restrict__ stats) {
-  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kReduceThreads + threadIdx.x;
-  if (j >= stat_size) return;
-  double total = stats[j];
-  // Sixteen loads in flight per wait: the chain of additions is sequential (the fixed order),
-  // the loads are not, and a slot fold of thousands of slots is bound by load latency.
-  // gpu-model: slot-fold fp64=1 chain per (slot, entry)
-#pragma unroll 16
-  for (std::int64_t s = 0; s < slots; ++s) total += partials[s * stat_size + j];
-  stats[j] = total;
+  MIXLE_DYNAMIC_SHARED(double, tile);  // kFoldTile × kFoldEntries, slot-major
+  const int lane = static_cast<int>(threadIdx.x) % kFoldEntries;
+  const int warp = static_cast<int>(threadIdx.x) / kFoldEntries;
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kFoldEntries + lane;
+  const bool owned = j < stat_size;
+  const bool adder = warp == 0 && owned;
+  double total = adder ? stats[j] : 0.0;
+  for (std::int64_t s0 = 0; s0 < slots; s0 += kFoldTile) {
+    const int n = slots - s0 < kFoldTile ? static_cast<int>(slots - s0) : kFoldTile;
+#pragma unroll
+    for (int i = 0; i < kFoldTile / kFoldWarps; ++i) {
+      const int t = warp + i * kFoldWarps;
+      if (owned && t < n) tile[t * kFoldEntries + lane] = partials[(s0 + t) * stat_size + j];
+    }
+    __syncthreads();
+    if (adder) {
+      // gpu-model: slot-fold fp64=1 per (slot, entry)
+      for (int t = 0; t < n; ++t) total += tile[t * kFoldEntries + lane];
+    }
+    __syncthreads();  // the tile is consumed before the next one overwrites it
+  }
+  if (adder) stats[j] = total;
 }
 
 }  // namespace
@@ -97,8 +121,8 @@ void launch_header_partials(PassMode mode, const ChunkArgs<T>& c, const SlotPlan
 
 void launch_reduce_slots(const SlotPlan& plan, double* stats, cudaStream_t s) {
   if (plan.stat_size == 0) return;
-  launch_kernel<reduce_slots_kernel>(ceil_div(plan.stat_size, kReduceThreads), kReduceThreads, 0, s, plan.partials,
-                                     plan.slots, plan.stat_size, stats);
+  launch_kernel<reduce_slots_kernel>(ceil_div(plan.stat_size, kFoldEntries), kFoldThreads, kFoldSharedBytes, s,
+                                     plan.partials, plan.slots, plan.stat_size, stats);
   MIXLE_CUDA_CHECK_LAUNCH();
 }
 
