@@ -8,11 +8,15 @@
 
 namespace mixle::engine {
 
-int resolve_workers(int num_workers, std::size_t components) {
+int resolve_workers(int num_workers) {
   if (num_workers < 0)
     throw InvalidInput("num_workers = " + std::to_string(num_workers) + " must be ≥ 0 (0 = all hardware threads)");
-  int w = num_workers > 0 ? num_workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return std::max(1, std::min<int>(w, static_cast<int>(std::max<std::size_t>(components, 1))));
+  return num_workers > 0 ? num_workers : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+int resolve_workers(int num_workers, std::size_t components) {
+  const std::size_t w = static_cast<std::size_t>(resolve_workers(num_workers));
+  return static_cast<int>(std::clamp<std::size_t>(components, 1, w));
 }
 
 Statistics component_parallel_fold(const Model& model, const Dataset& rows,
@@ -38,7 +42,7 @@ std::unique_ptr<EncodedData> ComponentParallelEncodedData::create(const Dataset&
   if (options.device != "cpu" && options.device != "auto")
     throw InvalidInput("the component_parallel backend threads components on the CPU; device \"" + options.device +
                        "\" is not supported with it (use the local backend for CUDA)");
-  return std::make_unique<ComponentParallelEncodedData>(data, resolve_workers(options.num_workers, 1 << 20));
+  return std::make_unique<ComponentParallelEncodedData>(data, resolve_workers(options.num_workers));
 }
 
 }  // namespace mixle::engine

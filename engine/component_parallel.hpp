@@ -20,7 +20,9 @@ struct ComponentParallelEstimator {
 };
 using ModelParallelEstimator = ComponentParallelEstimator;
 
-/// Resolves num_workers 0 to the hardware thread count; never more workers than components.
+/// Resolves num_workers 0 to the hardware thread count (a negative count is refused).
+int resolve_workers(int num_workers);
+/// The same, never more workers than components.
 int resolve_workers(int num_workers, std::size_t components);
 
 /// component_parallel_fold / model_parallel_fold: the E-step statistics of `rows` under

@@ -21,20 +21,16 @@ namespace {
 /// process, and one that fails abandons the group, so the others stop at once.
 constexpr std::chrono::minutes kMemberTimeout{30};
 
-int default_shards(const std::string& device) {
-  const int gpus = device == "cuda" || device == "auto" ? engine::cuda_device_count() : 0;
-  return std::max(gpus, 2);
-}
-
-/// Shard g's device: "cuda"/"auto" with GPUs spread the shards over the devices; "cuda:i" and
-/// "cpu" put every shard there.
-std::string shard_device(const std::string& device, int g) {
-  if ((device == "cuda" || device == "auto") && engine::cuda_device_count() > 0)
-    return "cuda:" + std::to_string(g % engine::cuda_device_count());
-  return device;
-}
+bool spreads_over_gpus(const std::string& device) { return device == "cuda" || device == "auto"; }
 
 }  // namespace
+
+int default_shards(const std::string& device, int gpus) { return spreads_over_gpus(device) ? std::max(gpus, 2) : 2; }
+
+std::string shard_device(const std::string& device, int g, int gpus) {
+  if (spreads_over_gpus(device) && gpus > 0) return "cuda:" + std::to_string(g % gpus);
+  return device;
+}
 
 FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) {
   engine::refuse_reseed(engine::empty_policy_from_name(options.empty));
@@ -42,7 +38,8 @@ FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) 
   if (options.num_workers < 0)
     throw InvalidInput("num_workers = " + std::to_string(options.num_workers) +
                        " for component_sharded: the number of component shards, ≥ 1 (0 = automatic)");
-  const int G = options.num_workers > 0 ? options.num_workers : default_shards(options.device);
+  const int gpus = engine::cuda_device_count();
+  const int G = options.num_workers > 0 ? options.num_workers : default_shards(options.device, gpus);
   // CPU threads are split between the shards, which run at the same time.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads_each = std::max(1, (options.threads > 0 ? options.threads : cores) / G);
@@ -70,7 +67,7 @@ FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) 
           const engine::RowRange own = ranges[static_cast<std::size_t>(g)];
           const engine::ShardMesh mesh = engine::make_shard_mesh(G, g, G);
           engine::ShardedEstimator estimator(data, 0, {engine::RowRange{0, data.rows()}}, mesh, largest, comm,
-                                             engine::make_compute(shard_device(options.device, g), threads_each));
+                                             engine::make_compute(shard_device(options.device, g, gpus), threads_each));
           engine::EmOptions mine = em;
           if (g != 0) mine.on_iteration = nullptr;  // progress once, from shard 0
           engine::EmResult r =

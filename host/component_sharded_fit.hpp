@@ -10,10 +10,20 @@
 #include <mixle/data.hpp>
 #include <mixle/fit.hpp>
 
+#include <string>
+
 namespace mixle::host {
 
 /// Fits `data` with options.num_workers component shards (0: one per CUDA device when the
 /// device is CUDA and there are ≥ 2, else 2). Throws UsageError when K < shards.
 FitResult fit_component_sharded(const Dataset& data, const FitOptions& options);
+
+/// The automatic shard count for `device` on a host with `gpus` CUDA devices: one per device
+/// when the device is "cuda" or "auto" and there are ≥ 2, else 2.
+int default_shards(const std::string& device, int gpus);
+
+/// Shard g's device: "cuda"/"auto" with GPUs spread the shards over the devices (cuda:(g mod
+/// gpus)); "cuda:i", "cpu" and "auto" without GPUs put every shard there.
+std::string shard_device(const std::string& device, int g, int gpus);
 
 }  // namespace mixle::host

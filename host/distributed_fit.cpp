@@ -124,7 +124,7 @@ bool component_threads(const std::string& backend) {
 std::unique_ptr<engine::Compute> rank_compute(const FitOptions& options, const std::string& device) {
   if (!component_threads(options.backend)) return engine::make_compute(device, options.threads);
   // The workers are capped at K where K is known (the M-step's model); here it is not yet.
-  return engine::make_cpu_compute(1, engine::resolve_workers(options.num_workers, 1 << 20));
+  return engine::make_cpu_compute(1, engine::resolve_workers(options.num_workers));
 }
 
 /// Every rank's resident parameter and statistic bytes, gathered on every rank (one all-gather).

@@ -34,8 +34,12 @@ double log_minus_digamma_slope(double alpha) {
 /// f(α) = log α − ψ(α) − gap is decreasing and convex: from Minka's start (within 1.5% of the
 /// root) each Newton step lands on the root's near side and the steps converge quadratically,
 /// a handful reaching the tolerance.
+double gamma_shape_start(double gap) {
+  return (3.0 - gap + std::sqrt((gap - 3.0) * (gap - 3.0) + 24.0 * gap)) / (12.0 * gap);
+}
+
 double gamma_shape(double gap) {
-  double alpha = (3.0 - gap + std::sqrt((gap - 3.0) * (gap - 3.0) + 24.0 * gap)) / (12.0 * gap);
+  double alpha = gamma_shape_start(gap);
   for (int i = 0; i < 100; ++i) {
     const double next = alpha - (log_minus_digamma(alpha) - gap) / log_minus_digamma_slope(alpha);
     const bool done = std::abs(next - alpha) <= 1e-13 * alpha;

@@ -10,8 +10,11 @@ double log_minus_digamma(double alpha);
 /// Its slope 1/α − ψ′(α) (< 0), to full relative precision the same way.
 double log_minus_digamma_slope(double alpha);
 
-/// The α > 0 with log α − ψ(α) = gap (gap > 0): Newton's method from Minka's approximation,
-/// to a relative step of 1e-13.
+/// Minka's approximation of that α, (3 − gap + √((gap − 3)² + 24·gap)) / (12·gap): within 1.5% of
+/// it for every gap > 0.
+double gamma_shape_start(double gap);
+/// The α > 0 with log α − ψ(α) = gap (gap > 0): Newton's method from gamma_shape_start, to a
+/// relative step of 1e-13.
 double gamma_shape(double gap);
 
 }  // namespace mixle::engine

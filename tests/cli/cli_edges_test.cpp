@@ -152,6 +152,18 @@ TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {
   ASSERT_EQ(b.code, 0) << b.err;
   for (const char* phase : {"cpu      e_step", "cpu      m_step", "cpu      iteration"})
     EXPECT_NE(b.out.find(phase), std::string::npos) << "bench report lacks \"" << phase << "\":\n" << b.out;
+  // The documented defaults (bench/README.md): 10 timed repetitions per phase after 2 warm-up
+  // iterations, family gaussian_diag, fp32, seed 0.
+  const test::CliRun d = test::run_cli(dir, "bench --rows 200 --dims 2 --components 2 --json " + dir.file("b.json"));
+  ASSERT_EQ(d.code, 0) << d.err;
+  const nlohmann::json report = nlohmann::json::parse(test::read_text(dir.file("b.json")));
+  EXPECT_EQ(report["case"]["iters"], 10);
+  EXPECT_EQ(report["case"]["warmup"], 2);
+  EXPECT_EQ(report["case"]["family"], "gaussian_diag");
+  EXPECT_EQ(report["case"]["precision"], "fp32");
+  EXPECT_EQ(report["case"]["seed"], 0);
+  for (const char* phase : {"e_step", "m_step", "iteration"})
+    EXPECT_EQ(report["results"][0]["phases"][phase]["samples_s"].size(), 10u) << phase;
 }
 
 // --format overrides the extension both ways (an .npy named .bin, CSV named .data, raw named

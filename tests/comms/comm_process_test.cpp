@@ -126,6 +126,12 @@ TEST_F(GlooFaults, HungRankTimesOutAndIsNamed) {
                          /*allowed_to_hang=*/1);
   EXPECT_FALSE(ranks[1].done);
   expect_survivors_report(ranks, 1, "rank 1 did not report this failure");
+  // The survivors' next collective is refused at once, not waited for again.
+  for (int r : {0, 2})
+    EXPECT_TRUE(contains(ranks[static_cast<std::size_t>(r)].output(),
+                         "the next all-reduce: gloo communicator of rank " + std::to_string(r) +
+                             " is unusable after an earlier failure"))
+        << ranks[static_cast<std::size_t>(r)].output();
 }
 
 TEST_F(GlooFaults, KilledRankIsNamedInWorldNumberingBySubCommunicators) {
@@ -312,6 +318,8 @@ TEST_F(MpiFaults, HungRankTimesOutTheOthers) {
   EXPECT_NE(p.exit_code(), 0) << out;
   EXPECT_LT(p.seconds(), kFailureDetectionBudgetSeconds) << out;
   EXPECT_TRUE(contains(out, "did not complete within 2000 ms")) << out;
+  // The survivors' next collective is refused at once, not waited for again.
+  EXPECT_TRUE(contains(out, "the next all-reduce: mpi communicator is unusable after an earlier failure")) << out;
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <iterator>
 #include <limits>
 #include <vector>
 
@@ -336,7 +338,14 @@ TEST(DataNpy, MissingFileAndDirectory) {
   TempDir dir;
   const std::string missing = dir.file("missing.npy");
   test::expect_invalid_input([&] { read_data(missing); }, {missing, "cannot open"});
-  test::expect_invalid_input([&] { read_data(dir.path().string()); }, {dir.path().string(), "directory"});
+  // A directory opens (O_RDONLY) before it is refused: the refusal closes what it opened.
+  const auto open_files = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator{});
+  };
+  const auto before = open_files();
+  for (int i = 0; i < 3; ++i)
+    test::expect_invalid_input([&] { read_data(dir.path().string()); }, {dir.path().string(), "directory"});
+  EXPECT_EQ(open_files(), before);
 }
 
 }  // namespace

@@ -92,6 +92,16 @@ TEST(BenchRecipes, DrawValidModelsInTheirRangesAndPerturbThem) {
             EXPECT_NE(q.mean[k * D + d], p.mean[k * D + d]);
           }
         }
+        {
+          // A standard normal: A·Aᵀ/(2D) has mean 0 off the diagonal (sd 1/√(4D) per entry) and
+          // 1/2 on it, where s² adds 13/12 on average.
+          std::vector<double> off, on;
+          for (std::size_t k = 0; k < K; ++k)
+            for (std::size_t i = 0; i < D; ++i)
+              for (std::size_t j = 0; j < D; ++j) (i == j ? on : off).push_back(p.cov[k * D * D + i * D + j]);
+          EXPECT_NEAR(average(off), 0.0, 0.1);
+          EXPECT_NEAR(average(on), 13.0 / 12.0 + 0.5, 0.2);
+        }
         break;
       case Family::categorical: {
         std::vector<int> favoured(V, 0);

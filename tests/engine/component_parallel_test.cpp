@@ -11,8 +11,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ostream>
+#include <thread>
 
 namespace mixle {
 namespace {
@@ -101,6 +103,21 @@ TEST(ComponentParallelFold, ImpossibleRowIsNamed) {
   } catch (const ImpossibleEvidence& e) {
     EXPECT_NE(std::string(e.what()).find("rows 1"), std::string::npos) << e.what();
   }
+}
+
+// 0 workers means every hardware thread; a count is kept as given, or capped at K where K is
+// known (at least one worker even for no components); a negative count is refused.
+TEST(ComponentParallelWorkers, ResolvedFromTheCountAndCappedAtTheComponents) {
+  const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  EXPECT_EQ(engine::resolve_workers(0), hardware);
+  EXPECT_EQ(engine::resolve_workers(7), 7);
+  EXPECT_EQ(engine::resolve_workers(3, 2), 2);
+  EXPECT_EQ(engine::resolve_workers(3, 3), 3);
+  EXPECT_EQ(engine::resolve_workers(2, 5), 2);
+  EXPECT_EQ(engine::resolve_workers(4, 0), 1);
+  EXPECT_EQ(engine::resolve_workers(0, 1), 1);
+  EXPECT_THROW(engine::resolve_workers(-1), InvalidInput);
+  EXPECT_THROW(engine::resolve_workers(-2, 4), InvalidInput);
 }
 
 TEST(ComponentParallelHandle, RefusesCudaAndNegativeWorkers) {

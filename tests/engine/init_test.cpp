@@ -326,21 +326,61 @@ TEST(EngineInit, LloydMovesEachCentreToItsPointsWeightedMean) {
   }
 }
 
-// The first k-means++ centre is drawn in proportion to weight: with nearly all of it on row 0,
-// row 0 is the first centre (the chance of another is 2e-11), whatever the seed; the second
-// centre then comes from the other rows, and Lloyd keeps row 0 in the first one's cluster.
-TEST(EngineInit, TheFirstCentreIsDrawnInProportionToWeight) {
-  constexpr std::size_t K = 2, C = 2, N = 3;
-  const std::vector<double> v = {0.0, 0.0, 10.0, 10.0, 10.5, 10.0};
-  const std::vector<double> weights = {100.0, 1e-9, 1e-9};
-  const Dataset rows = Dataset::from_vector(v, N, C).with_weights(weights);
+// More components than distinct points: once every point coincides with a centre, the draw's
+// total is 0 and k-means++ takes the sample's last point (a duplicate, which Lloyd leaves
+// alone since ties go to the lower index). Every centre is still one of the points.
+TEST(EngineInit, MoreComponentsThanDistinctPointsDuplicateAPoint) {
+  constexpr std::size_t K = 5, C = 2, distinct = 3, copies = 4, N = distinct * copies;
+  const double where[distinct][C] = {{0.0, 0.0}, {4.0, 1.0}, {-3.0, 7.0}};
+  std::vector<double> v;
+  for (std::size_t r = 0; r < N; ++r) v.insert(v.end(), where[r % distinct], where[r % distinct] + C);
+  const Dataset rows = Dataset::from_vector(v, N, C);
   const auto handle = engine::encoded_data(rows, {});
-  for (std::uint64_t seed : {1u, 2u, 3u, 4u, 5u}) {
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
     SCOPED_TRACE(seed);
     const engine::KmeansStart start = engine::kmeans_on_sample(*handle, diag_shape(K, C), seed, 1);
-    std::vector<double> x(C);
-    start.coordinates.embed(rows, 0, x.data());
-    for (std::size_t c = 0; c < C; ++c) EXPECT_NEAR(start.centres[c], x[c], 1e-12) << c;
+    ASSERT_EQ(start.centres.size(), K * C);
+    std::vector<double> points(distinct * C);
+    for (std::size_t p = 0; p < distinct; ++p) start.coordinates.embed(rows, p, &points[p * C]);
+    std::vector<int> seen(distinct, 0);
+    for (std::size_t k = 0; k < K; ++k) {
+      int matches = 0;
+      for (std::size_t p = 0; p < distinct; ++p)
+        if (start.centres[k * C] == points[p * C] && start.centres[k * C + 1] == points[p * C + 1])
+          ++matches, ++seen[p];
+      EXPECT_EQ(matches, 1) << "centre " << k << " is not one of the points";
+    }
+    for (std::size_t p = 0; p < distinct; ++p) EXPECT_GE(seen[p], 1) << "no centre at point " << p;
+  }
+}
+
+// The first k-means++ centre is drawn in proportion to weight: with nearly all of it on one row,
+// that row is the first centre (the chance of another is 2e-11), whatever the seed and wherever
+// the row is; the second centre then comes from the other rows, and Lloyd keeps the heavy row in
+// the first one's cluster.
+TEST(EngineInit, TheFirstCentreIsDrawnInProportionToWeight) {
+  constexpr std::size_t K = 2, C = 2, N = 3;
+  for (std::size_t heavy = 0; heavy < N; ++heavy) {
+    std::vector<double> v, weights;
+    const double others[2][C] = {{10.0, 10.0}, {10.5, 10.0}};
+    for (std::size_t r = 0, o = 0; r < N; ++r) {
+      if (r == heavy) {
+        v.insert(v.end(), {0.0, 0.0});
+        weights.push_back(100.0);
+      } else {
+        v.insert(v.end(), others[o], others[o] + C), ++o;
+        weights.push_back(1e-9);
+      }
+    }
+    const Dataset rows = Dataset::from_vector(v, N, C).with_weights(weights);
+    const auto handle = engine::encoded_data(rows, {});
+    for (std::uint64_t seed : {1u, 2u, 3u, 4u, 5u}) {
+      SCOPED_TRACE(testing::Message() << "heavy row " << heavy << ", seed " << seed);
+      const engine::KmeansStart start = engine::kmeans_on_sample(*handle, diag_shape(K, C), seed, 1);
+      std::vector<double> x(C);
+      start.coordinates.embed(rows, heavy, x.data());
+      for (std::size_t c = 0; c < C; ++c) EXPECT_NEAR(start.centres[c], x[c], 1e-12) << c;
+    }
   }
 }
 

@@ -122,6 +122,23 @@ TEST(InitialParameters, BadValuesAreNamed) {
   expect_invalid_input([&] { (void)fit(data, o); }, {"initial precisions[0]", "not positive definite"});
   o.init_precisions = {1, 0.5, 0, 1, 1, 0, 0, 1};
   expect_invalid_input([&] { (void)fit(data, o); }, {"initial precisions[0]", "not symmetric"});
+  // One precision too many for each covariance type (K = 2, D = 2), named with the shape expected.
+  const struct {
+    const char* layout;
+    std::size_t count;
+    const char* shape;
+  } shapes[] = {{"gaussian_diag", 4, "K×D (gaussian_diag) = 4"},
+                {"gaussian_spherical", 2, "K (gaussian_spherical) = 2"},
+                {"gaussian_full", 8, "K×D×D (gaussian_full) = 8"},
+                {"gaussian_tied", 4, "D×D (gaussian_tied: one matrix) = 4"}};
+  for (const auto& c : shapes) {
+    SCOPED_TRACE(c.layout);
+    o.layout = c.layout;
+    o.init_precisions.assign(c.count + 1, 1.0);
+    expect_invalid_input([&] { (void)fit(data, o); },
+                         {"initial precisions", std::to_string(c.count + 1) + " values", c.shape});
+  }
+  o.layout = "gaussian_full";
   o.init_precisions.clear();
   o.init_weights = {0.5, 0.6};
   expect_invalid_input([&] { (void)fit(data, o); }, {"weights"});

@@ -5,6 +5,8 @@
 #include "host/resources_discovery.hpp"
 #include "plan/test_util.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -115,6 +117,26 @@ TEST(PlanCalibration, CatalogLatestAndResourcesForAndRoundTrip) {
   EXPECT_EQ(back.records()[0].resources.devices()[0].throughput, 100.0 / 3.0);  // bit-exact
   expect_mentions(message_of<InvalidInput>([] { CalibrationCatalog::from_json(R"({"format": "x"})"); }),
                   {"format='x'", "mixle-calibration"});
+}
+
+// A record written without its optional fields (an older writer, or one that does not know
+// them) reads with their defaults: no precision, estimator "none", counts and timestamp 0.
+TEST(PlanCalibration, OptionalRecordFieldsDefault) {
+  CalibrationCatalog catalog;
+  CalibrationRecord full = record(10, Resources::local(1), {ok("cpu:0", 5)});
+  full.row_count = 7, full.model_bytes = 8, full.statistic_bytes = 9;
+  catalog.append(full);
+  nlohmann::json doc = nlohmann::json::parse(catalog.to_json(0));
+  for (const char* field : {"precision", "estimator_type", "row_count", "model_bytes", "statistic_bytes", "timestamp"})
+    ASSERT_EQ(doc["records"][0].erase(field), 1u) << field;
+  const CalibrationRecord back = CalibrationCatalog::from_json(doc.dump()).records().at(0);
+  EXPECT_FALSE(back.precision.has_value());
+  EXPECT_EQ(back.estimator_type, "none");
+  EXPECT_EQ(back.row_count, 0u);
+  EXPECT_EQ(back.model_bytes, 0u);
+  EXPECT_EQ(back.statistic_bytes, 0u);
+  EXPECT_EQ(back.timestamp, 0.0);
+  EXPECT_EQ(back.sample_size, 512u);  // the required fields as written
 }
 
 TEST(PlanDiscovery, ParsesMeminfoAndCgroupLimits) {
