@@ -121,7 +121,8 @@ class GpuModelTest(unittest.TestCase):
     def test_shared_layouts_mirror_the_kernels(self):
         fused = (ROOT / "kernels" / "cuda" / "gaussian_diag_fused.cu").read_text()
         self.assertIn("xs_stride((D_ + 3) / 4 * 4 + 4)", fused)
-        self.assertEqual(gm.fused_shared_bytes(64, 32), (2 * 32 * 64 + 64 + 32 * 36 + 32 * 64) * 4)
+        self.assertIn("row_status() + tile_rows", fused)  # the rows' log-likelihoods and statuses end it
+        self.assertEqual(gm.fused_shared_bytes(64, 32), (2 * 32 * 64 + 64 + 32 * 36 + 32 * 64 + 3 * 32) * 4)
         self.assertLessEqual(gm.fused_shared_bytes(256, 8), 48 * 1024)  # 16-row tiles
         full = (ROOT / "kernels" / "cuda" / "gaussian_full.cu").read_text()
         self.assertTrue(re.search(r"for \(int rows : \{128, 64, 32\}\)", full))
