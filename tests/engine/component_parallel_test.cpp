@@ -111,6 +111,7 @@ TEST(ComponentParallelWorkers, ResolvedFromTheCountAndCappedAtTheComponents) {
   const int hardware = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   EXPECT_EQ(engine::resolve_workers(0), hardware);
   EXPECT_EQ(engine::resolve_workers(7), 7);
+  EXPECT_EQ(engine::resolve_workers(1), 1);
   EXPECT_EQ(engine::resolve_workers(3, 2), 2);
   EXPECT_EQ(engine::resolve_workers(3, 3), 3);
   EXPECT_EQ(engine::resolve_workers(2, 5), 2);

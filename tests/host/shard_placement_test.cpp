@@ -27,6 +27,7 @@ TEST(ShardPlacement, OneShardPerGpuWhenTheDeviceSpreadsOverThem) {
 TEST(ShardPlacement, ShardsGoRoundTheGpusOrStayOnTheNamedDevice) {
   EXPECT_EQ(shard_device("cuda", 0, 3), "cuda:0");
   EXPECT_EQ(shard_device("cuda", 4, 3), "cuda:1");
+  EXPECT_EQ(shard_device("cuda", 3, 1), "cuda:0");
   EXPECT_EQ(shard_device("auto", 5, 2), "cuda:1");
   EXPECT_EQ(shard_device("auto", 1, 0), "auto");
   EXPECT_EQ(shard_device("cuda", 1, 0), "cuda");  // refused later, by the compute, without a GPU
