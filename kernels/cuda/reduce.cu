@@ -78,6 +78,7 @@ constexpr int kFoldWarps = 8;                            // warps that stage a t
 constexpr int kFoldTile = 128;                           // slots per tile (32 KiB of float64)
 constexpr int kFoldThreads = kFoldEntries * kFoldWarps;  // 256
 constexpr std::size_t kFoldSharedBytes = sizeof(double) * kFoldTile * kFoldEntries;
+static_assert(kFoldTile % kFoldWarps == 0, "each warp stages the same number of a tile's slots");
 
 __global__ void reduce_slots_kernel(const double* __restrict__ partials, std::int64_t slots, std::int64_t stat_size,
                                     double* __restrict__ stats) {

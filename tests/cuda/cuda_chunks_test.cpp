@@ -40,6 +40,16 @@ TEST(CudaChunks, ResidentChunkingKeepsStatisticsBitIdentical) {
                             "MIXLE_CUDA_CHUNK_ROWS");
 }
 
+// The fold stages 128 slots at a time: 38,477 rows are 301 slots of 128 rows in one chunk (two
+// whole tiles and a partial one), and chunks of 16,640 rows hold 130 slots, so a chunk's second
+// tile has two.
+TEST(CudaChunks, TheSlotFoldCrossesTilesOfSlots) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  run_case(*cuda, Family::gaussian_diag, Case{38477, 2, 3, 0, DType::f32, Precision::fp32}, kDiagFp32);
+  expect_chunking_invariant(*cuda, Family::poisson, Case{38477, 2, 3, 0, DType::f64, Precision::fp64}, 16640,
+                            "MIXLE_CUDA_CHUNK_ROWS");
+}
+
 /// 1037 rows of a 4-component gaussian_diag model with impossible rows (an infinite value: −inf
 /// under every component) and NaN rows spread over every 256-row chunk — eleven in all, so the
 /// bad-row list (8 entries) fills up in the third chunk.

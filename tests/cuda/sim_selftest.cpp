@@ -485,10 +485,12 @@ TEST_F(SimSelfTest, Tf32GemmRoundsItsOperandsToTenMantissaBits) {
       const float want = compute == CUBLAS_COMPUTE_32F_FAST_TF32 && i == 0 ? 3.0f : 3.0f * a_host[i];
       EXPECT_EQ(c.read()[0], want) << "operand " << i << (compute == CUBLAS_COMPUTE_32F ? " fp32" : " tf32");
     }
-  // A host pointer as an operand is a device fault, named.
-  std::vector<float> host(1, 1.0f);
-  EXPECT_EQ(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, host.data(), CUDA_R_32F, 1, b.p, CUDA_R_32F,
-                         1, &zero, c.p, CUDA_R_32F, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  // A host pointer as an operand is a device fault, named. (A static, not a heap block: simulated
+  // device memory is heap memory, and without AddressSanitizer's gaps a small heap block can sit
+  // right after a device allocation and be named as past its end.)
+  static float host = 1.0f;
+  EXPECT_EQ(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 1, 1, 1, &one, &host, CUDA_R_32F, 1, b.p, CUDA_R_32F, 1,
+                         &zero, c.p, CUDA_R_32F, 1, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             CUBLAS_STATUS_EXECUTION_FAILED);
   EXPECT_NE(sim::last_fault().find("operand A (4 bytes) is host memory"), std::string::npos) << sim::last_fault();
   cublasDestroy(handle);
