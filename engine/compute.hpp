@@ -9,7 +9,9 @@
 #include <mixle/model.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mixle::comms {
@@ -85,5 +87,9 @@ std::unique_ptr<Compute> make_cuda_compute(int device);
 int cuda_device_count() noexcept;
 /// Parses "auto", "cpu", "cuda", "cuda:i": auto picks cuda:0 when a device is present.
 std::unique_ptr<Compute> make_compute(const std::string& device, int threads);
+/// The CUDA device a device name selects: 0 for "cuda", i for "cuda:i"; nullopt for any name that
+/// is not a CUDA device ("cpu", "auto", …). Throws InvalidInput for "cuda:" followed by anything
+/// but a non-negative decimal index.
+std::optional<int> cuda_index(std::string_view device);
 
 }  // namespace mixle::engine

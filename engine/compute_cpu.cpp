@@ -166,19 +166,22 @@ std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers) {
   return std::make_unique<CpuCompute>(threads, component_workers);
 }
 
+std::optional<int> cuda_index(std::string_view device) {
+  if (device == "cuda") return 0;
+  if (!device.starts_with("cuda:")) return std::nullopt;
+  int index = -1;
+  const char* first = device.data() + 5;
+  const char* last = device.data() + device.size();
+  auto [ptr, ec] = std::from_chars(first, last, index);
+  if (ec != std::errc() || ptr != last || index < 0)
+    throw InvalidInput("--device \"" + std::string(device) + "\": expected cuda:<index> with index ≥ 0");
+  return index;
+}
+
 std::unique_ptr<Compute> make_compute(const std::string& device, int threads) {
   if (device == "cpu") return make_cpu_compute(threads);
   if (device == "auto") return cuda_device_count() > 0 ? make_cuda_compute(0) : make_cpu_compute(threads);
-  if (device == "cuda") return make_cuda_compute(0);
-  if (device.rfind("cuda:", 0) == 0) {
-    int index = -1;
-    const char* first = device.data() + 5;
-    const char* last = device.data() + device.size();
-    auto [ptr, ec] = std::from_chars(first, last, index);
-    if (ec != std::errc() || ptr != last || index < 0)
-      throw InvalidInput("--device \"" + device + "\": expected cuda:<index> with index ≥ 0");
-    return make_cuda_compute(index);
-  }
+  if (const std::optional<int> index = cuda_index(device)) return make_cuda_compute(*index);
   throw InvalidInput("unknown device \"" + device + "\"; accepted: auto, cpu, cuda, cuda:<index>");
 }
 

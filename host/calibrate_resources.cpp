@@ -14,7 +14,6 @@
 #include <mixle/calibrate.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -33,15 +32,15 @@ engine::Precision compute_precision(const std::optional<std::string>& canonical)
   throw InvalidInput("precision \"" + p + "\": mixle's kernels compute in float32 or float64");
 }
 
-/// The CUDA device index of a spec: the number after "cuda:" in its name, else its local rank.
+/// The CUDA device index of a spec: the number after the last "cuda:" in its name when the name
+/// ends in one, else its local rank.
 int cuda_index(const plan::DeviceSpec& d) {
   const auto at = d.name.rfind("cuda:");
   if (at != std::string::npos) {
-    int index = 0;
-    const char* first = d.name.data() + at + 5;
-    const char* last = d.name.data() + d.name.size();
-    const auto [end, ec] = std::from_chars(first, last, index);
-    if (ec == std::errc{} && end == last) return index;
+    try {
+      return *engine::cuda_index(std::string_view(d.name).substr(at));
+    } catch (const InvalidInput&) {  // "…cuda:" and something else: not an index
+    }
   }
   return static_cast<int>(d.local_rank.value_or(0));
 }

@@ -29,11 +29,6 @@ void require_clean(const kernels::PassReport& report, const std::string& device)
   engine::raise_for(report, "benchmark pass on " + device, 0);
 }
 
-int cuda_index(const std::string& device) {
-  const auto colon = device.find(':');
-  return colon == std::string::npos ? 0 : std::stoi(device.substr(colon + 1));
-}
-
 PhaseMetrics metrics_of(const PhaseTimings& t, const WorkModel& w, const BenchCase& c, const Peak& peak) {
   PhaseMetrics m;
   m.flops = w.flops;
@@ -153,14 +148,14 @@ std::vector<std::string> expand_devices(const std::string& device) {
 
 BenchResult run_case(const PreparedCase& p, const std::string& device, const std::optional<Peak>& cpu_peak) {
   const BenchCase& c = p.spec;
-  const bool is_cpu = device == "cpu";
   auto compute = engine::make_compute(device, c.threads);  // NotCompiled / InvalidInput here
+  const bool is_cpu = compute->name() == "cpu";            // "auto" runs on the CPU without a GPU
 
   BenchResult r;
   r.device = compute->name();
   r.precision = c.precision;
   r.threads = is_cpu ? (c.threads > 0 ? c.threads : omp_get_max_threads()) : 0;
-  r.device_name = is_cpu ? cpu_model_name() : cuda_device_name(cuda_index(device));
+  r.device_name = is_cpu ? cpu_model_name() : cuda_device_name(*engine::cuda_index(r.device));
 
   const engine::EstimatorOptions options{.m_step = {}, .precision = c.precision};
   const std::size_t S = static_cast<std::size_t>(engine::stat_layout(p.evaluated).size);

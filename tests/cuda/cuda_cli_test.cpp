@@ -9,6 +9,10 @@
 
 #include <nlohmann/json.hpp>
 
+#if MIXLE_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
 namespace mixle::test {
 namespace {
 
@@ -96,6 +100,11 @@ TEST(CudaCli, BenchOnTheDeviceChecksItselfAgainstTheCpu) {
     ASSERT_EQ(doc.at("results").size(), 1u);
     const auto& r = doc["results"][0];
     EXPECT_EQ(r.at("device"), "cuda:0");
+#if MIXLE_HAVE_CUDA
+    cudaDeviceProp props{};
+    ASSERT_EQ(cudaGetDeviceProperties(&props, 0), cudaSuccess);
+    EXPECT_EQ(r.at("device_name"), std::string(props.name));  // the device benchmarked, by name
+#endif
     EXPECT_EQ(r.at("precision"), precision);
     EXPECT_EQ(r.at("check").at("passed"), true) << r["check"].dump();
     const auto features = doc.at("build").at("features").dump();

@@ -13,6 +13,8 @@
 
 #include <cmath>
 #include <numbers>
+#include <optional>
+#include <string>
 
 namespace mixle {
 namespace {
@@ -145,6 +147,18 @@ TEST(ComputeDevices, NamesAreCheckedBeforeAnyDeviceIsTouched) {
   test::expect_invalid_input([] { engine::make_compute("cuda:1x", 1); }, {"\"cuda:1x\""});
   test::expect_invalid_input([] { engine::make_compute("tpu", 1); }, {"unknown device \"tpu\"", "auto, cpu, cuda"});
   EXPECT_EQ(engine::make_compute("cpu", 1)->name(), engine::make_cpu_compute(1)->name());
+}
+
+// One reading of a CUDA device name for the fit, the bench and calibration: "cuda" is device 0,
+// "cuda:i" device i, anything else no CUDA device; a malformed index is refused.
+TEST(ComputeDevices, CudaIndexReadsCudaAndCudaColonIndexOnly) {
+  EXPECT_EQ(engine::cuda_index("cuda"), 0);
+  EXPECT_EQ(engine::cuda_index("cuda:0"), 0);
+  EXPECT_EQ(engine::cuda_index("cuda:12"), 12);
+  for (const char* other : {"cpu", "auto", "tpu", "cudas", "xcuda:1", ""})
+    EXPECT_EQ(engine::cuda_index(other), std::nullopt) << other;
+  for (const char* bad : {"cuda:", "cuda:x", "cuda:-1", "cuda:1x", "cuda: 1", "cuda:+1"})
+    test::expect_invalid_input([&] { (void)engine::cuda_index(bad); }, {std::string("\"") + bad + "\""});
 }
 
 }  // namespace
