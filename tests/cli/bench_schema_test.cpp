@@ -54,6 +54,17 @@ void expect_integer(const json& j, const char* key) {
   EXPECT_TRUE(j[key].is_number_integer()) << key;
 }
 
+// The first "model name" of /proc/cpuinfo, read here independently of the bench ("unknown" without one).
+std::string proc_cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);) {
+    if (line.compare(0, 10, "model name") != 0) continue;
+    std::string value = line.substr(line.find(':') + 1);
+    return value.substr(value.find_first_not_of(" \t"));
+  }
+  return "unknown";
+}
+
 void check_phase(const json& p, int iters) {
   for (const char* k : {"min_s", "median_s", "mean_s", "max_s"}) expect_number(p, k, true);
   ASSERT_TRUE(p["samples_s"].is_array());
@@ -107,6 +118,9 @@ void check_document(const json& doc, const std::string& family, int iters) {
   const json& r = doc["results"][0];
   EXPECT_EQ(r.at("device"), "cpu");
   expect_string(r, "device_name");
+  // The CPU it ran on is named as /proc/cpuinfo names it, in the result and in the machine block.
+  EXPECT_EQ(r["device_name"], proc_cpu_model());
+  EXPECT_EQ(machine["cpu_model"], proc_cpu_model());
   EXPECT_EQ(r.at("precision"), c["precision"]);
   EXPECT_EQ(r.at("threads"), 1);
   for (const char* phase : {"e_step", "m_step", "iteration"}) check_phase(r.at("phases").at(phase), iters);
