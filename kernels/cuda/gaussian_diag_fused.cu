@@ -19,6 +19,11 @@
 // log-density + normalise + header + tiled statistics), so the two agree to FMA contraction;
 // MIXLE_CUDA_FUSED=0 selects the unfused path for comparison. bench/gpu-model reads the SASS of
 // the loops marked `gpu-model:` below.
+// Under the TF32 opt-in the same kernel runs after the GEMM of gaussian_diag_tf32.cu
+// (`diag_fused_kernel<true>`): step 2 reads the GEMM's products for the tile (coalesced) and adds
+// log_const + c_k, and steps 1, 3 and 4 are unchanged — so the rows × K block is written once (by
+// the GEMM) and read once, instead of being initialised, read and written by the GEMM, by the
+// constant's kernel, by the normalisation and read by the header and the statistics.
 #include "kernels/cuda/device.cuh"
 #include "kernels/cuda/diag_moments.cuh"
 #include "kernels/cuda/row_normalise.cuh"
@@ -31,6 +36,11 @@ namespace {
 
 constexpr int kFusedThreads = 256;
 constexpr int kFusedWarps = kFusedThreads / 32;
+// Three blocks per SM (80 registers a thread on sm_90) rather than two (128): the kernel measured
+// latency bound at two (22 % achieved occupancy, half the issue slots used; docs/cuda.md). At 80
+// registers ptxas keeps everything the loops use in registers and moves only the float64 running
+// totals of the statistics block to local memory, which is touched once per kSubBlockRows rows.
+constexpr int kFusedBlocksPerSm = 3;
 constexpr int kFusedMaxK = 256;
 constexpr int kFusedMaxD = 64;
 constexpr int kDensityRows = 2;  // a thread's log-density block: 2 rows × 4 components
@@ -58,11 +68,14 @@ struct FusedLayout {
 
 int fused_tile_rows(int K, int D) { return FusedLayout(K, D, 32).bytes() <= kFusedSharedLimit ? 32 : 16; }
 
-__global__ void __launch_bounds__(kFusedThreads, 2)
+/// kFromProduct: the log-densities less their constants come from the TF32 GEMM (`product`, rows × K,
+/// and `constant`, c_k) instead of step 2's SIMT loop; the block adds log_const + c_k as it stages them.
+template <bool kFromProduct>
+__global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
     diag_fused_kernel(PartView<float> part, const float* __restrict__ log_const, const float* __restrict__ x, int ld,
                       int K, int tile_rows, std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ loglik,
                       int* __restrict__ status, DeviceReport* report, double* __restrict__ partials,
-                      std::int64_t stat_size) {
+                      std::int64_t stat_size, const float* __restrict__ product, const float* __restrict__ constant) {
   MIXLE_DYNAMIC_SHARED(float, smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int D = part.dims;
@@ -80,13 +93,15 @@ __global__ void __launch_bounds__(kFusedThreads, 2)
   const std::int64_t end = begin + rows_per_slot < rows ? begin + rows_per_slot : rows;
 
   // Coefficients, transposed; padding components get 0 (their log-densities are never read).
-  for (int e = tid; e < D * kp; e += kFusedThreads) {
-    const int d = e / kp, k = e % kp;
-    const float* coef = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
-    mean_t[e] = k < K ? coef[d] : 0.0f;
-    half_prec_t[e] = k < K ? coef[D + d] : 0.0f;
-  }
-  for (int k = tid; k < kp; k += kFusedThreads) lc[k] = k < K ? log_const[k] : 0.0f;
+  if constexpr (!kFromProduct)
+    for (int e = tid; e < D * kp; e += kFusedThreads) {
+      const int d = e / kp, k = e % kp;
+      const float* coef = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
+      mean_t[e] = k < K ? coef[d] : 0.0f;
+      half_prec_t[e] = k < K ? coef[D + d] : 0.0f;
+    }
+  for (int k = tid; k < kp; k += kFusedThreads)
+    lc[k] = k >= K ? 0.0f : kFromProduct ? log_const[k] + constant[k] : log_const[k];
   for (int e = tid; e < tile_rows * xstride; e += kFusedThreads) xs[e] = 0.0f;  // padding columns stay 0
 
   // This thread's statistics block: components 2·sc, 2·sc + 1 and dims 4·sd … 4·sd + 3.
@@ -99,7 +114,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2)
   });
   float mass = 0.0f;
   double mass_total = 0.0;
-  double slot_ll = 0.0, slot_valid = 0.0;  // the slot header's [0] and [1], thread 0's
+  double slot_ll = 0.0, slot_valid = 0.0;  // the slot header's [0] and [1], the last warp's
   const int kquads = kp / kDensityComps;
   const int density_units = tile_rows / kDensityRows * kquads;
 
@@ -113,40 +128,64 @@ __global__ void __launch_bounds__(kFusedThreads, 2)
       for (int e = tid; e < nrow * D; e += kFusedThreads)
         xs[e / D * xstride + e % D] = x[(r0 + e / D) * ld + part.col_begin + e % D];
       __syncthreads();
-      for (int u = tid; u < density_units; u += kFusedThreads) {
-        const int kq = u % kquads, row = u / kquads * kDensityRows;
-        if (row >= nrow) continue;
-        const float* x0 = xs + row * xstride;
-        const float* x1 = x0 + xstride;  // a row past nrow holds stale values; its result is never read
-        const float4 c = *reinterpret_cast<const float4*>(lc + kDensityComps * kq);
-        float l0[kDensityComps] = {c.x, c.y, c.z, c.w}, l1[kDensityComps] = {c.x, c.y, c.z, c.w};
-        // gpu-model: fused-log-density fp=3 per (row, component, dim)
-        for (int d = 0; d < D; ++d) {
-          const float4 m = *reinterpret_cast<const float4*>(mean_t + d * kp + kDensityComps * kq);
-          const float4 h = *reinterpret_cast<const float4*>(half_prec_t + d * kp + kDensityComps * kq);
-          const float mv[kDensityComps] = {m.x, m.y, m.z, m.w}, hv[kDensityComps] = {h.x, h.y, h.z, h.w};
-          const float xa = x0[d], xb = x1[d];
-#pragma unroll
-          for (int j = 0; j < kDensityComps; ++j) {
-            const float ta = xa - mv[j], tb = xb - mv[j];
-            l0[j] += hv[j] * (ta * ta);
-            l1[j] += hv[j] * (tb * tb);
+      if constexpr (kFromProduct) {
+        // The GEMM's rows, coalesced, plus log_const + c_k; padding components read as 0 (the
+        // statistics of an odd K read one past the last component, and skip it as r = 0).
+        for (int k = lane; k < kp; k += 32) {
+          const float ck = lc[k];
+          const float* in = product + (r0 + warp) * K + k;
+          float* out = ls + warp * kp + k;
+          if (k < K) {
+            // gpu-model: fused-product fp=1 per (row, component)
+            for (int row = warp; row < nrow; row += kFusedWarps, in += kFusedWarps * K, out += kFusedWarps * kp)
+              *out = *in + ck;
+          } else {
+            for (int row = warp; row < nrow; row += kFusedWarps, out += kFusedWarps * kp) *out = 0.0f;
           }
         }
-        *reinterpret_cast<float4*>(ls + row * kp + kDensityComps * kq) = make_float4(l0[0], l0[1], l0[2], l0[3]);
-        *reinterpret_cast<float4*>(ls + (row + 1) * kp + kDensityComps * kq) = make_float4(l1[0], l1[1], l1[2], l1[3]);
-      }
+      } else
+        for (int u = tid; u < density_units; u += kFusedThreads) {
+          const int kq = u % kquads, row = u / kquads * kDensityRows;
+          if (row >= nrow) continue;
+          const float* x0 = xs + row * xstride;
+          const float* x1 = x0 + xstride;  // a row past nrow holds stale values; its result is never read
+          const float4 c = *reinterpret_cast<const float4*>(lc + kDensityComps * kq);
+          float l0[kDensityComps] = {c.x, c.y, c.z, c.w}, l1[kDensityComps] = {c.x, c.y, c.z, c.w};
+          // gpu-model: fused-log-density fp=3 per (row, component, dim)
+          for (int d = 0; d < D; ++d) {
+            const float4 m = *reinterpret_cast<const float4*>(mean_t + d * kp + kDensityComps * kq);
+            const float4 h = *reinterpret_cast<const float4*>(half_prec_t + d * kp + kDensityComps * kq);
+            const float mv[kDensityComps] = {m.x, m.y, m.z, m.w}, hv[kDensityComps] = {h.x, h.y, h.z, h.w};
+            const float xa = x0[d], xb = x1[d];
+#pragma unroll
+            for (int j = 0; j < kDensityComps; ++j) {
+              const float ta = xa - mv[j], tb = xb - mv[j];
+              l0[j] += hv[j] * (ta * ta);
+              l1[j] += hv[j] * (tb * tb);
+            }
+          }
+          *reinterpret_cast<float4*>(ls + row * kp + kDensityComps * kq) = make_float4(l0[0], l0[1], l0[2], l0[3]);
+          *reinterpret_cast<float4*>(ls + (row + 1) * kp + kDensityComps * kq) =
+              make_float4(l1[0], l1[1], l1[2], l1[3]);
+        }
       __syncthreads();
       for (int row = warp; row < nrow; row += kFusedWarps) {
         normalise_row_warp(ls + row * kp, K, lane, row_ll + row, row_st + row, report);
         if (lane == 0) loglik[r0 + row] = row_ll[row], status[r0 + row] = row_st[row];
       }
       __syncthreads();
-      // The header's sums in row order, as the unfused header kernel forms them, from shared
-      // memory (read back from device memory after the slot, they cost a load latency a row).
-      if (tid == 0)
-        for (int row = 0; row < nrow; ++row)
-          if (row_st[row] == kRowOk || row_st[row] == kRowTie) slot_ll += row_ll[row], slot_valid += 1.0;
+      // The header's sums in row order, as the unfused header kernel forms them, by the last
+      // warp: its lanes read the tile's rows at once (one shared-memory latency, not one a row on
+      // a single thread while the block waits at the next barrier), then every lane adds the
+      // valid ones in row order from shuffles that do not depend on the sum. An excluded row adds
+      // +0.0, which leaves the sum's bits alone (no valid row's log-likelihood is −0.0).
+      if (warp == kFusedWarps - 1) {
+        const bool valid = lane < nrow && (row_st[lane] == kRowOk || row_st[lane] == kRowTie);
+        const double v = valid ? row_ll[lane] : 0.0;
+        // gpu-model: fused-header fp64=1 per (row)
+        for (int row = 0; row < nrow; ++row) slot_ll += __shfl_sync(0xffffffffu, v, row);
+        slot_valid += static_cast<double>(__popc(__ballot_sync(0xffffffffu, valid)));
+      }
       if (stats_thread) {
         // gpu-model: fused-statistics fp=4 per (row, component, dim)
         for (int row = 0; row < nrow; ++row) {
@@ -174,7 +213,7 @@ __global__ void __launch_bounds__(kFusedThreads, 2)
       entry[D] = m2;
     });
   if (tid < K) out[kStatHeader + tid] = mass_total;
-  if (tid == 0) out[0] = slot_ll, out[1] = slot_valid;
+  if (tid == kFusedThreads - 32) out[0] = slot_ll, out[1] = slot_valid;
 }
 
 }  // namespace
@@ -191,15 +230,30 @@ bool gaussian_diag_fused_eligible(const ModelView<float>& model) {
 }
 
 void launch_gaussian_diag_fused(const ModelView<float>& model, const ChunkArgs<float>& c, const SlotPlan& plan,
-                                DeviceReport* report, cudaStream_t s) {
+                                DeviceReport* report, cublasHandle_t tf32, cudaStream_t s) {
   if (c.rows == 0) return;
   const int K = c.components, D = model.parts[0].dims;
   const int tile_rows = fused_tile_rows(K, D);
-  launch_kernel<diag_fused_kernel>(static_cast<unsigned>(plan.slots), kFusedThreads,
-                                   FusedLayout(K, D, tile_rows).bytes(), s, model.parts[0], model.log_const, c.x, c.ld,
-                                   K, tile_rows, c.rows, plan.rows_per_slot, c.loglik, c.status, report, plan.partials,
-                                   plan.stat_size);
+  const std::size_t shared = FusedLayout(K, D, tile_rows).bytes();
+  if (!tf32) {
+    launch_kernel<diag_fused_kernel<false>>(static_cast<unsigned>(plan.slots), kFusedThreads, shared, s, model.parts[0],
+                                            model.log_const, c.x, c.ld, K, tile_rows, c.rows, plan.rows_per_slot,
+                                            c.loglik, c.status, report, plan.partials, plan.stat_size, nullptr,
+                                            nullptr);
+    MIXLE_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  // TF32: the GEMM writes the chunk's rows × K products into c.resp and c_k into a stream-ordered
+  // scratch freed after the kernel that reads them.
+  void* constant_raw = nullptr;
+  MIXLE_CUDA_TRY(cudaMallocAsync(&constant_raw, static_cast<std::size_t>(K) * sizeof(float), s));
+  float* constant = static_cast<float*>(constant_raw);
+  launch_gaussian_diag_tf32_product(tf32, model.parts[0], c, constant, s);
+  launch_kernel<diag_fused_kernel<true>>(static_cast<unsigned>(plan.slots), kFusedThreads, shared, s, model.parts[0],
+                                         model.log_const, c.x, c.ld, K, tile_rows, c.rows, plan.rows_per_slot, c.loglik,
+                                         c.status, report, plan.partials, plan.stat_size, c.resp, constant);
   MIXLE_CUDA_CHECK_LAUNCH();
+  MIXLE_CUDA_TRY(cudaFreeAsync(constant_raw, s));
 }
 
 }  // namespace mixle::kernels::cuda

@@ -50,35 +50,55 @@ __global__ void add_constant_kernel(const float* __restrict__ c, float* __restri
 
 }  // namespace
 
-void launch_gaussian_diag_log_density_tf32(cublasHandle_t handle, const PartView<float>& part,
-                                           const ChunkArgs<float>& c, cudaStream_t s) {
-  if (c.rows == 0) return;
+namespace {
+
+/// The features, weights and GEMM: L = [x∘x, x]·Wᵀ + β·L, c_k into `constant`. The scratch is
+/// stream-ordered, O(rows·D + K·D), freed in stream order after the GEMM.
+void tf32_product(cublasHandle_t handle, const PartView<float>& part, const ChunkArgs<float>& c, float beta,
+                  float* constant, cudaStream_t s) {
   const int D = part.dims, K = c.components;
-  // Stream-ordered scratch: O(rows·D + K·D), freed in stream order after the GEMM.
   const std::size_t a_count = static_cast<std::size_t>(c.rows) * 2 * D;
-  const std::size_t w_count = static_cast<std::size_t>(K) * 2 * D + K;
+  const std::size_t w_count = static_cast<std::size_t>(K) * 2 * D;
   void* a_raw = nullptr;
   void* w_raw = nullptr;
   MIXLE_CUDA_TRY(cudaMallocAsync(&a_raw, a_count * sizeof(float), s));
   MIXLE_CUDA_TRY(cudaMallocAsync(&w_raw, w_count * sizeof(float), s));
   float* a = static_cast<float*>(a_raw);
   float* w = static_cast<float*>(w_raw);
-  float* ck = w + static_cast<std::size_t>(K) * 2 * D;
-  launch_kernel<tf32_weights_kernel>(ceil_div(K, 128), 128, 0, s, part, K, w, ck);
+  launch_kernel<tf32_weights_kernel>(ceil_div(K, 128), 128, 0, s, part, K, w, constant);
   MIXLE_CUDA_CHECK_LAUNCH();
   launch_kernel<tf32_features_kernel>(ceil_div(c.rows * D, 256), 256, 0, s, part, c.x, c.ld, c.rows, a);
   MIXLE_CUDA_CHECK_LAUNCH();
-  // Column-major view: Lᵀ (K × rows, ld K) += Wᵀᵀ · Aᵀ where the row-major buffers W (K × 2D)
+  // Column-major view: Lᵀ (K × rows, ld K) = Wᵀᵀ · Aᵀ + β·Lᵀ where the row-major buffers W (K × 2D)
   // and A (rows × 2D) are column-major 2D × K and 2D × rows.
   const float one = 1.0f;
   MIXLE_CUBLAS_TRY(cublasSetStream(handle, s));
   MIXLE_CUBLAS_TRY(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, K, static_cast<int>(c.rows), 2 * D, &one, w,
-                                CUDA_R_32F, 2 * D, a, CUDA_R_32F, 2 * D, &one, c.resp, CUDA_R_32F, K,
+                                CUDA_R_32F, 2 * D, a, CUDA_R_32F, 2 * D, &beta, c.resp, CUDA_R_32F, K,
                                 CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
-  launch_kernel<add_constant_kernel>(log_density_grid(c.rows, K), log_density_block(), 0, s, ck, c.resp, K, c.rows);
-  MIXLE_CUDA_CHECK_LAUNCH();
   MIXLE_CUDA_TRY(cudaFreeAsync(a_raw, s));
   MIXLE_CUDA_TRY(cudaFreeAsync(w_raw, s));
+}
+
+}  // namespace
+
+void launch_gaussian_diag_log_density_tf32(cublasHandle_t handle, const PartView<float>& part,
+                                           const ChunkArgs<float>& c, cudaStream_t s) {
+  if (c.rows == 0) return;
+  const int K = c.components;
+  void* ck_raw = nullptr;
+  MIXLE_CUDA_TRY(cudaMallocAsync(&ck_raw, static_cast<std::size_t>(K) * sizeof(float), s));
+  float* ck = static_cast<float*>(ck_raw);
+  tf32_product(handle, part, c, 1.0f, ck, s);  // onto log_const and the other parts' terms
+  launch_kernel<add_constant_kernel>(log_density_grid(c.rows, K), log_density_block(), 0, s, ck, c.resp, K, c.rows);
+  MIXLE_CUDA_CHECK_LAUNCH();
+  MIXLE_CUDA_TRY(cudaFreeAsync(ck_raw, s));
+}
+
+void launch_gaussian_diag_tf32_product(cublasHandle_t handle, const PartView<float>& part, const ChunkArgs<float>& c,
+                                       float* constant, cudaStream_t s) {
+  if (c.rows == 0) return;
+  tf32_product(handle, part, c, 0.0f, constant, s);
 }
 
 }  // namespace mixle::kernels::cuda

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <sstream>
+#include <tuple>
 
 #if MIXLE_CUDA_SIM
 #include "kernels/cuda/pass.hpp"
@@ -285,9 +286,9 @@ struct Tf32Check {
   std::size_t rows;
 };
 
-Tf32Check tf32_case() {
-  Tf32Check c{random_model(Family::gaussian_diag, 16, 24, 61), {}, 1500};
-  std::mt19937_64 rng(62);
+Tf32Check tf32_case(std::size_t K = 16, std::size_t D = 24, std::size_t rows = 1500) {
+  Tf32Check c{random_model(Family::gaussian_diag, K, D, 61 + K * D), {}, rows};
+  std::mt19937_64 rng(62 + K);
   c.values = sample_rows(c.model, c.rows, rng);
   return c;
 }
@@ -318,6 +319,22 @@ void expect_tf32_statistics_within_bound(engine::Compute& cuda, const Tf32Check&
 TEST(CudaTf32, StatisticsMatchCpuWithinTheResponsibilityBound) {
   MIXLE_CUDA_OR_SKIP(cuda);
   expect_tf32_statistics_within_bound(*cuda, tf32_case());
+}
+
+// An eligible model's TF32 accumulate runs the GEMM and then the fused kernel reading its products;
+// MIXLE_CUDA_FUSED=0 keeps the unfused TF32 pass (score and the sharded pass use it always). Both
+// within the bound, at the fused kernel's edges: tiles of 16 rows (K = 256), an odd K whose last
+// register block reads one padding component, D not a multiple of 4, and D = 64.
+TEST(CudaTf32, FusedAndUnfusedPassesWithinTheBoundAtTheFusedEdges) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  for (const auto& [K, D, rows] :
+       {std::tuple<std::size_t, std::size_t, std::size_t>{256, 8, 555}, {31, 62, 401}, {5, 64, 300}, {16, 24, 1500}}) {
+    SCOPED_TRACE("K=" + std::to_string(K) + " D=" + std::to_string(D));
+    const Tf32Check c = tf32_case(K, D, rows);
+    expect_tf32_statistics_within_bound(*cuda, c);
+    ScopedEnv unfused("MIXLE_CUDA_FUSED", "0");
+    expect_tf32_statistics_within_bound(*cuda, c);
+  }
 }
 
 TEST(CudaTf32, ChunkingMovesStatisticsOnlyWithinTheBound) {
