@@ -89,6 +89,12 @@ TEST(CudaTiming, DISABLED_GaussianDiagCaseAFp32Unfused) {
 TEST(CudaTiming, DISABLED_GaussianDiagCaseATf32) {
   time_accumulate(Family::gaussian_diag, 10'000'000, 32, 64, Precision::tf32, 0.35, 5);
 }
+// The TF32 pass through the unfused kernels (L initialised, accumulated by the GEMM, the constant
+// added, normalised, read by the header and statistics kernels), for comparison with the fused one.
+TEST(CudaTiming, DISABLED_GaussianDiagCaseATf32Unfused) {
+  ScopedEnv unfused("MIXLE_CUDA_FUSED", "0");
+  time_accumulate(Family::gaussian_diag, 10'000'000, 32, 64, Precision::tf32, 0.35, 5);
+}
 // Case B full covariance: target within 2× of the structured fp32 roofline (32 ms).
 TEST(CudaTiming, DISABLED_GaussianFullCaseBFp32) {
   time_accumulate(Family::gaussian_full, 1'000'000, 64, 256, Precision::fp32, 32.0, 2);
