@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <memory>
+#include <string>
 
 namespace mixle::comms {
 
@@ -97,6 +99,11 @@ IoStatus recv_all(int fd, void* data, std::size_t bytes, Deadline deadline) noex
   return IoStatus::ok;
 }
 
+namespace {
+/// A getaddrinfo list, freed however the caller leaves.
+using AddressList = std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)>;
+}  // namespace
+
 FileDescriptor try_connect(const std::string& host, int port, std::string& error) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;  // MASTER_ADDR may be a hostname with IPv4 and IPv6 addresses
@@ -108,17 +115,14 @@ FileDescriptor try_connect(const std::string& host, int port, std::string& error
     error = "cannot resolve '" + host + "': " + ::gai_strerror(rc);
     return {};
   }
+  const AddressList owned(list, &::freeaddrinfo);
   error = "no address of '" + host + "' accepted a connection";
   for (addrinfo* a = list; a != nullptr; a = a->ai_next) {
     FileDescriptor fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
     if (!fd.valid()) continue;
-    if (::connect(fd.get(), a->ai_addr, a->ai_addrlen) == 0) {
-      ::freeaddrinfo(list);
-      return fd;
-    }
+    if (::connect(fd.get(), a->ai_addr, a->ai_addrlen) == 0) return fd;
     error = "connect to " + host + ":" + service + " failed: " + std::strerror(errno);
   }
-  ::freeaddrinfo(list);
   return {};
 }
 
@@ -133,19 +137,16 @@ FileDescriptor listen_on(const std::string& host, int port, int backlog) {
   std::string service = std::to_string(port);
   int rc = ::getaddrinfo(node, service.c_str(), &hints, &list);
   if (rc != 0) throw CommunicationError("cannot resolve store address '" + host + "': " + ::gai_strerror(rc));
+  const AddressList owned(list, &::freeaddrinfo);
   std::string error = "no address to bind";
   for (addrinfo* a = list; a != nullptr; a = a->ai_next) {
     FileDescriptor fd(::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
     if (!fd.valid()) continue;
     int one = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd.get(), backlog) == 0) {
-      ::freeaddrinfo(list);
-      return fd;
-    }
+    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd.get(), backlog) == 0) return fd;
     error = std::strerror(errno);
   }
-  ::freeaddrinfo(list);
   throw CommunicationError("cannot listen on " + (node ? host : std::string("*")) + ":" + service + ": " + error +
                            " (is another job using this port? set MASTER_PORT or "
                            "MIXLE_STORE_PORT)");

@@ -8,6 +8,7 @@
 #include <mixle/error.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -104,11 +105,10 @@ class ThreadMember final : public Communicator {
     std::memcpy(out, state_->send[0], count * sizeof(T));
     for (int r = 1; r < size(); ++r) {
       const T* in = static_cast<const T*>(state_->send[static_cast<std::size_t>(r)]);
-      if (op == ReduceOp::sum) {
-        for (std::size_t i = 0; i < count; ++i) out[i] += in[i];
-      } else {
-        for (std::size_t i = 0; i < count; ++i) out[i] = std::max(out[i], in[i]);
-      }
+      if (op == ReduceOp::sum)
+        std::transform(out, out + count, in, out, std::plus<T>());
+      else
+        std::transform(out, out + count, in, out, [](T a, T b) { return std::max(a, b); });
     }
   }
 

@@ -315,7 +315,7 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
   // error mark.
   double nonempty = 0.0;
   for (std::size_t k = 0; k < K; ++k)
-    if (const double w = out.stats[kernels::kStatHeader + k]; w > kEmptyMass) nonempty += w;
+    if (const double w = out.stats[kernels::kStatHeader + k]; !is_empty_mass(w)) nonempty += w;
   std::vector<double> scalars{d == 0 ? nonempty : 0.0, out.loglik, out.rows, error_mark(error, comm_.rank())};
   comm_.all_reduce_sum(std::span<double>(scalars));
   raise_marks(scalars[3], error, comm_, "the sharded E-step");
@@ -346,7 +346,7 @@ MStepResult ShardedEstimator::m_step(const Model& shard, const ShardEStep& step,
   // M-step's rule (mass_k / total, renormalised after the empty ones are dropped) in one division.
   for (std::size_t k = 0; k < K; ++k) {
     const double w = step.stats[kernels::kStatHeader + k];
-    result.model.weights[k] = w <= kEmptyMass ? 0.0 : w / step.nonempty_mass;
+    result.model.weights[k] = is_empty_mass(w) ? 0.0 : w / step.nonempty_mass;
   }
   return result;
 }

@@ -189,7 +189,7 @@ MStepResult m_step(const Model& prev, const std::vector<double>& stats, const Sh
   for (std::size_t k = 0; k < K; ++k) {
     const double mass = stats[kernels::kStatHeader + k];
     next.weights[k] = mass / total_mass;
-    if (mass <= kEmptyMass) {
+    if (is_empty_mass(mass)) {
       result.empty_components.push_back(k);
       next.weights[k] = 0.0;
       continue;  // keeps its previous parameters; run_em reseeds it under EmptyPolicy::reseed
@@ -214,7 +214,7 @@ MStepResult m_step(const Model& prev, const std::vector<double>& stats, const Sh
   // captured rows.
   std::vector<double> masses(K, 0.0);
   for (std::size_t k = 0; k < K; ++k)
-    if (stats[kernels::kStatHeader + k] > kEmptyMass) masses[k] = stats[kernels::kStatHeader + k];
+    if (!is_empty_mass(stats[kernels::kStatHeader + k])) masses[k] = stats[kernels::kStatHeader + k];
   for (Part& p : next.parts) family_ops(p.family).m_step_shared(p, masses, options.m_step);
   // Renormalise exactly so the weights stay a simplex after dropping empty components.
   double sum = 0.0;

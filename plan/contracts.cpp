@@ -59,11 +59,12 @@ void ParameterLayout::validate() const {
     throw InvalidInput("parameter layout logical_id='" + logical_id + "' is blank; accepted: a non-blank identifier");
   }
   const std::string where = "parameter layout '" + logical_id + "': ";
-  for (std::size_t i = 0; i < global_shape.size(); ++i) {
-    if (global_shape[i] < 0) {
-      throw InvalidInput(where + "global_shape[" + std::to_string(i) + "]=" + std::to_string(global_shape[i]) +
+  for (std::size_t i = 0; const auto extent : global_shape) {
+    if (extent < 0) {
+      throw InvalidInput(where + "global_shape[" + std::to_string(i) + "]=" + std::to_string(extent) +
                          " is negative; accepted: exact integers ≥ 0");
     }
+    ++i;
   }
   std::set<std::string> axes;
   for (const auto& [axis, placement] : placements) {

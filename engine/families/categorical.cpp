@@ -69,7 +69,7 @@ class Categorical final : public FamilyOps {
     const std::size_t D = p.dims(), V = p.categories;
     for (std::size_t d = 0; d < D; ++d) {
       const double md = column_mass_of(column_mass, d, mass);
-      if (md <= kEmptyMass) continue;  // no row of the component observed column d
+      if (is_empty_mass(md)) continue;  // no row of the component observed column d
       const double denom = md + o.pseudo_count * static_cast<double>(V);
       for (std::size_t v = 0; v < V; ++v) p.prob[(k * D + d) * V + v] = (s[d * V + v] + o.pseudo_count) / denom;
     }

@@ -18,6 +18,8 @@ namespace mixle::engine {
 /// A component (or, when missing values are marginalised, one of its columns) is empty when its
 /// responsibility mass is at most this (rows, float64).
 constexpr double kEmptyMass = 1e-8;
+/// The one test of that rule, used wherever a mass decides between fitting and keeping.
+constexpr bool is_empty_mass(double mass) { return mass <= kEmptyMass; }
 
 using mixle::MStepOptions;
 

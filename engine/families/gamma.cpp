@@ -76,7 +76,7 @@ class Gamma final : public FamilyOps {
     const std::size_t D = p.dims();
     for (std::size_t d = 0; d < D; ++d) {
       const double md = column_mass_of(column_mass, d, mass);
-      if (md <= kEmptyMass) continue;  // no row of the component observed column d
+      if (is_empty_mass(md)) continue;  // no row of the component observed column d
       const double mean = s[d] / md, mean_log = s[D + d] / md;
       const double alpha = gamma_shape(std::max(std::log(mean) - mean_log, kMinLogGap));
       p.shape[k * D + d] = alpha;

@@ -76,7 +76,7 @@ class GaussianDiag final : public FamilyOps {
     const std::size_t D = p.dims();
     for (std::size_t d = 0; d < D; ++d) {
       const double md = column_mass_of(column_mass, d, mass);
-      if (md <= kEmptyMass) continue;   // no row of the component observed column d
+      if (is_empty_mass(md)) continue;  // no row of the component observed column d
       const double m1 = s[d] / md;      // E[x − shift]
       const double m2 = s[D + d] / md;  // E[(x − shift)²]
       const double var = std::max(m2 - m1 * m1, 0.0);

@@ -132,7 +132,7 @@ class GaussianFull final : public FamilyOps {
     draw_benchmark_centres(p.mean, K * D, rng);
     std::normal_distribution<double> normal(0.0, 1.0);
     std::uniform_real_distribution<double> scale(0.5, 1.5);
-    p.cov.assign(K * D * D, 0.0);
+    p.cov.resize(K * D * D);  // every entry is written below
     std::vector<double> a(D * D);
     for (std::size_t k = 0; k < K; ++k) {
       for (auto& x : a) x = normal(rng);

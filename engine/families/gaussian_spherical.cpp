@@ -84,7 +84,7 @@ class GaussianSpherical final : public FamilyOps {
     double pooled = 0.0, observed = 0.0;  // Σ_d m_d·E_d[(x_d − mean_d)²], Σ_d m_d
     for (std::size_t d = 0; d < D; ++d) {
       const double md = column_mass_of(column_mass, d, mass);
-      if (md <= kEmptyMass) continue;   // no row of the component observed column d
+      if (is_empty_mass(md)) continue;  // no row of the component observed column d
       const double m1 = s[d] / md;      // E[x − shift]
       const double m2 = s[D + d] / md;  // E[(x − shift)²]
       pooled += md * std::max(m2 - m1 * m1, 0.0);

@@ -86,7 +86,7 @@ class Poisson final : public PositiveRate {
               const MStepOptions& o) const override {
     for (std::size_t d = 0; d < p.dims(); ++d) {
       const double md = column_mass_of(column_mass, d, mass);
-      if (md > kEmptyMass) p.rate[k * p.dims() + d] = std::max(s[d] / md, o.rate_floor);
+      if (!is_empty_mass(md)) p.rate[k * p.dims() + d] = std::max(s[d] / md, o.rate_floor);
     }
   }
   double log_density_column(const Part& p, std::size_t k, std::size_t d, double x) const override {
@@ -125,7 +125,7 @@ class Exponential final : public PositiveRate {
               const MStepOptions& o) const override {
     for (std::size_t d = 0; d < p.dims(); ++d) {
       const double md = column_mass_of(column_mass, d, mass);
-      if (md > kEmptyMass) p.rate[k * p.dims() + d] = 1.0 / std::max(s[d] / md, o.rate_floor);
+      if (!is_empty_mass(md)) p.rate[k * p.dims() + d] = 1.0 / std::max(s[d] / md, o.rate_floor);
     }
   }
   double log_density_column(const Part& p, std::size_t k, std::size_t d, double x) const override {
@@ -172,7 +172,7 @@ class Bernoulli final : public FamilyOps {
               const MStepOptions& o) const override {
     for (std::size_t d = 0; d < p.dims(); ++d) {
       const double md = column_mass_of(column_mass, d, mass);
-      if (md > kEmptyMass) p.prob[k * p.dims() + d] = (s[d] + o.pseudo_count) / (md + 2.0 * o.pseudo_count);
+      if (!is_empty_mass(md)) p.prob[k * p.dims() + d] = (s[d] + o.pseudo_count) / (md + 2.0 * o.pseudo_count);
     }
   }
   bool observed_columns() const override { return true; }

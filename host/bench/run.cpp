@@ -122,14 +122,13 @@ PhaseTimings summarise(std::vector<double> samples) {
 }
 
 WorkModel work_model(const BenchCase& c, const Model& model) {
-  const double N = static_cast<double>(c.rows), K = static_cast<double>(c.components), D = static_cast<double>(c.dims);
+  const double N = static_cast<double>(c.rows), K = static_cast<double>(c.components);
   WorkModel w;
   // The family's work model per (row, component): e.g. gaussian_diag's E 4D + M 4D.
   const SizeRule& flops = family_descriptor(c.family).flops;
-  const double V = static_cast<double>(c.categories);
-  w.flops = N * K *
-            (static_cast<double>(flops.per_component) + static_cast<double>(flops.per_column) * D +
-             static_cast<double>(flops.per_column_pair) * D * D + static_cast<double>(flops.per_category) * D * V);
+  w.flops =
+      N * K *
+      static_cast<double>(flops.count(static_cast<std::int64_t>(c.dims), static_cast<std::int64_t>(c.categories)));
   w.statistics = engine::stat_layout(model).size;
   // Data read once per E-step (float32) plus the float64 statistics written once.
   w.bytes = 4.0 * N * static_cast<double>(model.columns()) + 8.0 * static_cast<double>(w.statistics);

@@ -65,10 +65,7 @@ bench::BenchCase to_case(const BenchArgs& a) {
   c.iters = a.iters;
   c.warmup = a.warmup;
   c.seed = a.seed;
-  as_usage([&] {
-    bench::validate_case(c);
-    return 0;
-  });
+  as_usage([&] { bench::validate_case(c); });
   return c;
 }
 

@@ -63,7 +63,7 @@ struct Workspace {
     block_acc.assign(static_cast<std::size_t>(model.stat_size), T(0));
     active.reserve(model.components);
     acc_ptrs.resize(model.components);
-    scratch_stride = std::max(1, scratch_size(model));
+    scratch_stride = scratch_size(model);  // 0 (no scratch) unless a part is gaussian_full
     scratch.assign(static_cast<std::size_t>(scratch_stride) * workers, T(0));
   }
   T* worker_scratch(int w) { return scratch.data() + static_cast<std::size_t>(w) * scratch_stride; }

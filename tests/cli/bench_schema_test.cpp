@@ -65,6 +65,14 @@ std::string proc_cpu_model() {
   return "unknown";
 }
 
+// MemTotal of /proc/meminfo in bytes, read here independently of the bench (0 without one).
+long long proc_mem_total() {
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.compare(0, 9, "MemTotal:") == 0) return std::stoll(line.substr(9)) * 1024;
+  return 0;
+}
+
 void check_phase(const json& p, int iters) {
   for (const char* k : {"min_s", "median_s", "mean_s", "max_s"}) expect_number(p, k, true);
   ASSERT_TRUE(p["samples_s"].is_array());
@@ -91,6 +99,7 @@ void check_document(const json& doc, const std::string& family, int iters) {
   expect_string(machine, "cpu_model");
   expect_integer(machine, "logical_cpus");
   expect_integer(machine, "memory_bytes");
+  EXPECT_EQ(machine["memory_bytes"].get<long long>(), proc_mem_total());
   expect_string(machine, "os");
 
   const json& build = doc.at("build");

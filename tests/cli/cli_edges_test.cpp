@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,9 @@ TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {
   for (const char* line : {"fitted 2 components on 500 rows", "mean log-likelihood per row:",
                            "log-likelihood per iteration:", "throughput:", "component 0", "component 1"})
     EXPECT_NE(f.out.find(line), std::string::npos) << "fit output lacks \"" << line << "\":\n" << f.out;
+  // The per-iteration log-likelihoods make a line of their own, numbers only.
+  EXPECT_TRUE(std::regex_search(f.out, std::regex(R"((^|\n)log-likelihood per iteration:( -?\d+\.\d{6},?)+\n)")))
+      << f.out;
   // A backend outside the distributed driver takes one shard too, and refuses two.
   const std::string threaded = "fit --data " + dir.file("d.npy") + " -k 2 --seed 3 -q --backend component_parallel";
   EXPECT_EQ(test::run_cli(dir, threaded + " --shard-components 1 --out " + dir.file("t.json")).code, 0);

@@ -430,8 +430,8 @@ TEST(CliDistributedFit, AnErrorInsideTheProcessGroupIsPrintedOnce) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("m.json")));
 }
 
-// `mixle fit --help` shows each default, and it is the library's: the stepwise controls of
-// FitOptions and the communicator and timeout of DistributedOptions.
+// `mixle fit --help` shows each default, and it is the library's: the M-step floors and stepwise
+// controls of FitOptions and the communicator and timeout of DistributedOptions.
 TEST(CliHelp, FitShowsTheLibraryDefaults) {
   TempDir dir("cli-help");
   const CliRun r = test::run_cli(dir, "fit --help");
@@ -448,6 +448,10 @@ TEST(CliHelp, FitShowsTheLibraryDefaults) {
       {"--step-decay", text(o.step_decay)},
       {"--step-offset", text(o.step_offset)},
       {"--epochs", text(o.epochs)},
+      {"--full-batch-iterations", text(o.full_batch_iterations)},
+      {"--reg-covar", text(o.reg_covar)},
+      {"--pseudo-count", text(o.pseudo_count)},
+      {"--rate-floor", text(o.rate_floor)},
       {"--comm", d.comm},
       {"--timeout", text(std::chrono::duration<double>(d.timeout).count())}};
   for (const auto& [option, value] : defaults)

@@ -1,6 +1,7 @@
 // Dataset: views, owned vectors, slices, typed access.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "data_test_util.hpp"
@@ -27,6 +28,21 @@ TEST(DataDataset, ViewIsZeroCopy) {
   EXPECT_EQ(d.at(2, 1), 42.0);
   EXPECT_EQ(d.as<float>(), v.data());
   EXPECT_THROW(d.as<double>(), InvalidInput);
+}
+
+// A null pointer is a view of no values only: one row of two columns, or two rows of one, is
+// refused naming the shape; zero rows or zero columns are empty views.
+TEST(DataDataset, ANullViewHoldsNoValues) {
+  EXPECT_THROW(Dataset::view(static_cast<const float*>(nullptr), 1, 2), InvalidInput);
+  EXPECT_THROW(Dataset::view(static_cast<const double*>(nullptr), 2, 1), InvalidInput);
+  try {
+    (void)Dataset::view(static_cast<const double*>(nullptr), 3, 5);
+    FAIL() << "expected InvalidInput";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("3 x 5"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(Dataset::view(static_cast<const float*>(nullptr), 0, 4).rows(), 0u);
+  EXPECT_EQ(Dataset::view(static_cast<const double*>(nullptr), 6, 0).rows(), 6u);
 }
 
 TEST(DataDataset, FromVectorOwnsAndChecksSize) {

@@ -4,6 +4,7 @@
 #include "engine_test_util.hpp"
 
 #include "engine/encoded_data.hpp"
+#include "engine/families/family_ops.hpp"
 #include "engine/local_handle.hpp"
 
 #include <mixle/error.hpp>
@@ -96,6 +97,17 @@ TEST(EngineDegenerate, ComponentsEmptyFromTheStartKeepTheFamilysDefaultComponent
     }
     EXPECT_EQ(empty, 2u);
   }
+}
+
+// The emptiness rule every M-step shares: a mass of exactly kEmptyMass is empty, the next double
+// above it is not (the M-step, the shared covariance, the sharded weights and the marginalised
+// columns all ask this one function).
+TEST(EngineDegenerate, AMassOfExactlyTheEmptyBoundIsEmpty) {
+  EXPECT_TRUE(engine::is_empty_mass(engine::kEmptyMass));
+  EXPECT_FALSE(engine::is_empty_mass(std::nextafter(engine::kEmptyMass, 1.0)));
+  EXPECT_TRUE(engine::is_empty_mass(0.0));
+  EXPECT_TRUE(engine::is_empty_mass(-1.0));
+  EXPECT_FALSE(engine::is_empty_mass(1.0));
 }
 
 TEST(EngineDegenerate, IdenticalRowsSelectInit) {

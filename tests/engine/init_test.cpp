@@ -495,6 +495,12 @@ TEST(EngineInit, KmeansOnAllRowsReachesLloydsFixedPoint) {
   }
   const Model weighted = engine::initialise_kmeans(*engine::encoded_data(rows.with_weights(weights), {}), shape, 5, est,
                                                    1, engine::kKmeansMaxIterations, 0.0);
+  // Weights far below 1 (each cluster's mass ≈ 0.075): a cluster of any positive mass moves to its
+  // weighted mean — here the plain mean, so the unweighted fixed point's condition holds.
+  const Model light =
+      engine::initialise_kmeans(*engine::encoded_data(rows.with_weights(std::vector<double>(N, 1e-5)), {}), shape, 5,
+                                est, 1, engine::kKmeansMaxIterations, 0.0);
+  EXPECT_LT(lloyd_gap(light), 1e-9);
   v = repeated;
   EXPECT_LT(lloyd_gap(weighted), 1e-12);
 }

@@ -3,12 +3,14 @@
 // impossible), responsibilities below e^-40 of the largest are exactly 0, and the others are
 // the stable ratios. Oracle: the same two log-densities, written out by hand in long double.
 #include "engine_test_util.hpp"
+#include "engine/compute.hpp"
 
 #include <mixle/fit.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace mixle {
@@ -73,6 +75,32 @@ TEST(EngineLogSumExp, RowsFarBelowEveryComponent) {
     check(100.0, 0.0, 1.0, precision, tol);  // both ~ -5000 nats: one flushed to 0
     check(60.0, 0.0, 0.5, precision, tol);   // ~ -1800 nats, 29.9 apart: both kept
     check(-80.0, 0.0, 0.0, precision, tol);  // equal: 1/2 each
+  }
+}
+
+// A row whose log-density is NaN under one component only is a NaN row (reported as one, with a
+// NaN log-likelihood) in a log-likelihood-only pass — not an impossible row. Here the first
+// component's whitened distance is +inf − inf (x − μ overflows to +inf in both columns and
+// P = C⁻¹ has entries −22.4 and +22.4 in its second row) and the second's is −inf. Its
+// neighbours are ordinary rows.
+TEST(EngineLogSumExp, ANanUnderOneComponentMakesANanRow) {
+  auto cpu = engine::make_cpu_compute(1);
+  for (const auto& [precision, big] : {std::pair{engine::Precision::fp64, 1e308}, {engine::Precision::fp32, 3e38}}) {
+    SCOPED_TRACE(big);
+    Model m;
+    m.weights = {0.5, 0.5};
+    Part g = make_part(Family::gaussian_full, 0, 2);
+    g.mean = {-big, -big, 0.0, 0.0};
+    g.cov = {1.0, 0.999, 0.999, 1.0, 1.0, 0.0, 0.0, 1.0};
+    m.parts = {g};
+    std::vector<double> rows = {0.1, 0.2, -0.3, 0.4, 0.5, -0.1, big, big, 0.2, 0.3};
+    const Dataset data = Dataset::view(rows.data(), 5, 2);
+    std::vector<double> ll(5);
+    const kernels::PassReport report = cpu->score(m, data, precision, ll.data(), nullptr);
+    EXPECT_TRUE(std::isnan(ll[3])) << ll[3];
+    EXPECT_EQ(report.nan_rows, 1u);
+    EXPECT_EQ(report.impossible_rows, 0u);
+    for (std::size_t n : {0u, 1u, 2u, 4u}) EXPECT_TRUE(std::isfinite(ll[n])) << n;
   }
 }
 

@@ -12,7 +12,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <memory>
 #include <random>
+#include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -114,6 +118,64 @@ TEST(ShardChunking, TheCpuKernelsKeepLogDensitiesBetweenTheirPasses) {
     EXPECT_TRUE(c.keep);
     EXPECT_EQ(c.count, 1u);
     EXPECT_EQ(c.rows, 128u);
+  }
+}
+
+/// The CPU kernels, except that scoring fails: a rank whose backend breaks in the E-step.
+class FailingScore final : public Compute {
+ public:
+  std::string name() const override { return "failing"; }
+  kernels::PassReport accumulate(const Model& m, const Dataset& d, Precision p, std::vector<double>& s) override {
+    return inner_->accumulate(m, d, p, s);
+  }
+  kernels::PassReport score(const Model&, const Dataset&, Precision, double*, double*) override {
+    throw InvalidInput("injected scoring failure");
+  }
+  void accumulate_given(const Model& m, const Dataset& d, const double* resp, std::vector<double>& s) override {
+    inner_->accumulate_given(m, d, resp, s);
+  }
+
+ private:
+  std::unique_ptr<Compute> inner_ = make_cpu_compute(1);
+};
+
+// Three component shards of one data group; the third rank's backend fails as it scores. Every
+// row is impossible under the first two shards' components and certain under the third's, so a
+// rank that went on to combine the chunk without the failed shard would find every row
+// impossible and raise that instead: each rank must stop at the failed shard and raise its error.
+TEST(ShardedEStep, AShardsFailureStopsTheOtherShardsBeforeTheyCombine) {
+  constexpr int G = 3;
+  auto world = comms::make_thread_group(G, std::chrono::seconds(20));
+  Model whole;
+  whole.weights = {0.25, 0.25, 0.5};
+  Part p;
+  p.family = Family::categorical;
+  p.col_begin = 0;
+  p.col_end = 1;
+  p.categories = 3;
+  p.prob = {0.5, 0.5, 0.0, 0.3, 0.7, 0.0, 0.0, 0.0, 1.0};
+  whole.parts = {p};
+  const Dataset rows = Dataset::from_vector(std::vector<double>(300, 2.0), 300, 1);
+  std::vector<std::string> errors(G);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < G; ++r)
+    ranks.emplace_back([&, r] {
+      try {
+        std::unique_ptr<Compute> compute = r == 2 ? std::make_unique<FailingScore>() : make_cpu_compute(1);
+        ShardedEstimator estimator(rows, 0, {{0, 300}}, make_shard_mesh(G, r, G), 1,
+                                   *world[static_cast<std::size_t>(r)], std::move(compute));
+        (void)estimator.e_step(slice_components(whole, static_cast<std::size_t>(r), static_cast<std::size_t>(r) + 1),
+                               EstimatorOptions{});
+        errors[static_cast<std::size_t>(r)] = "no error";
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+      }
+    });
+  for (std::thread& t : ranks) t.join();
+  for (int r = 0; r < G; ++r) {
+    const std::string& e = errors[static_cast<std::size_t>(r)];
+    EXPECT_NE(e.find("injected scoring failure"), std::string::npos) << "rank " << r << ": " << e;
+    if (r != 2) EXPECT_NE(e.find("rank 2"), std::string::npos) << "rank " << r << ": " << e;
   }
 }
 

@@ -83,6 +83,9 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
   ASSERT_EQ(one.exit_code(), 0) << one.output();
   const std::uint64_t model_bytes = numbers_after(one.output(), "model parameter bytes:").at(0);
   ASSERT_GT(model_bytes, 0u);
+  // The whole model's statistics: the header (Σ log-likelihood, rows) and K blocks of equal size.
+  const std::uint64_t statistic_bytes = numbers_after(one.output(), "resident statistic bytes per rank:").at(0);
+  ASSERT_GT(statistic_bytes, 16u);
   // world 4: 2 data groups × 2 component shards, 1 × 4, and data parallel (G = 1).
   for (int G : {2, 4, 1}) {
     const std::string name = "g" + std::to_string(G);
@@ -129,6 +132,11 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
     ASSERT_EQ(resident.size(), 4u) << out;
     for (std::uint64_t b : resident)
       EXPECT_EQ(b * static_cast<std::uint64_t>(G), model_bytes) << "G = " << G << "\n" << out;
+    // And the statistics of its K/G components: the header plus 1/G of the components' blocks.
+    const auto statistics = numbers_after(out, "resident statistic bytes per rank:");
+    ASSERT_EQ(statistics.size(), 4u) << out;
+    for (std::uint64_t b : statistics)
+      EXPECT_EQ((b - 16) * static_cast<std::uint64_t>(G), statistic_bytes - 16) << "G = " << G << "\n" << out;
     // The summary counts the payload rank 0 handed to collectives: never nothing on 4 ranks.
     const auto at = out.find(" collective bytes");
     ASSERT_NE(at, std::string::npos) << out;
@@ -256,6 +264,31 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
   EXPECT_NE(tiny.exit_code(), 0) << tiny.output();
   EXPECT_NE(tiny.output().find("does not fit"), std::string::npos) << tiny.output();
   EXPECT_FALSE(fs::exists(dir.path / "tiny-out.json"));
+}
+
+// Two data groups × two component shards: data group g runs on the device of its first rank,
+// g·2. With rank 2's device three times as fast as rank 0's, group 0 (ranks 0 and 1) takes a
+// quarter of the rows — rank 0 prints its range.
+TEST(ShardedFit, EachDataGroupTakesTheShareOfItsFirstRanksDevice) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
+  TempDir dir;
+  const fs::path data = make_data(dir, 20000);
+  std::vector<plan::DeviceSpec> devices;
+  for (int r = 0; r < 4; ++r) {
+    plan::DeviceSpec d;
+    d.name = "cpu:" + std::to_string(r);
+    d.throughput = r < 2 ? 1.0 : 3.0;
+    devices.push_back(d);
+  }
+  std::ofstream(dir.path / "resources.json") << plan::Resources(devices).to_json();
+  Process p = launch(4, {"--shard-components", "2", "--resources", (dir.path / "resources.json").string()}, data,
+                     dir.path / "out.json", dir.path / "out.log");
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  const std::string label = "this rank's rows [0, ";
+  const auto at = p.output().find(label);
+  ASSERT_NE(at, std::string::npos) << p.output();
+  const double end = std::stod(p.output().substr(at + label.size()));
+  EXPECT_NEAR(end, 5000.0, 128.0) << p.output();  // a quarter of 20,000, aligned to 128-row blocks
 }
 
 TEST(ShardedFit, AnImpossibleRowInOneDataGroupStopsEveryRankNamingIt) {

@@ -140,6 +140,8 @@ TEST(ContractParameterLayout, Validation) {
   ParameterLayout neg = ok;
   neg.global_shape = {-1};
   expect_mentions(message_of<InvalidInput>([&] { neg.validate(); }), {"global_shape[0]=-1", "≥ 0"});
+  neg.global_shape = {4, 0, -3};  // the extent named by its own index
+  expect_mentions(message_of<InvalidInput>([&] { neg.validate(); }), {"global_shape[2]=-3"});
   expect_mentions(
       message_of<InvalidInput>([] { ParameterLayout::from_json(R"({"logical_id": "w", "global_shape": [2.5]})"); }),
       {"global_shape[0]=2.5", "exact integer"});
@@ -384,6 +386,8 @@ TEST(ContractLaunchers, LightningFabricOwnsDataParallelismOnly) {
   EXPECT_EQ(lightning_fabric_launch(ParallelPlan({.dp_shard = 2})).strategy, "fsdp");  // the least sharding
   expect_mentions(message_of<InvalidInput>([] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), 0, 1); }),
                   {"devices=0 is invalid", "≥ 1"});
+  expect_mentions(message_of<InvalidInput>([] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), 4, 0); }),
+                  {"num_nodes=0 is invalid", "≥ 1"});
   expect_mentions(
       message_of<UnrealizedModelPlacement>([] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 2, .tp = 2})); }),
       {"only owns data parallelism", "tp"});

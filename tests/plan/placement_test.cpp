@@ -120,6 +120,16 @@ TEST(Placement, WeightedResourcesGetProportionalChunks) {
   EXPECT_EQ(q.shards[0].size(), 4u);
   EXPECT_EQ(q.shards[1].size(), 3u);
   expect_tiles(q);
+  // As many rows as devices: one row each; fewer: the first deficits take one, the rest none.
+  Placement one_each = plan(three, {.rows = 3, .model = gmm(2, 1)});
+  ASSERT_EQ(one_each.shards.size(), 3u);
+  for (const PlacementShard& s : one_each.shards) EXPECT_EQ(s.size(), 1u) << s.device.name;
+  expect_tiles(one_each);
+  Placement two = plan(three, {.rows = 2, .model = gmm(2, 1)});
+  ASSERT_EQ(two.shards.size(), 2u);
+  EXPECT_EQ(two.shards[0].device.name, "a");
+  EXPECT_EQ(two.shards[1].device.name, "b");
+  expect_tiles(two);
   // A trillion rows split as exactly: the rule starts from the floors, so it adds a few rows,
   // not one at a time from zero.
   Placement t = plan(r, {.rows = 1'000'000'000'001ull, .model = gmm(2, 1)});
@@ -199,6 +209,13 @@ TEST(Placement, ZeroRowsIsOneEmptyShardOnTheFastest) {
   ASSERT_EQ(p.shards.size(), 1u);
   EXPECT_EQ(p.shards[0].device.name, "b");
   EXPECT_EQ(p.shards[0].size(), 0u);
+  EXPECT_NO_THROW(p.validate(0));
+  // Zero rows need no shard at all; any rows need one.
+  Placement none = p;
+  none.shards.clear();
+  EXPECT_NO_THROW(none.validate(0));
+  none.total_rows = 1;
+  expect_mentions(message_of<InvalidInput>([&] { none.validate(); }), {"total_rows=1", "no shards"});
 }
 
 TEST(Placement, ValidateRequiresExactCoverageAndKnownDevices) {
