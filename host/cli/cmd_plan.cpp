@@ -53,10 +53,9 @@ plan::ModelSummary model_from_args(const PlanArgs& a) {
         "the model is needed: --model FILE, --family F --components K [--dims D], "
         "or --layout L --components K");
   }
-  plan::ModelSummary model = a.layout.empty() ? plan::ModelSummary{*a.components, {{a.family, a.dims, a.categories}}}
-                                              : engine::summarise(*a.components, parse_layout(a.layout, 0), 0);
-  model.validate();
-  return model;
+  // plan() validates the summary before anything uses it (and names the part and field).
+  return a.layout.empty() ? plan::ModelSummary{*a.components, {{a.family, a.dims, a.categories}}}
+                          : engine::summarise(*a.components, parse_layout(a.layout, 0), 0);
 }
 
 std::string bytes_text(std::uint64_t bytes) {

@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -160,10 +161,9 @@ void log_densities(const ModelView<T>& model, Workspace<T>& ws) {
 template <class T>
 void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& report) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  T mx[kBlockRows], sum[kBlockRows];
-  for (int b = 0; b < kBlockRows; ++b) mx[b] = kNegInf, sum[b] = T(0);
-  T nan_seen[kBlockRows];  // non-zero where some component's log-density is NaN
-  for (int b = 0; b < kBlockRows; ++b) nan_seen[b] = T(0);
+  T mx[kBlockRows], sum[kBlockRows] = {};
+  std::fill(std::begin(mx), std::end(mx), kNegInf);
+  T nan_seen[kBlockRows] = {};  // non-zero where some component's log-density is NaN
   for (int k = 0; k < K; ++k) {
     const T* l = block.logp(k);
 #pragma omp simd
@@ -230,8 +230,8 @@ void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& repor
 template <class T>
 void row_logliks(int K, std::int64_t first_row, Block<T>& block, PassReport& report) {
   constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  T mx[kBlockRows], sum[kBlockRows], nan_seen[kBlockRows];
-  for (int b = 0; b < kBlockRows; ++b) mx[b] = kNegInf, sum[b] = T(0), nan_seen[b] = T(0);
+  T mx[kBlockRows], sum[kBlockRows] = {}, nan_seen[kBlockRows] = {};
+  std::fill(std::begin(mx), std::end(mx), kNegInf);
   for (int k = 0; k < K; ++k) {
     const T* l = block.logp(k);
 #pragma omp simd

@@ -167,6 +167,21 @@ TEST(BenchLibrary, CommBenchFlagsAReductionThatReturnsWrongBytes) {
   std::string per_size = "bsbsbsmm", all;
   for (int i = 0; i < 6; ++i) all += per_size;
   EXPECT_EQ(comm.calls, all);
+  // The table's columns: bytes, count, time in µs, algbw and busbw in GB/s, the check.
+  const mb::CommBenchRow row{
+      .bytes = 1024, .count = 128, .seconds = 2.5e-6, .algbw_gbs = 0.4096, .busbw_gbs = 0.7, .correct = true};
+  const std::string one = mb::format_comm_table(comm, {row});
+  std::istringstream line(one.substr(one.find('\n', one.find("check")) + 1));
+  std::size_t bytes = 0, count = 0;
+  double micros = 0, algbw = 0, busbw = 0;
+  std::string check;
+  line >> bytes >> count >> micros >> algbw >> busbw >> check;
+  EXPECT_EQ(bytes, 1024u);
+  EXPECT_EQ(count, 128u);
+  EXPECT_DOUBLE_EQ(micros, 2.5);
+  EXPECT_DOUBLE_EQ(algbw, 0.41);
+  EXPECT_DOUBLE_EQ(busbw, 0.7);
+  EXPECT_EQ(check, "ok");
 }
 
 TEST(BenchLibrary, FailedChecksAreCounted) {

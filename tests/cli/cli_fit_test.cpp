@@ -460,5 +460,17 @@ TEST(CliHelp, FitShowsTheLibraryDefaults) {
         << r.out;
 }
 
+// `mixle score --help` shows what it computes, where and how precisely when not told.
+TEST(CliHelp, ScoreShowsItsDefaults) {
+  TempDir dir("cli-help-score");
+  const CliRun r = test::run_cli(dir, "score --help");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const auto& [option, value] : std::vector<std::pair<std::string, std::string>>{
+           {"--what", "loglik"}, {"--device", "cpu"}, {"--precision", "fp64"}})
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(option + R"( \S*=)" + value + R"((\s|$))")))
+        << option << " should show =" << value << " in:\n"
+        << r.out;
+}
+
 }  // namespace
 }  // namespace mixle

@@ -53,6 +53,14 @@ TEST(FileDescriptorTest, AnErrorOtherThanWouldBlockFailsAtOnce) {
   EXPECT_LT(Clock::now() - t0, 2s);
 }
 
+// A name that cannot resolve (".invalid" never does) gives no descriptor and says why.
+TEST(Socket, AnUnresolvableHostIsNamedInTheError) {
+  std::string error;
+  const FileDescriptor fd = try_connect("no-such-host.invalid", 29500, error);
+  EXPECT_FALSE(fd.valid());
+  EXPECT_NE(error.find("cannot resolve 'no-such-host.invalid'"), std::string::npos) << error;
+}
+
 // A raw connection for speaking broken protocol at the server.
 struct RawConnection {
   FileDescriptor fd;

@@ -185,5 +185,31 @@ TEST(BenchRecipes, BernoulliPerturbationStopsAtItsEdges) {
   }
 }
 
+// gaussian_full's draw is mean + L·z with L the Cholesky factor of the covariance and z the
+// sampler's next D standard normals, in order: recomputed here from the same engine and
+// distribution for a covariance with strong correlation, whose factor has large off-diagonal
+// entries (a sign or an index wrong in the product moves the row far).
+TEST(BenchRecipe, GaussianFullDrawsMeanPlusCholeskyTimesNormals) {
+  Part p;
+  p.family = Family::gaussian_full;
+  p.col_begin = 0;
+  p.col_end = 3;
+  p.mean = {1.0, -2.0, 3.0};
+  p.cov = {4.0, 3.8, 1.0, 3.8, 4.0, 1.2, 1.0, 1.2, 2.0};
+  // Its Cholesky factor, by hand: L00 = 2, L10 = 1.9, L11 = √(4 − 1.9²), L20 = 0.5,
+  // L21 = (1.2 − 1.9·0.5)/L11, L22 = √(2 − 0.25 − L21²).
+  const double l11 = std::sqrt(4.0 - 1.9 * 1.9), l21 = (1.2 - 0.95) / l11, l22 = std::sqrt(1.75 - l21 * l21);
+  std::mt19937_64 rng(41), same(41);
+  for (int draw = 0; draw < 3; ++draw) {
+    std::normal_distribution<double> normal(0.0, 1.0);  // a new one per draw, as the sampler's
+    double row[3];
+    engine::family_ops(Family::gaussian_full).sample(p, 0, rng, row);
+    const double z0 = normal(same), z1 = normal(same), z2 = normal(same);
+    EXPECT_NEAR(row[0], 1.0 + 2.0 * z0, 1e-12) << draw;
+    EXPECT_NEAR(row[1], -2.0 + 1.9 * z0 + l11 * z1, 1e-12) << draw;
+    EXPECT_NEAR(row[2], 3.0 + 0.5 * z0 + l21 * z1 + l22 * z2, 1e-12) << draw;
+  }
+}
+
 }  // namespace
 }  // namespace mixle

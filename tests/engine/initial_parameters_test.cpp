@@ -110,6 +110,25 @@ TEST(InitialParameters, AFitStartsFromTheGivenMeansInEveryRestart) {
   EXPECT_NEAR(fit(data, o).model.parts[0].mean[0], 0.0, 0.3);
 }
 
+// Symmetry is judged per pair, against the pair's own magnitude: a pair 1e-6 apart in a matrix
+// whose other entries reach 1e9 is still not symmetric (and is named), not passed on to a
+// Cholesky factorisation that would call it something else.
+TEST(InitialParameters, AsymmetryIsJudgedByThePairsOwnSize) {
+  Model m;
+  m.weights = {1.0};
+  Part p;
+  p.family = Family::gaussian_full;
+  p.col_begin = 0;
+  p.col_end = 4;
+  p.mean.assign(4, 0.0);
+  p.cov = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  m.parts = {p};
+  engine::InitialParameters given;
+  given.precisions = {1, 0, 0,          0,  //
+                      0, 1, 0.5 + 1e-6, 1e9, 0, 0.5, 1, 0, 0, 1e9, 0, 1};
+  expect_invalid_input([&] { engine::apply_initial_parameters(m, given); }, {"not symmetric at (2, 1)"});
+}
+
 TEST(InitialParameters, BadValuesAreNamed) {
   const Dataset data = two_clusters();
   FitOptions o;

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <sched.h>
 
 #include <unistd.h>
@@ -112,6 +114,12 @@ TEST(PlanCalibration, CatalogLatestAndResourcesForAndRoundTrip) {
       (fs::temp_directory_path() / ("mixle_calib_" + std::to_string(::getpid()) + ".json")).string();
   catalog.save(path);
   CalibrationCatalog back = CalibrationCatalog::load(path);
+  {  // the file people read and diff: indented by two spaces, one newline at the end
+    std::ifstream in(path);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text, catalog.to_json(2) + "\n");
+    EXPECT_EQ(text.compare(0, 4, "{\n  "), 0) << text.substr(0, 40);
+  }
   fs::remove(path);
   EXPECT_EQ(back, catalog);
   EXPECT_EQ(back.records()[0].resources.devices()[0].throughput, 100.0 / 3.0);  // bit-exact

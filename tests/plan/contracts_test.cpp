@@ -230,6 +230,8 @@ TEST(Receipt, ValidationNamesFieldAndValue) {
   bad([](StepReceipt& x) { x.local_examples = -2; }, {"local_examples=-2"});
   bad([](StepReceipt& x) { x.collective_bytes = -8; }, {"collective_bytes=-8"});
   bad([](StepReceipt& x) { x.data_parallel_size = 0; }, {"data_parallel_size=0", "≥ 1"});
+  bad([](StepReceipt& x) { x.microbatches = 0; }, {"microbatches=0", "≥ 1"});
+  bad([](StepReceipt& x) { x.accumulation_steps = 0; }, {"accumulation_steps=0", "≥ 1"});
   bad([](StepReceipt& x) { x.optimizer = ""; }, {"optimizer", "blank"});
   expect_mentions(message_of<InvalidInput>([&] {
                     StepReceipt::from_json(R"({"step": 1.5, "loss": 0, "local_examples": 1,
@@ -412,6 +414,7 @@ TEST(ContractLaunchers, RayTrainOneWorkerPerRankAndGpuConflicts) {
                     ray_train_scaling(ParallelPlan(), false, {{"GPU", 1}});
                   }),
                   {"use_gpu=false", "GPU]=1"});
+  EXPECT_EQ(ray_train_scaling(ParallelPlan(), false, {{"GPU", 0}}).num_workers, 1);  // a GPU entry of 0 is none
   expect_mentions(message_of<InvalidInput>([] {
                     ray_train_scaling(ParallelPlan(), false, {{"CPU", -1}});
                   }),

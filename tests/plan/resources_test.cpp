@@ -220,6 +220,11 @@ TEST(Resources, TorchrunTopologyChecks) {
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_torchrun(with("LOCAL_WORLD_SIZE", "3")); }),
                   {"LOCAL_WORLD_SIZE=3", "does not divide", "WORLD_SIZE=4"});
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_torchrun(with("RANK", "")); }), {"RANK is not set"});
+  // A world of two already needs every rank variable.
+  expect_mentions(message_of<InvalidInput>([] {
+                    Resources::from_torchrun(Environment{{"WORLD_SIZE", "2"}, {"LOCAL_WORLD_SIZE", "2"}});
+                  }),
+                  {"RANK is not set"});
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_torchrun(with("RANK", "4")); }),
                   {"RANK=4", "outside", "WORLD_SIZE=4"});
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_torchrun(with("LOCAL_RANK", "1")); }),

@@ -116,6 +116,7 @@ int main(int argc, char** argv) try {
                             {"local_rows", r.local_rows},
                             {"resumed_from_iteration", r.resumed_from_iteration},
                             {"iterations", r.fit.iterations},
+                            {"init_seconds", r.fit.init_seconds},
                             {"parallel", r.parallel},
                             {"model", nlohmann::json::parse(mixle::model_to_json(r.fit.model))}};
   std::ofstream(out_dir + "/rank" + std::to_string(rank) + ".json") << j.dump(1);
