@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-namespace mixle::engine {
+namespace mixle {
 namespace {
 
 plan::PlanOptions plan_options(const EstimatorOptions& estimator, const plan::ModelSummary& model, std::uint64_t rows,
@@ -56,17 +56,20 @@ ParallelChoice auto_parallel_estimator(const EstimatorOptions& estimator, const 
                                    " device(s) fits either: " + e.what());
   }
   const int G = static_cast<int>(shards.size());
-  const std::string carried = "; plan: " + plain_error + "; shards: " + shards_json(shards);
+  const std::string chosen = shards_json(shards);
+  const std::string carried = "; plan: " + plain_error + "; shards: " + chosen;
   if (G < 2)
     throw UnrealizedModelPlacement("the model does not fit one device and model_sharding_plan gives " +
-                                   std::to_string(G) + " shard (K = " + std::to_string(model.components) +
-                                   ", min_components_per_shard = " + std::to_string(min_components_per_shard) + ", " +
-                                   std::to_string(resources.size()) + " device(s))" + carried);
+                                       std::to_string(G) + " shard (K = " + std::to_string(model.components) +
+                                       ", min_components_per_shard = " + std::to_string(min_components_per_shard) +
+                                       ", " + std::to_string(resources.size()) + " device(s))" + carried,
+                                   chosen);
   if (world < G || world % G != 0)
     throw UnrealizedModelPlacement("the model needs " + std::to_string(G) + " component shards but the world of " +
-                                   std::to_string(world) + " rank(s) does not divide into groups of " +
-                                   std::to_string(G) + " (component-sharded execution needs world = data groups × G)" +
-                                   carried);
+                                       std::to_string(world) + " rank(s) does not divide into groups of " +
+                                       std::to_string(G) +
+                                       " (component-sharded execution needs world = data groups × G)" + carried,
+                                   chosen);
   // Rows beside the largest shard's state, over one device per data group (ranks d·G).
   plan::ModelSummary largest = model;
   largest.components = 0;
@@ -77,9 +80,10 @@ ParallelChoice auto_parallel_estimator(const EstimatorOptions& estimator, const 
   try {
     choice.placement = plan::plan(plan::Resources(groups), plan_options(estimator, largest, n_data, groups.size()));
   } catch (const MemoryError& e) {
-    throw UnrealizedModelPlacement("the model is cut into " + std::to_string(G) +
-                                   " component shards, but the rows do not fit beside a shard's state: " + e.what() +
-                                   carried);
+    throw UnrealizedModelPlacement(
+        "the model is cut into " + std::to_string(G) +
+            " component shards, but the rows do not fit beside a shard's state: " + e.what() + carried,
+        chosen);
   }
   choice.kind = "sharded";
   choice.shard_components = G;
@@ -87,6 +91,17 @@ ParallelChoice auto_parallel_estimator(const EstimatorOptions& estimator, const 
   choice.reason = "the model does not fit one device (" + plain_error + "); components cut into " + std::to_string(G) +
                   " shards per data group, " + std::to_string(world / G) + " data group(s)";
   return choice;
+}
+
+}  // namespace mixle
+
+namespace mixle::engine {
+
+std::string parallel_summary(int data_groups, int shard_components, const std::string& reason) {
+  const std::string why = reason.empty() ? "" : " (" + reason + ")";
+  if (shard_components <= 1) return "data parallel" + why;
+  return "component sharded: " + std::to_string(data_groups) + " data group(s) × " + std::to_string(shard_components) +
+         " component shards" + why;
 }
 
 }  // namespace mixle::engine

@@ -19,8 +19,13 @@ int resolve_workers(int num_workers, std::size_t components) {
   return static_cast<int>(std::clamp<std::size_t>(components, 1, w));
 }
 
+}  // namespace mixle::engine
+
+namespace mixle {
+
 Statistics component_parallel_fold(const Model& model, const Dataset& rows,
                                    const ComponentParallelEstimator& estimator) {
+  using namespace engine;
   validate_model(model);
   const auto compute = make_cpu_compute(1, resolve_workers(estimator.num_workers, model.components()));
   Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(model).size));
@@ -33,6 +38,10 @@ Statistics component_parallel_fold(const Model& model, const Dataset& rows, std:
   return component_parallel_fold(model, rows.with_weights(std::vector<double>(weights.begin(), weights.end())),
                                  estimator);
 }
+
+}  // namespace mixle
+
+namespace mixle::engine {
 
 ComponentParallelEncodedData::ComponentParallelEncodedData(Dataset data, int num_workers)
     : LocalEncodedData(std::move(data), make_cpu_compute(1, std::max(1, num_workers))), workers_(num_workers) {}

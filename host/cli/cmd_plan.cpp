@@ -2,6 +2,7 @@
 #include "host/cli/command.hpp"
 #include "host/cli/data_args.hpp"
 
+#include "engine/auto_parallel.hpp"
 #include "engine/model_summary.hpp"
 
 #include <mixle/error.hpp>
@@ -75,6 +76,11 @@ std::string range_text(std::uint64_t start, std::uint64_t stop) {
   return "[" + std::to_string(start) + ", " + std::to_string(stop) + ")";
 }
 
+// The placement table's width (its columns' widths summed) and the pieces of one device shown
+// in full before the middle ones are counted instead.
+constexpr std::size_t kTableWidth = 28 + 28 + 14 + 8 + 14 + 14 + 14 + 14;
+constexpr std::size_t kPiecesShown = 6;
+
 void print_table(const plan::Placement& p, const std::vector<plan::ModelShard>* shards) {
   std::ostringstream out;
   const std::size_t devices = p.resources ? p.resources->size() : 0;
@@ -88,11 +94,30 @@ void print_table(const plan::Placement& p, const std::vector<plan::ModelShard>* 
       << std::setw(8) << "chunks" << std::setw(14) << "data" << std::setw(14) << "transient" << std::setw(14) << "total"
       << std::setw(14) << "memory"
       << "\n";
-  for (const plan::PlacementShard& s : p.shards) {
+  const auto row = [&out](const plan::PlacementShard& s) {
     out << std::left << std::setw(28) << s.device.name << std::setw(28) << range_text(s.start, s.stop) << std::right
         << std::setw(14) << s.size() << std::setw(8) << s.sub_chunks << std::setw(14) << bytes_text(s.encoded_bytes)
         << std::setw(14) << bytes_text(s.transient_bytes) << std::setw(14) << bytes_text(s.total_bytes())
         << std::setw(14) << (s.device.memory_bytes ? bytes_text(*s.device.memory_bytes) : "unknown") << "\n";
+  };
+  // A device cut into many pieces (its memory holds few rows' working set) shows its first and
+  // last two; the pieces between are counted on one line (--json lists every piece).
+  for (std::size_t i = 0; i < p.shards.size();) {
+    std::size_t end = i;
+    while (end < p.shards.size() && p.shards[end].device.name == p.shards[i].device.name) ++end;
+    for (std::size_t j = i; j < end; ++j) {
+      if (end - i <= kPiecesShown + 1 || j < i + 2 || j >= end - 2) {
+        row(p.shards[j]);
+      } else {
+        const std::size_t hidden = end - i - 4;
+        out << std::left << std::setw(28) << p.shards[j].device.name << std::setw(static_cast<int>(kTableWidth) - 28)
+            << ("... " + std::to_string(hidden) + " more pieces, rows " +
+                range_text(p.shards[j].start, p.shards[end - 3].stop))
+            << "\n";
+        j = end - 3;
+      }
+    }
+    i = end;
   }
   if (shards) {
     out << "\nModel shards (component axis):\n"
@@ -153,20 +178,38 @@ std::function<int()> setup_plan(CLI::App& app) {
     options.sub_chunks = a->sub_chunks;
     options.rows_per_chunk = a->rows_per_chunk;
     options.safety_factor = a->safety_factor;
-    const plan::Placement placement = plan::plan(resources, options);
-    std::vector<plan::ModelShard> shards;
-    if (a->shard_components) {
-      shards = plan::model_sharding_plan(model, resources, {.min_components_per_shard = a->min_components_per_shard});
+    if (!a->shard_components) {
+      const plan::Placement placement = plan::plan(resources, options);
+      if (a->json)
+        std::cout << Json{{"placement", Json::parse(placement.to_json())}}.dump(2) << "\n";
+      else
+        print_table(placement, nullptr);
+      return 0;
     }
+    // The component axis: what `mixle fit --resources FILE` does on one rank per device
+    // (auto_parallel_estimator). A model that fits every device is planned as above, its
+    // component split shown for reference; one that does not is cut as the run cuts it, and
+    // the rows are placed over its data groups.
+    EstimatorOptions estimator;
+    estimator.precision = a->precision == "float64" ? Precision::fp64 : Precision::fp32;
+    const engine::ParallelChoice run =
+        engine::auto_parallel_estimator(estimator, model, resources, options.rows, a->min_components_per_shard);
+    const plan::Placement placement = run.sharded() ? run.placement : plan::plan(resources, options);
+    const std::vector<plan::ModelShard> shards =
+        run.sharded()
+            ? run.shards
+            : plan::model_sharding_plan(model, resources, {.min_components_per_shard = a->min_components_per_shard});
+    const std::string summary = engine::parallel_summary(static_cast<int>(resources.size()) / run.shard_components,
+                                                         run.shard_components, run.reason);
     if (a->json) {
-      Json out = {{"placement", Json::parse(placement.to_json())}};
-      if (a->shard_components) {
-        out["model_shards"] = Json::array();
-        for (const plan::ModelShard& s : shards) out["model_shards"].push_back(Json::parse(s.to_json()));
-      }
+      Json out = {{"run", {{"kind", run.kind}, {"shard_components", run.shard_components}, {"summary", summary}}},
+                  {"placement", Json::parse(placement.to_json())},
+                  {"model_shards", Json::array()}};
+      for (const plan::ModelShard& s : shards) out["model_shards"].push_back(Json::parse(s.to_json()));
       std::cout << out.dump(2) << "\n";
     } else {
-      print_table(placement, a->shard_components ? &shards : nullptr);
+      std::cout << "Run on one rank per device: " << summary << "\n";
+      print_table(placement, &shards);
     }
     return 0;
   };

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mixle {
@@ -45,6 +46,13 @@ class ImpossibleEvidence : public Error {
 class UnrealizedModelPlacement : public Error {
  public:
   using Error::Error;
+  /// `plan`: what the planner chose, as JSON (auto_parallel_estimator: the model shards, an
+  /// array of ModelShard objects), or empty when the error carries no plan.
+  UnrealizedModelPlacement(const std::string& message, std::string plan) : Error(message), plan_(std::move(plan)) {}
+  const std::string& plan() const noexcept { return plan_; }
+
+ private:
+  std::string plan_;
 };
 
 /// Encoding controls passed together with an already-encoded data handle.

@@ -11,6 +11,7 @@
 #include <mixle/family.hpp>
 #include <mixle/fit.hpp>
 #include <mixle/model.hpp>
+#include <mixle/parallel.hpp>
 #include <mixle/partial_fit.hpp>
 #include <mixle/plan.hpp>
 #include <mixle/version.hpp>

@@ -6,6 +6,7 @@
 #include <mixle/error.hpp>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <set>
@@ -90,6 +91,7 @@ TEST(AutoParallel, UnrealizedWhenEvenAShardDoesNotFit) {
     FAIL() << "expected UnrealizedModelPlacement";
   } catch (const UnrealizedModelPlacement& e) {
     EXPECT_NE(std::string(e.what()).find("does not fit one device"), std::string::npos) << e.what();
+    EXPECT_EQ(e.plan(), "") << "no split fits, so the planner chose none";
   }
 }
 
@@ -107,6 +109,12 @@ TEST(AutoParallel, UnrealizedWhenNoExecutorCanRunTheShards) {
     const std::string what = e.what();
     EXPECT_NE(what.find("world of 3"), std::string::npos) << what;
     EXPECT_NE(what.find("component_start"), std::string::npos) << what;
+    // plan(): the planner's shards, the ones model_sharding_plan gives.
+    const auto shards = plan::model_sharding_plan(full, devices(2, memory), {});
+    const nlohmann::json chosen = nlohmann::json::parse(e.plan());
+    ASSERT_EQ(chosen.size(), shards.size()) << e.plan();
+    for (std::size_t i = 0; i < shards.size(); ++i)
+      EXPECT_EQ(plan::ModelShard::from_json(chosen[i].dump()), shards[i]) << e.plan();
   }
 }
 
@@ -136,6 +144,7 @@ TEST(AutoParallel, UnrealizedWhenAShardFitsButNoRowFitsBesideIt) {
     const std::string what = e.what();
     EXPECT_NE(what.find("cut into 2 component shards, but the rows do not fit"), std::string::npos) << what;
     EXPECT_NE(what.find("component_start"), std::string::npos) << what;
+    EXPECT_EQ(nlohmann::json::parse(e.plan()).size(), 2u) << e.plan();
   }
 }
 

@@ -68,6 +68,23 @@ std::vector<std::uint64_t> numbers_after(const std::string& output, const std::s
   return out;
 }
 
+/// The rest of the line that starts with `label` ("(missing)" when there is none).
+std::string line_after(const std::string& output, const std::string& label) {
+  const auto at = output.find(label);
+  if (at == std::string::npos) return "(missing)";
+  return output.substr(at + label.size(), output.find('\n', at) - at - label.size());
+}
+
+/// `mixle plan --shard-components` for the fits' model over `resources`: what it says a run
+/// on one rank per device does.
+std::string planned_run(const TempDir& dir, const fs::path& data, const fs::path& resources) {
+  Process plan = run_process({kCli, "plan", "--data", data.string(), "--layout", kLayout, "--components", "4",
+                              "--precision", "float64", "--resources", resources.string(), "--shard-components"},
+                             {}, dir.path / "plan.log", 60s);
+  EXPECT_EQ(plan.exit_code(), 0) << plan.output();
+  return line_after(plan.output(), "Run on one rank per device: ");
+}
+
 /// The value of the summary's "mean log-likelihood per row:" line (NaN when it is missing).
 double mean_loglik_printed(const std::string& out) {
   const std::string label = "mean log-likelihood per row: ";
@@ -247,6 +264,8 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
       << p.output();
   EXPECT_NE(p.output().find("does not fit one device"), std::string::npos) << p.output();
   EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "auto.json"), kShardRtol);
+  // `mixle plan` prints the run's own choice, word for word.
+  EXPECT_EQ(planned_run(dir, data, dir.path / "resources.json"), line_after(p.output(), "parallel: "));
 
   // Four devices that each hold one component but not two: four shards of one component.
   write_resources(dir.path / "four.json", static_cast<std::uint64_t>((summary(1) + summary(2)) / 2), 4);
@@ -256,6 +275,7 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
   EXPECT_NE(four.output().find("parallel: component sharded: 1 data group(s) × 4 component shards"), std::string::npos)
       << four.output();
   EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "four-out.json"), kShardRtol);
+  EXPECT_EQ(planned_run(dir, data, dir.path / "four.json"), line_after(four.output(), "parallel: "));
 
   // Devices too small for even half the model: refused, naming why — no silent fallback.
   write_resources(dir.path / "tiny.json", static_cast<std::uint64_t>(summary(1)));

@@ -119,6 +119,50 @@ TEST_F(PlanCli, PlanJsonMatchesTheLibrary) {
   ASSERT_EQ(doc.at("model_shards").size(), 2u);
   EXPECT_EQ(doc["model_shards"][0]["component_stop"], 1);
   EXPECT_EQ(doc["model_shards"][1]["component_stop"], 5);
+  // The model fits both devices: a run on one rank per device is data parallel.
+  EXPECT_EQ(doc.at("run").at("kind"), "plain");
+  EXPECT_EQ(doc["run"].at("shard_components"), 1);
+}
+
+// A model no device holds whole: `mixle plan --shard-components` shows what the run does with
+// it (the component split model_sharding_plan gives, the rows placed beside the largest shard)
+// instead of refusing; a device cut into many pieces is shown by its first and last two.
+TEST_F(PlanCli, PlanShowsTheShardedRunOfAModelNoDeviceHolds) {
+  std::vector<DeviceSpec> devices;
+  for (int r = 0; r < 4; ++r)
+    devices.push_back(DeviceSpec{.name = "cpu:" + std::to_string(r), .memory_bytes = 40000000});
+  const Resources res(devices);
+  res.save(path("res.json"));
+  const std::string args = "plan --rows 100000 --family gaussian_diag --components 100000 --dims 16 --resources " +
+                           path("res.json") + " --shard-components";
+  EXPECT_EQ(run(args.substr(0, args.find(" --shard-components"))).code, 1) << "the whole model fits no device";
+  CliRun j = run(args + " --json");
+  ASSERT_EQ(j.code, 0) << j.err;
+  const nlohmann::json doc = nlohmann::json::parse(j.out);
+  const ModelSummary model{100000, {{"gaussian_diag", 16, 0}}};
+  const std::vector<ModelShard> shards = model_sharding_plan(model, res);
+  ASSERT_EQ(doc.at("model_shards").size(), shards.size());
+  for (std::size_t i = 0; i < shards.size(); ++i)
+    EXPECT_EQ(ModelShard::from_json(doc["model_shards"][i].dump()), shards[i]);
+  EXPECT_EQ(doc.at("run").at("kind"), "sharded");
+  EXPECT_EQ(doc["run"].at("shard_components"), shards.size());
+  const Placement placement = Placement::from_json(doc.at("placement").dump());
+  EXPECT_EQ(placement.total_rows, 100000u);
+  EXPECT_EQ(placement.model_bytes, shards.front().parameter_bytes) << "rows planned beside one shard";
+  ASSERT_GT(placement.shards.size(), 8u) << "40 MB holds the working set of a few hundred rows at a time";
+
+  CliRun t = run(args);
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_EQ(t.out.rfind("Run on one rank per device: component sharded: 1 data group(s) × " +
+                            std::to_string(shards.size()) + " component shards (the model does not fit one device",
+                        0),
+            0u)
+      << t.out;
+  const std::string hidden = "... " + std::to_string(placement.shards.size() - 4) + " more pieces, rows [" +
+                             std::to_string(placement.shards[2].start) + ", " +
+                             std::to_string(placement.shards[placement.shards.size() - 3].stop) + ")";
+  EXPECT_NE(t.out.find(hidden), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("[" + std::to_string(placement.shards.back().start) + ", 100000)"), std::string::npos) << t.out;
 }
 
 TEST_F(PlanCli, PlanReadsTheModelFile) {
