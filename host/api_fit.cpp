@@ -5,8 +5,7 @@
 #include "engine/initialise.hpp"
 #include "engine/local_handle.hpp"
 #include "engine/report.hpp"
-#include "host/backend_shape.hpp"
-#include "host/component_sharded_fit.hpp"
+#include "host/builtin_backends.hpp"
 #include "host/fit_driver.hpp"
 #include "host/missing_values.hpp"
 #include "host/stepwise_fit.hpp"
@@ -23,6 +22,10 @@
 namespace mixle {
 
 FitResult fit(const Dataset& given, const FitOptions& options) {
+  // The backend's registry entry says how it fits: its own driver (a process group, in-process
+  // shards), or the EM loop over a handle its factory encodes.
+  const engine::BackendEntry backend = host::backend_named(options.backend);
+  if (backend.driver) return backend.driver(given, options);
   if (given.empty()) throw InvalidInput(given.source() + ": no data rows");
   if (options.batch_size > 0) host::validate_stepwise(options);
   host::DroppedRows kept = host::handle_missing_rows(given, options);
@@ -31,16 +34,12 @@ FitResult fit(const Dataset& given, const FitOptions& options) {
   FitResult result;
   if (options.batch_size > 0) {
     result = host::fit_stepwise(data, options);
-  } else if (host::backend_shape(options.backend) == host::BackendShape::component_sharded) {
-    host::refuse_marginalise_sharded(options);
-    result = host::fit_component_sharded(data, options);
   } else {
-    engine::EncodedDataOptions enc;
-    enc.backend = options.backend;
-    enc.device = options.device;
-    enc.threads = options.threads;
-    enc.num_workers = options.num_workers;
-    const auto handle = engine::encoded_data(data, enc);
+    const EncodedDataOptions enc{.backend = options.backend,
+                                 .device = options.device,
+                                 .threads = options.threads,
+                                 .num_workers = options.num_workers};
+    const std::unique_ptr<EncodedData> handle = backend.factory(data, enc);
     if (!kept.incomplete.empty())
       host::local_handle_of(*handle).set_incomplete_rows(std::move(kept.incomplete), options.threads);
     result = host::fit_handle(*handle, options);

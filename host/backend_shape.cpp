@@ -1,19 +1,23 @@
-// The fit drivers' rule for backend names (host/backend_shape.hpp).
+// The fit drivers' rule for backend names (host/backend_shape.hpp): the registry entry's kind.
 #include "host/backend_shape.hpp"
 
-#include <cctype>
+#include "host/builtin_backends.hpp"
+
 #include <string>
 
 namespace mixle::host {
 
 BackendShape backend_shape(std::string_view name) {
-  std::string lower(name);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* plain : {"local", "in_process", "single", "distributed", "torchrun", "mpi"})
-    if (lower == plain) return BackendShape::data_parallel;
-  for (const char* threads : {"component_parallel", "model_parallel", "mp_model"})
-    if (lower == threads) return BackendShape::component_threads;
-  if (lower == "component_sharded") return BackendShape::component_sharded;
+  register_builtin_backends();
+  const auto entry = engine::find_backend(std::string(name));
+  if (!entry) return BackendShape::registered;
+  switch (entry->kind) {
+    case engine::BackendKind::local:
+    case engine::BackendKind::processes: return BackendShape::data_parallel;
+    case engine::BackendKind::component_threads: return BackendShape::component_threads;
+    case engine::BackendKind::component_sharded: return BackendShape::component_sharded;
+    case engine::BackendKind::application: break;
+  }
   return BackendShape::registered;
 }
 

@@ -1,7 +1,6 @@
 // How a fit runs for the encoded-data backend it names: the one rule the fit drivers share
-// (`fit`, `fit_distributed` and `mixle fit` choose their path by it). Names are case-insensitive
-// and the registry's aliases count: local is also in_process and single, component_parallel is
-// also model_parallel and mp_model.
+// (`fit_distributed` and `mixle fit` choose their path by it), read from the backend's registry
+// entry (host/builtin_backends.hpp) — names are case-insensitive and aliases count.
 #pragma once
 
 #include <string_view>
@@ -16,7 +15,7 @@ enum class BackendShape {
   component_threads,
   /// component_sharded: the components sharded over threads of one process.
   component_sharded,
-  /// Any other name: a backend registered by an application (or none; its registry says so).
+  /// A backend registered by an application, or a name nothing is registered under.
   registered,
 };
 

@@ -6,6 +6,8 @@
 #include "engine/compute.hpp"
 #include "engine/encoded_data.hpp"
 #include "host/fit_driver.hpp"
+#include "host/missing_values.hpp"
+#include "host/stepwise_fit.hpp"
 
 #include <mixle/error.hpp>
 
@@ -34,7 +36,6 @@ std::string shard_device(const std::string& device, int g, int gpus) {
 
 FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) {
   engine::refuse_reseed(engine::empty_policy_from_name(options.empty));
-  if (data.empty()) throw InvalidInput(data.source() + ": no data rows");
   if (options.num_workers < 0)
     throw InvalidInput("num_workers = " + std::to_string(options.num_workers) +
                        " for component_sharded: the number of component shards, ≥ 1 (0 = automatic)");
@@ -96,6 +97,24 @@ FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) 
     return std::move(results[0]);
   };
   return fit_handle(*handle, options, hooks);
+}
+
+FitResult fit_component_sharded_rows(const Dataset& given, const FitOptions& options) {
+  if (given.empty()) throw InvalidInput(given.source() + ": no data rows");
+  if (options.batch_size > 0) validate_stepwise(options);  // refuses this backend, saying which run stepwise EM
+  const DroppedRows kept = handle_missing_rows(given, options);
+  refuse_all_missing(kept.count, given.rows(), given.source(), options);
+  refuse_marginalise_sharded(options);
+  FitResult result = fit_component_sharded(kept.data, options);
+  note_missing_rows(result, options, kept.count, kept.first);
+  return result;
+}
+
+std::unique_ptr<EncodedData> component_sharded_encoded_data(const Dataset& data, const EncodedDataOptions&) {
+  throw InvalidInput("encoded_data: the component_sharded backend holds its shards only while fit runs, so " +
+                     data.source() +
+                     " cannot be encoded for it — fit the Dataset with FitOptions::backend = \"component_sharded\", "
+                     "or encode with local, distributed or component_parallel");
 }
 
 }  // namespace mixle::host

@@ -8,8 +8,10 @@
 #pragma once
 
 #include <mixle/data.hpp>
+#include <mixle/encoded_data.hpp>
 #include <mixle/fit.hpp>
 
+#include <memory>
 #include <string>
 
 namespace mixle::host {
@@ -17,6 +19,14 @@ namespace mixle::host {
 /// Fits `data` with options.num_workers component shards (0: one per CUDA device when the
 /// device is CUDA and there are ≥ 2, else 2). Throws UsageError when K < shards.
 FitResult fit_component_sharded(const Dataset& data, const FitOptions& options);
+
+/// The component_sharded backend's fit of a Dataset as the user gave it: rows with missing
+/// values dropped or refused (marginalising is refused), then fit_component_sharded.
+FitResult fit_component_sharded_rows(const Dataset& data, const FitOptions& options);
+
+/// The component_sharded backend's factory: refuses, saying why — its shards hold the model only
+/// while fit runs, so there is no handle to keep between calls.
+std::unique_ptr<EncodedData> component_sharded_encoded_data(const Dataset& data, const EncodedDataOptions& options);
 
 /// The automatic shard count for `device` on a host with `gpus` CUDA devices: one per device
 /// when the device is "cuda" or "auto" and there are ≥ 2, else 2.

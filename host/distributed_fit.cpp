@@ -10,6 +10,7 @@
 #include "engine/model_summary.hpp"
 #include "host/backend_shape.hpp"
 #include "host/checkpoint.hpp"
+#include "host/distributed_backend.hpp"
 #include "host/fit_driver.hpp"
 #include "host/launch_env.hpp"
 #include "host/missing_values.hpp"
@@ -344,8 +345,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   result.shard_components = groups;
   result.component_begin = own.begin;
   result.component_end = own.end;
-  result.parallel = "component sharded: " + std::to_string(mesh.data_groups) + " data group(s) × " +
-                    std::to_string(groups) + " component shards (" + reason + ")";
+  result.parallel = engine::parallel_summary(mesh.data_groups, groups, reason);
   return result;
 }
 
@@ -394,7 +394,7 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
   describe_rank(result, comm, device, first_row, local.rows(), checkpoint);
   result.collective_bytes = comm.collective_bytes();
   result.collective_seconds = handle.collective_seconds();
-  result.parallel = reason.empty() ? "data parallel" : "data parallel (" + reason + ")";
+  result.parallel = engine::parallel_summary(comm.size(), 1, reason);
   if (options.batch_size > 0)
     result.parallel += ", stepwise EM (batches of " + std::to_string(options.batch_size) + " rows)";
   if (component_threads(options.backend))
@@ -405,6 +405,36 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
   gather_resident(comm, result.model_parameter_bytes,
                   static_cast<std::uint64_t>(engine::stat_layout(result.fit.model).size) * sizeof(double), result);
   return result;
+}
+
+/// Where this rank's rows lie among every rank's: rank r holds the global rows that follow
+/// those of ranks 0 … r−1.
+struct RankRows {
+  std::size_t data_rows = 0, first_row = 0;
+};
+
+/// Every rank's row and column counts, in rank order (one all-gather). Throws InvalidInput,
+/// with the same text on every rank, when the ranks' columns differ or no rank has a row.
+RankRows gather_rank_rows(const Dataset& local, comms::Communicator& comm) {
+  const std::vector<double> mine{static_cast<double>(local.rows()), static_cast<double>(local.cols())};
+  std::vector<double> all(2 * static_cast<std::size_t>(comm.size()));
+  comm.all_gather(std::span<const double>(mine), std::span<double>(all));
+  RankRows out;
+  bool same_columns = true;
+  std::string columns;  // "rank 0: 5, rank 1: 4", the same text on every rank
+  for (int r = 0; r < comm.size(); ++r) {
+    const auto rows = static_cast<std::size_t>(all[2 * static_cast<std::size_t>(r)]);
+    const auto cols = static_cast<std::size_t>(all[2 * static_cast<std::size_t>(r) + 1]);
+    same_columns = same_columns && cols == static_cast<std::size_t>(all[1]);
+    columns += (r ? ", rank " : "rank ") + std::to_string(r) + ": " + std::to_string(cols);
+    if (r < comm.rank()) out.first_row += rows;
+    out.data_rows += rows;
+  }
+  if (!same_columns)
+    throw InvalidInput("the ranks passed rows of different widths (columns per rank: " + columns +
+                       "); every rank must pass the same columns");
+  if (out.data_rows == 0) throw InvalidInput("no rows: every rank passed 0 rows");
+  return out;
 }
 
 /// Runs `body` with this rank's communicator: errors once the group has formed are reported
@@ -504,29 +534,29 @@ DistributedFitResult fit_distributed(const Dataset& local, const FitOptions& opt
           throw InvalidInput(
               "resources_file: each rank passes its own rows here, so there is no row split to plan; "
               "leave it empty");
-        // Every rank's row and column counts, in rank order: rank r holds the global rows that follow
-        // those of ranks 0 … r−1.
-        const std::vector<double> mine{static_cast<double>(local.rows()), static_cast<double>(local.cols())};
-        std::vector<double> all(2 * static_cast<std::size_t>(comm->size()));
-        comm->all_gather(std::span<const double>(mine), std::span<double>(all));
-        std::size_t data_rows = 0, first_row = 0;
-        bool same_columns = true;
-        std::string columns;  // "rank 0: 5, rank 1: 4", the same text on every rank
-        for (int r = 0; r < comm->size(); ++r) {
-          const auto rows = static_cast<std::size_t>(all[2 * static_cast<std::size_t>(r)]);
-          const auto cols = static_cast<std::size_t>(all[2 * static_cast<std::size_t>(r) + 1]);
-          same_columns = same_columns && cols == static_cast<std::size_t>(all[1]);
-          columns += (r ? ", rank " : "rank ") + std::to_string(r) + ": " + std::to_string(cols);
-          if (r < comm->rank()) first_row += rows;
-          data_rows += rows;
-        }
-        if (!same_columns)
-          throw InvalidInput("the ranks passed rows of different widths (columns per rank: " + columns +
-                             "); every rank must pass the same columns");
-        if (data_rows == 0) throw InvalidInput("no rows: every rank passed 0 rows");
-        return fit_data_parallel(local, data_rows, first_row, "the ranks' rows", options, dist, env, *comm, device, "",
-                                 run_contracts(env, *comm, 1, options));
+        const RankRows rows = gather_rank_rows(local, *comm);
+        return fit_data_parallel(local, rows.data_rows, rows.first_row, "the ranks' rows", options, dist, env, *comm,
+                                 device, "", run_contracts(env, *comm, 1, options));
       });
 }
 
+namespace host {
+
+std::unique_ptr<EncodedData> distributed_encoded_data(const Dataset& rows, const EncodedDataOptions& options) {
+  const LaunchEnv env = detect_launch_env();
+  const std::string device = rank_device(options.device, env.local_rank, engine::cuda_device_count());
+  std::shared_ptr<comms::Communicator> comm = communicator_from_env(
+      env, resolve_comm(options.comm, env, device.starts_with("cuda")), DistributedOptions{}.timeout);
+  const RankRows placed = gather_rank_rows(rows, *comm);
+  auto handle = std::make_unique<engine::DistributedEncodedData>(rows, placed.data_rows, placed.first_row, *comm,
+                                                                 engine::make_compute(device, options.threads));
+  handle->own(std::move(comm));
+  return handle;
+}
+
+FitResult fit_rank_rows(const Dataset& rows, const FitOptions& options) {
+  return fit_distributed(rows, options, {}).fit;
+}
+
+}  // namespace host
 }  // namespace mixle

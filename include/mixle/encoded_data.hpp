@@ -80,12 +80,14 @@ class EncodedData {
   Model initialize(const Model& shape, std::uint64_t seed, double p, const EstimatorOptions& options);
 };
 
-/// Options that control how data is encoded (the reference's encoded_data controls).
+/// Options that control how data is encoded (the reference's encoded_data controls that apply
+/// to a native engine; docs/engine.md, "Encoded-data handles", says what each does here).
 struct EncodedDataOptions {
   std::string backend = "local";
   std::string device = "cpu";  // auto | cpu | cuda | cuda:i
   int threads = 0;             // CPU threads (0: OpenMP default)
   int num_workers = 0;         // component-parallel workers (0: hardware threads)
+  std::string comm = "auto";   // the distributed backend's communicator: auto | single | gloo | mpi | nccl
 
   bool is_default() const;
 };
@@ -93,8 +95,12 @@ struct EncodedDataOptions {
 using EncodedDataFactory = std::unique_ptr<EncodedData> (*)(const Dataset& data, const EncodedDataOptions& options);
 
 /// Registers a backend under `name` and `aliases` (case-insensitive). Registering a name that
-/// is taken by a different factory throws InvalidInput unless `override`; registering the
-/// identical (name, factory, aliases) again is a no-op.
+/// is taken by a different factory throws InvalidInput unless `override` (which may replace a
+/// built-in); registering the identical (name, factory, aliases) again is a no-op. The built-ins:
+/// local (in_process, single); distributed (torchrun, mpi): this process's rows as its rank's
+/// share of a process group joined from the launcher's environment (a world of one without
+/// one); component_parallel (model_parallel, mp_model); component_sharded, whose shards exist
+/// only while `fit` runs — it fits a Dataset, and encoding it is refused.
 void register_encoded_data_backend(const std::string& name, EncodedDataFactory factory,
                                    const std::vector<std::string>& aliases = {}, bool override = false);
 /// Registered backend names (canonical, lower case).
@@ -104,8 +110,9 @@ std::vector<std::string> encoded_data_backends();
 using DataSource = std::variant<Dataset, std::shared_ptr<EncodedData>>;
 bool is_encoded_data_handle(const DataSource& source) noexcept;
 
-/// Encodes `source` with the backend named in `options`. An already-encoded handle is returned
-/// as is — and passing any non-default control with it throws EncodedDataControlConflict.
+/// Encodes `source` with the backend named in `options` (unknown names: InvalidInput listing the
+/// registered ones). An already-encoded handle is returned as is — and passing any non-default
+/// control with it throws EncodedDataControlConflict naming those controls.
 std::shared_ptr<EncodedData> encoded_data(const DataSource& source, const EncodedDataOptions& options = {});
 
 /// Fits a mixture to the rows an encoded handle holds, through that handle: the EM loop of

@@ -232,6 +232,44 @@ TEST(EngineRegistry, ControlsWithEncodedHandleConflict) {
   engine::EncodedDataOptions workers;
   workers.num_workers = 3;
   EXPECT_THROW(engine::encoded_data(source, workers), EncodedDataControlConflict);
+  engine::EncodedDataOptions comm;
+  comm.comm = "gloo";
+  EXPECT_THROW(engine::encoded_data(source, comm), EncodedDataControlConflict);
+  // The refusal names the controls that were set, and only those (as the reference's does).
+  engine::EncodedDataOptions two;
+  two.threads = 2;
+  two.comm = "mpi";
+  try {
+    engine::encoded_data(source, two);
+    FAIL() << "no exception";
+  } catch (const EncodedDataControlConflict& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("the encoding controls given (threads, comm)"), std::string::npos) << msg;
+  }
+}
+
+// The built-ins, each registered once with its aliases: local (in_process, single), distributed
+// (torchrun, mpi), component_parallel (model_parallel, mp_model) and component_sharded, whose
+// shards exist only while fit runs — encoding for it is refused, saying so.
+TEST(EngineRegistry, TheBuiltInsAndTheirAliases) {
+  const auto names = engine::encoded_data_backends();
+  for (const char* name : {"local", "distributed", "component_parallel", "component_sharded"})
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  for (const char* alias : {"in_process", "single", "torchrun", "mpi", "model_parallel", "mp_model"})
+    EXPECT_EQ(std::find(names.begin(), names.end(), alias), names.end()) << alias << " is an alias, not a name";
+  engine::EncodedDataOptions sharded;
+  sharded.backend = "Component_Sharded";
+  try {
+    engine::encoded_data(tiny(), sharded);
+    FAIL() << "no exception";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("holds its shards only while fit runs"), std::string::npos) << e.what();
+  }
+  for (const char* alias : {"model_parallel", "MP_MODEL"}) {
+    engine::EncodedDataOptions o;
+    o.backend = alias;
+    EXPECT_EQ(engine::encoded_data(tiny(), o)->backend(), "component_parallel") << alias;
+  }
 }
 
 TEST(EngineRegistry, UnknownBackendListsRegisteredNames) {

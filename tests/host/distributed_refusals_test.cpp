@@ -164,6 +164,14 @@ TEST(DistributedRefusals, BackendAliasesAndPrecisionNamesAsTheEngineReadsThem) {
       EXPECT_EQ(got.parts[0].mean, expected.parts[0].mean) << backend << " " << precision;
     }
   }
+  // The distributed backend and its aliases through mixle::fit: a world of one, the same model.
+  for (const char* backend : {"distributed", "TORCHRUN", "mpi"}) {
+    FitOptions o = reference;
+    o.backend = backend;
+    const Model got = fit(rows, o).model;
+    EXPECT_EQ(got.weights, expected.weights) << backend;
+    EXPECT_EQ(got.parts[0].mean, expected.parts[0].mean) << backend;
+  }
   FitOptions sharded = reference;
   sharded.backend = "Component_Sharded";
   expect_refused<UsageError>([&] { fit_distributed(rows, sharded, {}); },

@@ -92,6 +92,24 @@ TEST(DistributedRows, UnevenAndEmptySharesGiveEveryRankTheOneProcessModel) {
   }
 }
 
+// The registry's distributed backend (aliases torchrun, mpi) through the plain library calls:
+// fit(rows, backend "torchrun") on each rank, and fit of the handle encoded_data(rows, backend
+// "mpi") makes, give every rank the one-process model, as fit_distributed does.
+TEST(DistributedRows, TheDistributedBackendFitsEachRanksRowsThroughFitAndThroughAHandle) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
+  TempDir dir;
+  const fs::path data = make_mixed_records(dir, 4000);
+  const std::vector<double> one = one_process_model(data, 8);
+  for (const char* via : {"fit", "handle"}) {
+    for (int r = 0; r < 2; ++r) fs::remove(dir.path / ("rank" + std::to_string(r) + ".json"));
+    Process p = launch_probe(dir, data, 2, "0.3", {"max_iter=8", std::string("via=") + via},
+                             std::string("via-") + via + ".log");
+    ASSERT_EQ(p.exit_code(), 0) << p.output();
+    EXPECT_EQ(rank_result(dir, 0)["model"].dump(), rank_result(dir, 1)["model"].dump()) << via;
+    EXPECT_LT(max_relative_difference(one, flatten(rank_result(dir, 0)["model"])), kWorldSizeRtol) << via;
+  }
+}
+
 // The launch variables handed over in DistributedOptions::launch_environment, with the process
 // environment stripped of them (as a Dask or Spark task shares its process): the same group forms.
 TEST(DistributedRows, LaunchVariablesCanBeGivenInsteadOfTheEnvironment) {

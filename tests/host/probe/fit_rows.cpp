@@ -2,12 +2,15 @@
 // (outside the suite's glob on purpose): it fits its own share of a data file's rows, held in
 // memory, with fit_distributed(Dataset, …), and writes what it returned as DIR/rank<r>.json.
 //   mixle_fit_rows_probe DATA.npy OUT_DIR FIRST_SHARE [checkpoint=DIR] [resume=DIR] [drop_column_on=R]
-//     [max_iter=N] [explicit_env=1] [publish_port=1]
+//     [max_iter=N] [explicit_env=1] [publish_port=1] [via=fit|handle]
 // explicit_env=1: the launch variables move from the process environment into
 // DistributedOptions::launch_environment (the process environment no longer has them).
 // publish_port=1 (with explicit_env=1): rank 0 gets MASTER_PORT 0, so its store binds a port the
 // OS picks, and writes it to OUT_DIR/port through DistributedOptions::on_store_port; the other
 // ranks wait for that file and use its port.
+// via=fit: mixle::fit(rows, options) with FitOptions::backend "torchrun" (the registry's distributed
+// backend) instead of fit_distributed; via=handle: mixle::fit of the handle
+// encoded_data(rows, {.backend = "mpi", .comm = "gloo"}) makes. Both write the model only.
 // FIRST_SHARE: the fraction of the rows rank 0 holds; the other ranks split the rest equally
 // (FIRST_SHARE 0 leaves rank 0 with none). Rank and world size come from RANK and WORLD_SIZE.
 #include <mixle/mixle.hpp>
@@ -41,6 +44,7 @@ int main(int argc, char** argv) try {
   mixle::DistributedOptions dist;
   int drop_column_on = -1, max_iter = 30;
   bool explicit_env = false, publish_port = false;
+  std::string via;
   for (int i = 4; i < argc; ++i) {
     const std::string a = argv[i];
     const auto eq = a.find('=');
@@ -57,6 +61,8 @@ int main(int argc, char** argv) try {
       explicit_env = value == "1";
     else if (key == "publish_port")
       publish_port = value == "1";
+    else if (key == "via")
+      via = value;
     else
       throw mixle::UsageError("unknown option " + a);
   }
@@ -107,6 +113,22 @@ int main(int argc, char** argv) try {
   options.tol = 0.0;
   options.threads = 1;
   options.precision = "fp64";
+  if (!via.empty()) {
+    mixle::FitResult f;
+    if (via == "fit") {
+      options.backend = "torchrun";
+      f = mixle::fit(mine, options);
+    } else {
+      const auto handle = mixle::encoded_data(mine, {.backend = "mpi", .threads = 1, .comm = "gloo"});
+      options.threads = 0;  // the handle fixed it
+      if (handle->backend() != "distributed" || handle->rows() != n)
+        throw mixle::Error("the handle is " + handle->backend() + " over " + std::to_string(handle->rows()) + " rows");
+      f = mixle::fit(handle, options);
+    }
+    const nlohmann::json j = {{"rank", rank}, {"model", nlohmann::json::parse(mixle::model_to_json(f.model))}};
+    std::ofstream(out_dir + "/rank" + std::to_string(rank) + ".json") << j.dump(1);
+    return 0;
+  }
   const mixle::DistributedFitResult r = mixle::fit_distributed(mine, options, dist);
   const nlohmann::json j = {{"rank", r.rank},
                             {"world_size", r.world_size},
