@@ -101,9 +101,11 @@ Dataset gather(const Dataset& rows, const std::vector<std::size_t>& order) {
 Statistics LocalEncodedData::accumulate_assigned(const Model& shape, const Assigner& assign) {
   Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(shape).size));
   const std::size_t K = shape.components();
-  // Chunks of ~1M responsibilities (8 MiB, reused chunk after chunk), at least 4096 rows, a
-  // multiple of the kernels' 128-row block (a valid model has K ≥ 1).
-  std::size_t chunk = std::max<std::size_t>(4096, (std::size_t{1} << 20) / K);
+  // Chunks of ~1M responsibilities (8 MiB, reused chunk after chunk): a multiple of the
+  // kernels' 128-row block, at least one block (a valid model has K ≥ 1). A floor of 4096 rows
+  // made this block 3.3 GB at K = 100 000 — more than the model — on the rank initialising a
+  // component-sharded fit whose devices were sized for a shard.
+  std::size_t chunk = std::max<std::size_t>(128, (std::size_t{1} << 20) / K);
   chunk -= chunk % 128;
   std::vector<std::size_t> label, start(K + 1), order;
   std::vector<double> resp;
