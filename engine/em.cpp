@@ -87,13 +87,10 @@ EmResult run_em_steps(Model initial, const EmOptions& options, const std::functi
 EmResult run_em(EncodedData& data, Model initial, const EmOptions& options) {
   std::vector<bool> reseeded_before(initial.components(), false);
   return run_em_steps(std::move(initial), options, [&](const Model& model) {
-    const Statistics stats = data.stream_accumulate(model, options.estimator);
-    IterationStep step{stats.rows(),
-                       stats.loglik_sum(),
-                       m_step(model, stats.values, shift_table(model, options.estimator.precision), options.estimator),
-                       {}};
+    MStepResult next = data.estimate(model, options.estimator);
+    IterationStep step{next.rows, next.loglik_sum, std::move(next), {}};
     // A non-finite mean log-likelihood ends the loop with its own error: no reseed before it.
-    if (options.empty != EmptyPolicy::reseed || !std::isfinite(stats.loglik_sum())) return step;
+    if (options.empty != EmptyPolicy::reseed || !std::isfinite(step.loglik_sum)) return step;
     Model evaluated;  // copied only when a component is reseeded
     for (const std::size_t k : step.next.empty_components)
       if (!reseeded_before[k]) {

@@ -22,7 +22,10 @@ std::pair<double, double> EncodedData::log_density_sum(const Model& model, const
 
 MStepResult EncodedData::estimate(const Model& prev, const EstimatorOptions& options) {
   const Statistics s = stream_accumulate(prev, options);
-  return engine::m_step(prev, s.values, engine::shift_table(prev, options.precision), options);
+  MStepResult next = engine::m_step(prev, s.values, engine::shift_table(prev, options.precision), options);
+  next.rows = s.rows();
+  next.loglik_sum = s.loglik_sum();
+  return next;
 }
 
 Model EncodedData::initialize(const Model& shape, std::uint64_t seed, double p, const EstimatorOptions& options) {

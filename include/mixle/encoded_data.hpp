@@ -72,8 +72,11 @@ class EncodedData {
 
   /// (rows, Σ log p(x)) under `model`.
   std::pair<double, double> log_density_sum(const Model& model, const EstimatorOptions& options);
-  /// One EM iteration's M-step after stream_accumulate: the next model.
-  MStepResult estimate(const Model& prev, const EstimatorOptions& options);
+  /// One EM iteration: stream_accumulate under `prev`, then the M-step — the next model, with the
+  /// E-step's rows and loglik_sum. The EM loop of `fit` steps through this call, so a backend may
+  /// override it (to run the M-step where its statistics are, say); an override returns what the
+  /// base returns: the next model and the evidence of `prev`.
+  virtual MStepResult estimate(const Model& prev, const EstimatorOptions& options);
   /// The reference's initialize(rng, p): each row kept with probability p (seeded per global
   /// row, so any world size keeps the same rows), assigned to a uniformly drawn component,
   /// then one M-step. Throws InvalidInput when a component receives no row.

@@ -36,10 +36,14 @@ struct EstimatorOptions {
 };
 
 /// Result of an M-step: the new model and the components that received no mass (weight 0, their
-/// previous parameters kept).
+/// previous parameters kept). From EncodedData::estimate (one EM iteration) it also carries the
+/// E-step's evidence under the previous model: `rows` (Σ of the sample weights) and `loglik_sum`
+/// (Σ w·log p(x)) — what the EM loop reports for that model. A bare M-step leaves both 0.
 struct MStepResult {
   Model model;
   std::vector<std::size_t> empty_components;
+  double rows = 0.0;
+  double loglik_sum = 0.0;
 };
 
 }  // namespace mixle

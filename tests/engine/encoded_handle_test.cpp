@@ -5,7 +5,9 @@
 
 #include "engine/compute.hpp"
 #include "engine/encoded_data.hpp"
+#include "engine/local_handle.hpp"
 
+#include <mixle/encoded_data.hpp>
 #include <mixle/error.hpp>
 #include <mixle/fit.hpp>
 
@@ -109,6 +111,47 @@ TEST(EncodedHandle, EstimateIsOneEmStep) {
   }
   // EM never lowers the likelihood.
   EXPECT_GT(handle->log_density_sum(step.model, fp64()).second, handle->log_density_sum(start, fp64()).second);
+}
+
+// A handle whose estimate is the base's with equal weights put in: the M-step of a backend that
+// overrides it. It records the evidence each step reported.
+class EqualWeightsEstimate final : public engine::LocalEncodedData {
+ public:
+  explicit EqualWeightsEstimate(const Dataset& rows) : LocalEncodedData(rows, engine::make_cpu_compute(1)) {}
+  engine::MStepResult estimate(const Model& prev, const EstimatorOptions& options) override {
+    engine::MStepResult next = LocalEncodedData::estimate(prev, options);
+    evidence.push_back(next.loglik_sum / next.rows);
+    next.model.weights.assign(next.model.weights.size(), 1.0 / static_cast<double>(next.model.weights.size()));
+    return next;
+  }
+  std::vector<double> evidence;  // mean log-likelihood of each step's previous model
+};
+
+// The EM loop of fit steps through EncodedData::estimate: an override's model is the one the
+// next iteration starts from, and its evidence is the history fit reports. estimate's own rows
+// and loglik_sum are the E-step's (log_density_sum of the previous model).
+TEST(EncodedHandle, TheEmLoopStepsThroughEstimate) {
+  const Model truth = test::truth_model("diag");
+  const Dataset rows = sample(truth, 600, 3);
+  const auto plain = engine::encoded_data(rows);
+  const engine::MStepResult step = plain->estimate(truth, fp64());
+  const auto [n, loglik] = plain->log_density_sum(truth, fp64());
+  EXPECT_EQ(step.rows, n);
+  EXPECT_EQ(step.loglik_sum, loglik);
+
+  const auto handle = std::make_shared<EqualWeightsEstimate>(rows);
+  FitOptions o;
+  o.components = 4;
+  o.init = InitMethod::model;
+  o.init_model = truth;
+  o.init_model->weights = {0.7, 0.1, 0.1, 0.1};
+  o.max_iter = 4;
+  o.tol = 0.0;
+  o.precision = "fp64";
+  const FitResult r = fit(std::shared_ptr<EncodedData>(handle), o);
+  ASSERT_EQ(r.iterations, 4);
+  for (double w : r.model.weights) EXPECT_EQ(w, 0.25);
+  EXPECT_EQ(r.mean_loglik, handle->evidence);
 }
 
 TEST(EncodedHandle, InitializeRefusesAComponentLeftWithoutRows) {

@@ -110,6 +110,26 @@ TEST(DistributedRows, TheDistributedBackendFitsEachRanksRowsThroughFitAndThrough
   }
 }
 
+// A rank whose launch environment contradicts its communicator fails before it reads a row: a
+// host program that hands over a launch environment numbering the mpirun ranks backwards (MPI
+// numbers them the other way) is refused on both ranks, naming both numbers. (The gloo and nccl
+// groups are formed from the launch environment itself, so there they cannot disagree.)
+TEST(DistributedRows, ALaunchEnvironmentThatContradictsTheCommunicatorIsRefused) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_MPI, "MPI");
+  TempDir dir;
+  const fs::path data = make_mixed_records(dir, 2000);
+  Process p = run_process({MIXLE_MPIEXEC, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "self,vader",
+                           "--mca", "oob_tcp_if_include", "lo", "-np", "2", kProbe, data.string(), dir.path.string(),
+                           "0.5", "swap_mpi_rank=1", "max_iter=2"},
+                          {}, dir.path / "swapped.log", 120s);
+  EXPECT_NE(p.exit_code(), 0) << p.output();
+  for (const char* both : {"MPI says this is rank 0 of 2 but the launch environment says rank 1 of 2",
+                           "MPI says this is rank 1 of 2 but the launch environment says rank 0 of 2"})
+    EXPECT_NE(p.output().find(both), std::string::npos) << both << "\n" << p.output();
+  EXPECT_FALSE(fs::exists(dir.path / "rank0.json"));
+  EXPECT_FALSE(fs::exists(dir.path / "rank1.json"));
+}
+
 // The launch variables handed over in DistributedOptions::launch_environment, with the process
 // environment stripped of them (as a Dask or Spark task shares its process): the same group forms.
 TEST(DistributedRows, LaunchVariablesCanBeGivenInsteadOfTheEnvironment) {

@@ -2,7 +2,7 @@
 // (outside the suite's glob on purpose): it fits its own share of a data file's rows, held in
 // memory, with fit_distributed(Dataset, …), and writes what it returned as DIR/rank<r>.json.
 //   mixle_fit_rows_probe DATA.npy OUT_DIR FIRST_SHARE [checkpoint=DIR] [resume=DIR] [drop_column_on=R]
-//     [max_iter=N] [explicit_env=1] [publish_port=1] [via=fit|handle]
+//     [max_iter=N] [explicit_env=1] [publish_port=1] [via=fit|handle] [swap_mpi_rank=1]
 // explicit_env=1: the launch variables move from the process environment into
 // DistributedOptions::launch_environment (the process environment no longer has them).
 // publish_port=1 (with explicit_env=1): rank 0 gets MASTER_PORT 0, so its store binds a port the
@@ -11,6 +11,9 @@
 // via=fit: mixle::fit(rows, options) with FitOptions::backend "torchrun" (the registry's distributed
 // backend) instead of fit_distributed; via=handle: mixle::fit of the handle
 // encoded_data(rows, {.backend = "mpi", .comm = "gloo"}) makes. Both write the model only.
+// swap_mpi_rank=1 (under mpirun): DistributedOptions::launch_environment numbers the mpirun ranks
+// backwards (OMPI_COMM_WORLD_RANK = size − 1 − rank) and the communicator is mpi, so the launch
+// environment a host program passes contradicts the communicator's own numbering.
 // FIRST_SHARE: the fraction of the rows rank 0 holds; the other ranks split the rest equally
 // (FIRST_SHARE 0 leaves rank 0 with none). Rank and world size come from RANK and WORLD_SIZE.
 #include <mixle/mixle.hpp>
@@ -43,7 +46,7 @@ int main(int argc, char** argv) try {
   const double first_share = std::atof(argv[3]);
   mixle::DistributedOptions dist;
   int drop_column_on = -1, max_iter = 30;
-  bool explicit_env = false, publish_port = false;
+  bool explicit_env = false, publish_port = false, swap_mpi_rank = false;
   std::string via;
   for (int i = 4; i < argc; ++i) {
     const std::string a = argv[i];
@@ -63,6 +66,8 @@ int main(int argc, char** argv) try {
       publish_port = value == "1";
     else if (key == "via")
       via = value;
+    else if (key == "swap_mpi_rank")
+      swap_mpi_rank = value == "1";
     else
       throw mixle::UsageError("unknown option " + a);
   }
@@ -89,6 +94,12 @@ int main(int argc, char** argv) try {
       }
       dist.launch_environment["MASTER_PORT"] = port;
     }
+  }
+  if (swap_mpi_rank) {
+    const int mpi_rank = env_int("OMPI_COMM_WORLD_RANK", 0), mpi_world = env_int("OMPI_COMM_WORLD_SIZE", 1);
+    dist.launch_environment = {{"OMPI_COMM_WORLD_RANK", std::to_string(mpi_world - 1 - mpi_rank)},
+                               {"OMPI_COMM_WORLD_SIZE", std::to_string(mpi_world)}};
+    dist.comm = "mpi";
   }
   const mixle::Dataset all = mixle::read_data(argv[1]);
   const auto n = all.rows();
