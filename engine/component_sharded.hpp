@@ -92,9 +92,19 @@ class ShardedEstimator {
 
   const ShardMesh& mesh() const noexcept { return mesh_; }
   std::size_t local_rows() const noexcept { return data_.rows(); }
-  /// Bytes handed to collectives so far: the world communicator's and the mesh groups'.
+  /// Bytes handed to collectives so far, by communicator: the per-row log-likelihoods gathered
+  /// in the component group, the shard statistics reduced over the data groups, and the world
+  /// communicator's (each E-step's scalars, and whatever else the caller runs on it).
+  struct Bytes {
+    std::uint64_t gathered = 0, reduced = 0, world = 0;
+  };
+  Bytes bytes() const noexcept {
+    return {component_comm_->collective_bytes(), data_comm_->collective_bytes(), comm_.collective_bytes()};
+  }
+  /// The three together.
   std::uint64_t collective_bytes() const noexcept {
-    return comm_.collective_bytes() + component_comm_->collective_bytes() + data_comm_->collective_bytes();
+    const Bytes b = bytes();
+    return b.gathered + b.reduced + b.world;
   }
   /// Rows per collective chunk and chunks per E-step (the largest group's), the same on every
   /// rank; whether every rank's Compute keeps a chunk's log-densities between its two passes.

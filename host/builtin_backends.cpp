@@ -21,12 +21,11 @@ void register_builtin_backends() {
     using engine::BackendKind;
     engine::register_backend({"local", &engine::LocalEncodedData::create, BackendKind::local, nullptr},
                              {"in_process", "single"}, false);
+    engine::register_backend({"distributed", &distributed_encoded_data, BackendKind::processes, &fit_rank_rows},
+                             {"torchrun", "mpi"}, false);
     engine::register_backend(
-        {"distributed", &distributed_encoded_data, BackendKind::processes, &fit_rank_rows}, {"torchrun", "mpi"},
-        false);
-    engine::register_backend({"component_parallel", &engine::ComponentParallelEncodedData::create,
-                              BackendKind::component_threads, nullptr},
-                             {"model_parallel", "mp_model"}, false);
+        {"component_parallel", &engine::ComponentParallelEncodedData::create, BackendKind::component_threads, nullptr},
+        {"model_parallel", "mp_model"}, false);
     engine::register_backend({"component_sharded", &component_sharded_encoded_data, BackendKind::component_sharded,
                               &fit_component_sharded_rows},
                              {}, false);

@@ -184,6 +184,17 @@ std::vector<plan::DistributedUpdate> run_contracts(const host::LaunchEnv& env, c
   plan::DistributedUpdate statistics = plan::em_statistics_update(mesh);
   if (shards > 1) statistics.state_layout = plan::StateLayout::sharded;  // each shard's own statistics
   updates.push_back(statistics);
+  if (shards > 1) {
+    plan::DistributedUpdate scalars;  // the step's non-empty mass, log-likelihood, rows and error marks
+    scalars.node_id = "em_scalars";
+    scalars.payload = plan::PayloadKind::sufficient_statistic;
+    scalars.collective = plan::CollectiveKind::all_reduce;
+    if (mesh.size(plan::ParallelAxis::dp_replicate) > 1) scalars.mesh_axes.push_back(plan::ParallelAxis::dp_replicate);
+    scalars.mesh_axes.push_back(plan::ParallelAxis::tp);
+    scalars.contract_exact = true;
+    scalars.validate();
+    updates.push_back(scalars);
+  }
   return updates;
 }
 
@@ -191,7 +202,7 @@ std::vector<plan::DistributedUpdate> run_contracts(const host::LaunchEnv& env, c
 host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchEnv& env,
                              const comms::Communicator& comm, std::size_t data_rows, const FitOptions& options,
                              int data_parallel_size, std::size_t local_rows, int shard_components,
-                             const std::optional<host::Checkpoint>& checkpoint, std::uint64_t collective_bytes,
+                             const std::optional<host::Checkpoint>& checkpoint, host::UpdateBytes update_bytes,
                              std::vector<plan::DistributedUpdate> updates) {
   host::RunFacts facts;
   facts.rank0 = env.is_rank0();
@@ -203,7 +214,7 @@ host::RunRecords run_records(const DistributedOptions& dist, const host::LaunchE
   facts.precision = options.precision;
   facts.comm = std::string(comm.type());
   facts.updates = std::move(updates);
-  return host::RunRecords(dist, std::move(facts), checkpoint ? &*checkpoint : nullptr, collective_bytes);
+  return host::RunRecords(dist, std::move(facts), checkpoint ? &*checkpoint : nullptr, std::move(update_bytes));
 }
 
 /// The fit driver's hooks for `checkpoint` (resume: its restart, iteration, history and the best
@@ -306,13 +317,16 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   engine::RowRange own;
   std::unique_ptr<engine::ShardedEstimator> sharded;
   std::uint64_t shard_parameter_bytes = 0, shard_statistic_bytes = 0, model_parameter_bytes = 0;
+  // The updates' communicators: the component group's and the data groups' (split below, at
+  // the first restart: nothing counted yet) and the world's.
   host::RunRecords records = run_records(dist, env, *comm, info.rows, options, mesh.data_groups, local.rows(), groups,
-                                         checkpoint, comm->collective_bytes(), std::move(updates));
+                                         checkpoint, {0, 0, comm->collective_bytes()}, std::move(updates));
   host::FitHooks hooks = resume_hooks(checkpoint, records);
   hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
     Model global;  // assembling it is a collective: every rank takes part, rank 0 writes it
     if (records.checkpoint_due(it.iteration)) global = engine::gather_global_model(*it.model, components, mesh, *comm);
-    records.record(restart, it, &global, sharded->collective_bytes());
+    const engine::ShardedEstimator::Bytes bytes = sharded->bytes();
+    records.record(restart, it, &global, {bytes.gathered, bytes.reduced, bytes.world});
   };
   hooks.run_restart = [&](Model initial, const engine::EmOptions& em, double& final_rows, double& final_loglik) {
     if (!sharded) {
@@ -383,10 +397,10 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
   } else {
     checkpoint = resume_checkpoint(dist, env, data_rows, source);
     host::RunRecords records = run_records(dist, env, comm, data_rows, options, comm.size(), handle.local_rows(), 0,
-                                           checkpoint, comm.collective_bytes(), std::move(updates));
+                                           checkpoint, {comm.collective_bytes()}, std::move(updates));
     host::FitHooks hooks = resume_hooks(checkpoint, records);
     hooks.after_iteration = [&](int restart, const engine::IterationInfo& it) {
-      records.record(restart, it, it.model, comm.collective_bytes(), handle.collective_seconds());
+      records.record(restart, it, it.model, {comm.collective_bytes()}, handle.collective_seconds());
     };
     result.fit = host::fit_handle(handle, options, hooks);
   }

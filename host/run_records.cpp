@@ -6,12 +6,17 @@
 #include <mixle/plan/step_receipt.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <numeric>
 
 namespace mixle::host {
 
 RunRecords::RunRecords(const DistributedOptions& dist, RunFacts facts, const Checkpoint* resumed,
-                       std::uint64_t collective_bytes)
-    : dist_(dist), facts_(std::move(facts)), bytes_before_(collective_bytes) {
+                       UpdateBytes update_bytes)
+    : dist_(dist), facts_(std::move(facts)), bytes_before_(std::move(update_bytes)) {
+  if (bytes_before_.size() != facts_.updates.size())
+    throw Error("RunRecords: " + std::to_string(bytes_before_.size()) + " byte counts for " +
+                std::to_string(facts_.updates.size()) + " updates");
   if (resumed) {
     history_ = resumed->mean_loglik;
     history_restart_ = resumed->restart;
@@ -28,12 +33,14 @@ bool RunRecords::checkpoint_due(int iteration) const noexcept {
 }
 
 void RunRecords::record(int restart, const engine::IterationInfo& it, const Model* global,
-                        std::uint64_t collective_bytes, std::optional<double> collective_seconds) {
+                        const UpdateBytes& update_bytes, std::optional<double> collective_seconds) {
   if (restart != history_restart_) history_.clear(), history_restart_ = restart;
   history_.push_back(it.mean_loglik);
-  const std::uint64_t bytes = collective_bytes - bytes_before_;
+  UpdateBytes step(update_bytes.size());
+  std::transform(update_bytes.begin(), update_bytes.end(), bytes_before_.begin(), step.begin(), std::minus<>());
+  const std::uint64_t bytes = std::reduce(step.begin(), step.end(), std::uint64_t{0});
   const double seconds = collective_seconds.value_or(0.0) - seconds_before_;
-  bytes_before_ = collective_bytes;
+  bytes_before_ = update_bytes;
   seconds_before_ = collective_seconds.value_or(0.0);
   if (!facts_.rank0) return;
   if (checkpoint_due(it.iteration)) {
@@ -69,9 +76,11 @@ void RunRecords::record(int restart, const engine::IterationInfo& it, const Mode
   r.extra["comm"] = facts_.comm;
   if (facts_.shard_components > 0) r.extra["shard_components"] = static_cast<std::int64_t>(facts_.shard_components);
   // Each DistributedUpdate of the step, flattened (a receipt's extra holds scalars):
-  // update.<node>.{payload, collective, mesh_axes, state_layout, exact, contract_exact}.
-  for (const plan::DistributedUpdate& u : facts_.updates) {
+  // update.<node>.{payload, collective, mesh_axes, state_layout, exact, contract_exact, bytes}.
+  for (std::size_t i = 0; i < facts_.updates.size(); ++i) {
+    const plan::DistributedUpdate& u = facts_.updates[i];
     const std::string key = "update." + u.node_id + ".";
+    r.extra[key + "bytes"] = static_cast<std::int64_t>(step[i]);
     std::string axes;
     for (plan::ParallelAxis a : u.mesh_axes) axes += (axes.empty() ? "" : ",") + std::string(plan::axis_name(a));
     r.extra[key + "payload"] = std::string(plan::payload_name(u.payload));

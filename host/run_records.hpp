@@ -31,11 +31,15 @@ struct RunFacts {
   std::vector<plan::DistributedUpdate> updates;  // the collectives of one EM step
 };
 
+/// Bytes each of RunFacts::updates has handed to its communicator since the fit began, in the
+/// updates' order (each update has a communicator of its own, whose count this is).
+using UpdateBytes = std::vector<std::uint64_t>;
+
 class RunRecords {
  public:
   /// `resumed`: the checkpoint a resumed fit continues (its restart, history and best restart
-  /// carry on); `collective_bytes`: the communicator's count before the first iteration.
-  RunRecords(const DistributedOptions& dist, RunFacts facts, const Checkpoint* resumed, std::uint64_t collective_bytes);
+  /// carry on); `update_bytes`: the updates' counts before the first iteration.
+  RunRecords(const DistributedOptions& dist, RunFacts facts, const Checkpoint* resumed, UpdateBytes update_bytes);
 
   /// After every restart: the best result so far, which later checkpoints carry (rank 0 needs
   /// its global model).
@@ -46,10 +50,10 @@ class RunRecords {
   bool checkpoint_due(int iteration) const noexcept;
 
   /// After iteration `it` of restart `restart`, on every rank. `global`: the global model after
-  /// the M-step, needed on rank 0 when checkpoint_due. `collective_bytes` and, when the path
-  /// times them, `collective_seconds` are totals since the fit began; the receipt gets this
-  /// iteration's share.
-  void record(int restart, const engine::IterationInfo& it, const Model* global, std::uint64_t collective_bytes,
+  /// the M-step, needed on rank 0 when checkpoint_due. `update_bytes` and, when the path times
+  /// them, `collective_seconds` are totals since the fit began; the receipt gets this
+  /// iteration's share: each update's bytes, and their sum as the step's collective bytes.
+  void record(int restart, const engine::IterationInfo& it, const Model* global, const UpdateBytes& update_bytes,
               std::optional<double> collective_seconds = std::nullopt);
 
  private:
@@ -58,7 +62,7 @@ class RunRecords {
   std::vector<double> history_;  // of the current restart
   int history_restart_ = 0;
   std::optional<FitResult> best_;
-  std::uint64_t bytes_before_;
+  UpdateBytes bytes_before_;
   double seconds_before_ = 0.0;
   std::vector<std::string> receipts_;
 };

@@ -6,6 +6,8 @@
 # cannot hold the whole model (the run chooses the component split itself, as `mixle plan
 # --shard-components` prints it), and "replicated" (4 data-parallel ranks, --shard-components 1,
 # no resources) where the whole model fits this machine.
+# --timeout 900: initialisation (k-means++ over K centres, then one assignment pass) runs on the
+# ranks holding rows while the others wait at the next collective, longer than the 60 s default.
 # Usage: bench/sharding/scale.sh [MIXLE] [diag|full|both] [ITERS] [ROWS_FULL]
 # Prints, per run, mixle plan's table, the fit's summary lines (seconds per EM iteration,
 # placement, resident bytes per rank, collective bytes), and each rank's peak RSS (KiB).
@@ -45,9 +47,12 @@ run() {
   local name=$1
   shift
   echo "-- $name"
-  "$MIXLE" launch --nproc 4 -- bash -c 'exec /usr/bin/time -f "%M" -o "rss.$RANK" "$@"' _ \
-      "$MIXLE" fit --max-iter "$ITERS" --tol 0 --threads 1 --quiet --out model.json "$@" 2>&1 |
-    grep -E '^(fitted|throughput|parallel:|model parameter bytes|resident)'
+  if ! "$MIXLE" launch --nproc 4 -- bash -c 'exec /usr/bin/time -f "%M" -o "rss.$RANK" "$@"' _ \
+      "$MIXLE" fit --max-iter "$ITERS" --tol 0 --threads 1 --timeout 900 --out model.json "$@" >fit.log 2>&1; then
+    cat fit.log
+    return 1
+  fi
+  grep -E '^(fitted|throughput|distributed:|parallel:|model parameter bytes|resident)' fit.log
   echo "peak RSS (VmHWM) per rank, KiB: $(cat rss.0) $(cat rss.1) $(cat rss.2) $(cat rss.3)"
 }
 

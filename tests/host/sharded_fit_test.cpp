@@ -163,6 +163,35 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
       EXPECT_EQ(out.find(" collective bytes in "), std::string::npos)
           << "the sharded path does not time its collectives\n"
           << out;
+    // Each update's bytes are its communicator's count for the step, and together they are the
+    // receipt's collective bytes. After initialisation (step 0) they are the step's payloads:
+    // the statistics all-reduced over the data groups (the header and this rank's components,
+    // plus the error slot without sharding; none with one data group), the per-row
+    // log-likelihoods gathered over the G shards (at this K one chunk, as long as the largest
+    // data group's rows rounded up to a 128-row block, plus an error slot) and the four global
+    // scalars (non-empty mass, log-likelihood, rows, error mark).
+    std::istringstream again(read_file(receipts));
+    while (std::getline(again, line)) {
+      const auto receipt = nlohmann::json::parse(line);
+      const auto& extra = receipt.at("extra");
+      std::uint64_t sum = 0;
+      for (const auto& [key, value] : extra.items())
+        if (key.starts_with("update.") && key.ends_with(".bytes")) sum += value.get<std::uint64_t>();
+      EXPECT_EQ(sum, receipt.at("collective_bytes").get<std::uint64_t>()) << line;
+      if (receipt.at("step").get<int>() == 0) continue;
+      const std::uint64_t reduced = extra.at("update.em_statistics.bytes").get<std::uint64_t>();
+      if (G == 1) {
+        EXPECT_EQ(reduced, statistic_bytes + 8) << line;
+        continue;
+      }
+      EXPECT_EQ(reduced, 4 / G > 1 ? statistics[0] : 0u) << line;
+      EXPECT_EQ(extra.at("update.em_scalars.bytes").get<std::uint64_t>(), 32u) << line;
+      const auto gathered = extra.at("update.shard_log_likelihoods.bytes").get<std::uint64_t>();
+      const auto rows = receipt.at("local_examples").get<std::uint64_t>();
+      EXPECT_EQ(gathered % (8 * static_cast<std::uint64_t>(G)), 0u) << line;
+      EXPECT_GE(gathered / (8 * static_cast<std::uint64_t>(G)), rows + 1) << line;
+      EXPECT_LE(gathered / (8 * static_cast<std::uint64_t>(G)), rows + 256) << line;
+    }
   }
 }
 
