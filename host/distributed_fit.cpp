@@ -185,10 +185,10 @@ std::vector<plan::DistributedUpdate> run_contracts(const host::LaunchEnv& env, c
   if (shards > 1) statistics.state_layout = plan::StateLayout::sharded;  // each shard's own statistics
   updates.push_back(statistics);
   if (shards > 1) {
-    plan::DistributedUpdate scalars;  // the step's non-empty mass, log-likelihood, rows and error marks
+    // The step's non-empty mass, log-likelihood, rows and error marks: sufficient statistics,
+    // all-reduced, replicated (DistributedUpdate's defaults).
+    plan::DistributedUpdate scalars;
     scalars.node_id = "em_scalars";
-    scalars.payload = plan::PayloadKind::sufficient_statistic;
-    scalars.collective = plan::CollectiveKind::all_reduce;
     if (mesh.size(plan::ParallelAxis::dp_replicate) > 1) scalars.mesh_axes.push_back(plan::ParallelAxis::dp_replicate);
     scalars.mesh_axes.push_back(plan::ParallelAxis::tp);
     scalars.contract_exact = true;

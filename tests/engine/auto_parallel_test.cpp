@@ -148,5 +148,15 @@ TEST(AutoParallel, UnrealizedWhenAShardFitsButNoRowFitsBesideIt) {
   }
 }
 
+// How a run describes its layout (the summary's parallel: line, mixle plan --shard-components):
+// one shard per group is data parallel whatever the group count; the reason in parentheses only
+// when there is one.
+TEST(AutoParallel, ParallelSummaryNamesTheMeshAndTheReason) {
+  EXPECT_EQ(parallel_summary(4, 1, "--shard-components 1"), "data parallel (--shard-components 1)");
+  EXPECT_EQ(parallel_summary(1, 1, ""), "data parallel");
+  EXPECT_EQ(parallel_summary(2, 2, "why"), "component sharded: 2 data group(s) × 2 component shards (why)");
+  EXPECT_EQ(parallel_summary(1, 4, ""), "component sharded: 1 data group(s) × 4 component shards");
+}
+
 }  // namespace
 }  // namespace mixle::engine

@@ -125,10 +125,10 @@ TEST(DistributedRows, ALaunchEnvironmentThatContradictsTheCommunicatorIsRefused)
   EXPECT_NE(p.exit_code(), 0) << p.output();
   // mpirun stops the job when the first rank exits, so the other may not get to print its own
   // refusal; each names both numbers.
-  const bool rank0 = p.output().find("MPI says this is rank 0 of 2 but the launch environment says rank 1 of 2") !=
-                     std::string::npos;
-  const bool rank1 = p.output().find("MPI says this is rank 1 of 2 but the launch environment says rank 0 of 2") !=
-                     std::string::npos;
+  const bool rank0 =
+      p.output().find("MPI says this is rank 0 of 2 but the launch environment says rank 1 of 2") != std::string::npos;
+  const bool rank1 =
+      p.output().find("MPI says this is rank 1 of 2 but the launch environment says rank 0 of 2") != std::string::npos;
   EXPECT_TRUE(rank0 || rank1) << p.output();
   EXPECT_FALSE(fs::exists(dir.path / "rank0.json"));
   EXPECT_FALSE(fs::exists(dir.path / "rank1.json"));

@@ -123,9 +123,17 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
       EXPECT_EQ(extra.at("update.em_statistics.mesh_axes"), 4 / G > 1 ? "dp_replicate" : "");
       EXPECT_EQ(extra.at("update.em_statistics.state_layout"), G > 1 ? "sharded" : "replicated");
       EXPECT_EQ(extra.contains("update.shard_log_likelihoods.collective"), G > 1);
+      EXPECT_EQ(extra.contains("update.em_scalars.collective"), G > 1);
       if (G > 1) {
         EXPECT_EQ(extra.at("update.shard_log_likelihoods.collective"), "all_gather");
         EXPECT_EQ(extra.at("update.shard_log_likelihoods.mesh_axes"), "tp");
+        // The global scalars go over the whole world: both axes when there are two data groups.
+        EXPECT_EQ(extra.at("update.em_scalars.payload"), "sufficient_statistic");
+        EXPECT_EQ(extra.at("update.em_scalars.collective"), "all_reduce");
+        EXPECT_EQ(extra.at("update.em_scalars.mesh_axes"), 4 / G > 1 ? "dp_replicate,tp" : "tp");
+        EXPECT_EQ(extra.at("update.em_scalars.state_layout"), "replicated");
+        EXPECT_EQ(extra.at("update.em_scalars.contract_exact"), true);
+        EXPECT_EQ(extra.at("update.em_scalars.exact"), false);
       }
       ++steps;
     }
@@ -176,7 +184,10 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
       const auto& extra = receipt.at("extra");
       std::uint64_t sum = 0;
       for (const auto& [key, value] : extra.items())
-        if (key.starts_with("update.") && key.ends_with(".bytes")) sum += value.get<std::uint64_t>();
+        if (key.starts_with("update.") && key.ends_with(".bytes")) {
+          EXPECT_GE(value.get<std::int64_t>(), 0) << key << ": " << line;
+          sum += value.get<std::uint64_t>();
+        }
       EXPECT_EQ(sum, receipt.at("collective_bytes").get<std::uint64_t>()) << line;
       if (receipt.at("step").get<int>() == 0) continue;
       const std::uint64_t reduced = extra.at("update.em_statistics.bytes").get<std::uint64_t>();

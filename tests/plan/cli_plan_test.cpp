@@ -67,6 +67,25 @@ class PlanCli : public ::testing::Test {
 
 }  // namespace
 
+namespace {
+
+/// The placement table of `mixle plan` output: the lines from its header ("device  rows …") to
+/// the next blank line.
+std::vector<std::string> placement_table(const std::string& out) {
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("device ", 0) == 0 && line.find("rows") != std::string::npos) inside = true;
+    if (inside && line.empty()) break;
+    if (inside) lines.push_back(line);
+  }
+  return lines;
+}
+
+}  // namespace
+
 TEST_F(PlanCli, ResourcesFromMpiPrintsRoundTrippableJson) {
   CliRun r = run("resources --from-mpi", "OMPI_COMM_WORLD_SIZE=3");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -163,6 +182,30 @@ TEST_F(PlanCli, PlanShowsTheShardedRunOfAModelNoDeviceHolds) {
                              std::to_string(placement.shards[placement.shards.size() - 3].stop) + ")";
   EXPECT_NE(t.out.find(hidden), std::string::npos) << t.out;
   EXPECT_NE(t.out.find("[" + std::to_string(placement.shards.back().start) + ", 100000)"), std::string::npos) << t.out;
+  // The placement table: its header, two pieces, the count, two pieces — every line as wide as
+  // the header.
+  const std::vector<std::string> table = placement_table(t.out);
+  ASSERT_EQ(table.size(), 6u) << t.out;
+  for (const std::string& line : table) EXPECT_EQ(line.size(), table[0].size()) << "\"" << line << "\"\n" << t.out;
+  EXPECT_EQ(table[3].find("cpu:0"), 0u) << t.out;
+  EXPECT_NE(table[3].find(hidden), std::string::npos) << t.out;
+}
+
+// Seven pieces on one device are all shown; from eight, the first and last two and a count.
+TEST_F(PlanCli, PlanTableShowsSevenPiecesOfADeviceAndCountsTheMiddleOfEight) {
+  Resources({DeviceSpec{.name = "cpu:0"}}).save(path("res.json"));
+  const std::string args =
+      "plan --rows 8000 --family gaussian_diag --components 2 --resources " + path("res.json") + " --num-chunks ";
+  CliRun seven = run(args + "7");
+  ASSERT_EQ(seven.code, 0) << seven.err;
+  EXPECT_EQ(placement_table(seven.out).size(), 8u) << seven.out;
+  EXPECT_EQ(seven.out.find("more pieces"), std::string::npos) << seven.out;
+  CliRun eight = run(args + "8");
+  ASSERT_EQ(eight.code, 0) << eight.err;
+  const std::vector<std::string> table = placement_table(eight.out);
+  ASSERT_EQ(table.size(), 6u) << eight.out;
+  EXPECT_NE(table[3].find("... 4 more pieces, rows [2000, 6000)"), std::string::npos) << eight.out;
+  EXPECT_NE(table[4].find("[6000, 7000)"), std::string::npos) << eight.out;
 }
 
 TEST_F(PlanCli, PlanReadsTheModelFile) {
