@@ -48,10 +48,20 @@ Model EncodedData::initialize(const Model& shape, std::uint64_t seed, double p, 
       .model;
 }
 
-bool EncodedDataOptions::is_default() const {
+bool EncodedDataOptions::is_default() const { return engine::controls_set(*this).empty(); }
+
+std::string engine::controls_set(const EncodedDataOptions& options) {
   const EncodedDataOptions d;
-  return backend == d.backend && device == d.device && threads == d.threads && num_workers == d.num_workers &&
-         comm == d.comm;
+  std::string set;
+  const auto add = [&set](bool differs, const char* name) {
+    if (differs) set += (set.empty() ? "" : ", ") + std::string(name);
+  };
+  add(options.backend != d.backend, "backend");
+  add(options.device != d.device, "device");
+  add(options.threads != d.threads, "threads");
+  add(options.num_workers != d.num_workers, "num_workers");
+  add(options.comm != d.comm, "comm");
+  return set;
 }
 
 bool is_encoded_data_handle(const DataSource& source) noexcept {

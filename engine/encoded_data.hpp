@@ -32,4 +32,8 @@ using mixle::register_encoded_data_backend;
 using mixle::RowVisitor;
 using mixle::Statistics;
 
+/// The controls of `options` that differ from their defaults, by name, comma-separated (empty
+/// when every control keeps its default: EncodedDataOptions::is_default).
+std::string controls_set(const EncodedDataOptions& options);
+
 }  // namespace mixle::engine

@@ -4,6 +4,7 @@
 #include "host/builtin_backends.hpp"
 
 #include "engine/component_parallel.hpp"
+#include "engine/encoded_data.hpp"
 #include "engine/local_handle.hpp"
 #include "host/component_sharded_fit.hpp"
 #include "host/distributed_backend.hpp"
@@ -41,24 +42,6 @@ engine::BackendEntry backend_named(const std::string& name) {
 }  // namespace mixle::host
 
 namespace mixle {
-namespace {
-
-/// The controls of `options` that differ from their defaults, by name.
-std::string controls_set(const EncodedDataOptions& options) {
-  const EncodedDataOptions d;
-  std::string set;
-  const auto add = [&set](bool differs, const char* name) {
-    if (differs) set += (set.empty() ? "" : ", ") + std::string(name);
-  };
-  add(options.backend != d.backend, "backend");
-  add(options.device != d.device, "device");
-  add(options.threads != d.threads, "threads");
-  add(options.num_workers != d.num_workers, "num_workers");
-  add(options.comm != d.comm, "comm");
-  return set;
-}
-
-}  // namespace
 
 void register_encoded_data_backend(const std::string& name, EncodedDataFactory factory,
                                    const std::vector<std::string>& aliases, bool override) {
@@ -75,11 +58,10 @@ std::vector<std::string> encoded_data_backends() {
 
 std::shared_ptr<EncodedData> encoded_data(const DataSource& source, const EncodedDataOptions& options) {
   if (is_encoded_data_handle(source)) {
-    if (!options.is_default())
+    if (const std::string set = engine::controls_set(options); !set.empty())
       throw EncodedDataControlConflict(
           "encoded_data: the data is already an encoded handle (backend \"" +
-          std::get<std::shared_ptr<EncodedData>>(source)->backend() + "\"); the encoding controls given (" +
-          controls_set(options) +
+          std::get<std::shared_ptr<EncodedData>>(source)->backend() + "\"); the encoding controls given (" + set +
           ") cannot re-encode, re-place or move it — pass the raw data with the controls, or the handle without them");
     return std::get<std::shared_ptr<EncodedData>>(source);
   }

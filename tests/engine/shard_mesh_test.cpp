@@ -1,6 +1,8 @@
 // The component-sharded mesh's arithmetic, which the multi-process tests exercise only at a few
 // world sizes: where each rank sits (data group × component shard), which mesh sizes are
 // refused, the chunks a sharded E-step exchanges, and component slices of every family.
+#include "engine_test_util.hpp"
+
 #include "comms/thread_group.hpp"
 #include "engine/component_sharded.hpp"
 #include "engine/compute.hpp"
@@ -148,11 +150,7 @@ TEST(ShardedEStep, AShardsFailureStopsTheOtherShardsBeforeTheyCombine) {
   auto world = comms::make_thread_group(G, std::chrono::seconds(20));
   Model whole;
   whole.weights = {0.25, 0.25, 0.5};
-  Part p;
-  p.family = Family::categorical;
-  p.col_begin = 0;
-  p.col_end = 1;
-  p.categories = 3;
+  Part p = test::make_part(Family::categorical, 0, 1, 3);
   p.prob = {0.5, 0.5, 0.0, 0.3, 0.7, 0.0, 0.0, 0.0, 1.0};
   whole.parts = {p};
   const Dataset rows = Dataset::from_vector(std::vector<double>(300, 2.0), 300, 1);
