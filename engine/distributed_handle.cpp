@@ -88,7 +88,8 @@ Statistics DistributedEncodedData::stream_accumulate(const Model& model, const E
         // An empty local range (more ranks than row blocks) contributes zeros.
         if (data_.rows() > 0) s = LocalEncodedData::stream_accumulate(model, options);
       },
-      "the E-step", /*on_device=*/data_.rows() > 0 && !options.marginalise);  // marginalise adds host sums
+      // marginalise adds host sums; streamed chunks are several Compute calls
+      "the E-step", /*on_device=*/data_.rows() > 0 && !options.marginalise && one_call_per_pass());
   return s;
 }
 

@@ -1,6 +1,7 @@
 #include "engine/local_handle.hpp"
 #include "engine/report.hpp"
 #include "engine/row_hash.hpp"
+#include "kernels/cpu/cpu_kernels.hpp"
 
 #include <mixle/error.hpp>
 
@@ -26,7 +27,40 @@ std::unique_ptr<EncodedData> LocalEncodedData::create(const Dataset& data, const
   return std::make_unique<LocalEncodedData>(data, make_compute(options.device, options.threads));
 }
 
-void LocalEncodedData::check(const Model& model) { check_data_against(model, data_); }
+namespace {
+
+/// `report` of a pass over rows that start `offset` rows into this handle's: its listed rows
+/// counted from this handle's row 0.
+kernels::PassReport shifted(kernels::PassReport report, std::size_t offset) {
+  for (int i = 0; i < report.num_listed; ++i) report.listed[i] += static_cast<std::int64_t>(offset);
+  return report;
+}
+
+}  // namespace
+
+void LocalEncodedData::stream_rows(std::size_t chunk_rows) {
+  if (chunk_rows % kernels::cpu::kTileRows != 0)
+    throw InvalidInput("streamed chunks of " + std::to_string(chunk_rows) + " rows: a multiple of " +
+                       std::to_string(kernels::cpu::kTileRows) + " rows (the kernels' tile) is required");
+  chunk_rows_ = chunk_rows;
+  if (chunk_rows_ > 0) encoded_f32_ = Dataset();  // a whole copy is what streaming avoids
+}
+
+template <class Visit>
+void LocalEncodedData::for_each_chunk(std::size_t chunk, Visit&& visit) const {
+  for (std::size_t begin = 0; begin < data_.rows(); begin += chunk) {
+    const std::size_t end = std::min(data_.rows(), begin + chunk);
+    visit(data_.slice(begin, end), begin);
+    if (chunk_rows_ > 0) data_.release(begin, end);
+  }
+}
+
+void LocalEncodedData::check(const Model& model) {
+  if (model.columns() > data_.cols() || chunk_rows_ == 0) return check_data_against(model, data_);
+  // Part by part, as check_data_against goes, so that the bad value named is the same one.
+  for (const Part& p : model.parts)
+    for_each_chunk(chunk_rows_, [&](const Dataset& rows, std::size_t) { family_ops(p.family).check_data(p, rows); });
+}
 
 double LocalEncodedData::total_weight() {
   const double* w = data_.weights();
@@ -39,15 +73,17 @@ double LocalEncodedData::total_weight() {
 
 std::vector<double> LocalEncodedData::column_max() {
   std::vector<double> mx(data_.cols(), -std::numeric_limits<double>::infinity());
-  for (std::size_t r = 0; r < data_.rows(); ++r)
-    for (std::size_t c = 0; c < data_.cols(); ++c) mx[c] = std::max(mx[c], data_.at(r, c));
+  for_each_chunk(chunk_rows_ ? chunk_rows_ : data_.rows(), [&](const Dataset& rows, std::size_t) {
+    for (std::size_t r = 0; r < rows.rows(); ++r)
+      for (std::size_t c = 0; c < rows.cols(); ++c) mx[c] = std::max(mx[c], rows.at(r, c));
+  });
   return mx;
 }
 
 const Dataset& LocalEncodedData::encoded_for(Precision precision) {
   // float64 rows computed in float32 are converted on every pass otherwise: encode them once
   // (half the bytes to stream per iteration), when the copy takes at most an eighth of memory.
-  if (precision == Precision::fp64 || data_.dtype() == DType::f32) return data_;
+  if (precision == Precision::fp64 || data_.dtype() == DType::f32 || chunk_rows_ > 0 || !allow_f32_copy_) return data_;
   if (encoded_f32_.rows() == data_.rows() && !data_.empty()) return encoded_f32_;
   const double bytes = static_cast<double>(data_.rows()) * static_cast<double>(data_.cols()) * 4.0;
   const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
@@ -66,9 +102,19 @@ const Dataset& LocalEncodedData::encoded_for(Precision precision) {
 
 Statistics LocalEncodedData::stream_accumulate(const Model& model, const EstimatorOptions& options) {
   Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(model).size));
-  const kernels::PassReport report =
-      compute_->accumulate(model, encoded_for(options.precision), options.precision, s.values);
-  raise_for(report, data_.source(), data_.first_row());
+  if (chunk_rows_ == 0) {
+    const kernels::PassReport report =
+        compute_->accumulate(model, encoded_for(options.precision), options.precision, s.values);
+    raise_for(report, data_.source(), data_.first_row());
+  } else {
+    // Chunks start at multiples of the kernels' tile: the same sums, in the same order, as one
+    // call; each chunk's pages are released after it, a single chunk's too.
+    kernels::PassReport report;
+    for_each_chunk(chunk_rows_, [&](const Dataset& rows, std::size_t begin) {
+      report.merge(shifted(compute_->accumulate(model, rows, options.precision, s.values), begin));
+    });
+    raise_for(report, data_.source(), data_.first_row());
+  }
   if (options.marginalise) {
     s.values.resize(static_cast<std::size_t>(stat_size(model, options)), 0.0);
     accumulate_incomplete(model, data_, incomplete_, options.precision, incomplete_threads_, s.values);
@@ -101,17 +147,17 @@ Dataset gather(const Dataset& rows, const std::vector<std::size_t>& order) {
 Statistics LocalEncodedData::accumulate_assigned(const Model& shape, const Assigner& assign) {
   Statistics s = Statistics::zero(static_cast<std::size_t>(stat_layout(shape).size));
   const std::size_t K = shape.components();
-  // Chunks of ~1M responsibilities (8 MiB, reused chunk after chunk): a multiple of the
-  // kernels' 128-row block, at least one block (a valid model has K ≥ 1). A floor of 4096 rows
-  // made this block 3.3 GB at K = 100 000 — more than the model — on the rank initialising a
-  // component-sharded fit whose devices were sized for a shard.
-  std::size_t chunk = std::max<std::size_t>(128, (std::size_t{1} << 20) / K);
+  // Chunks of ~1M responsibilities and ~1M values of rows (8 MiB each, reused chunk after
+  // chunk): a multiple of the kernels' 128-row block, at least one block (a valid model has
+  // K ≥ 1). A floor of 4096 rows made this block 3.3 GB at K = 100 000 — more than the model —
+  // on the rank initialising a component-sharded fit whose devices were sized for a shard; the
+  // columns bound the rows a streamed fit maps at once (and copies, grouped) when K is small.
+  std::size_t chunk = std::max<std::size_t>(128, (std::size_t{1} << 20) / std::max(K, data_.cols()));
   chunk -= chunk % 128;
   std::vector<std::size_t> label, start(K + 1), order;
   std::vector<double> resp;
-  for (std::size_t begin = 0; begin < data_.rows(); begin += chunk) {
-    const std::size_t end = std::min(data_.rows(), begin + chunk), m = end - begin;
-    const Dataset rows = data_.slice(begin, end);
+  for_each_chunk(chunk, [&](const Dataset& rows, std::size_t begin) {
+    const std::size_t m = rows.rows();
     label.assign(m, K);
     assign(rows, first_global_row() + begin, K, label.data());
     // The assigned rows grouped by component, in row order within each (a counting sort): a
@@ -130,19 +176,18 @@ Statistics LocalEncodedData::accumulate_assigned(const Model& shape, const Assig
     order.resize(start[K]);
     for (std::size_t r = 0; r < m; ++r)
       if (label[r] < K) order[start[label[r]]++] = r;
-    if (order.empty()) continue;
+    if (order.empty()) return;
     const Dataset grouped = rows.dtype() == DType::f32 ? gather<float>(rows, order) : gather<double>(rows, order);
     resp.assign(order.size() * K, 0.0);
     for (std::size_t i = 0; i < order.size(); ++i) resp[i * K + label[order[i]]] = 1.0;
     compute_->accumulate_given(shape, grouped, resp.data(), s.values);
-  }
+  });
   return s;
 }
 
 void LocalEncodedData::fold_rows(std::vector<double>&, const RowVisitor& visit) {
   constexpr std::size_t kChunk = std::size_t{1} << 16;
-  for (std::size_t begin = 0; begin < data_.rows(); begin += kChunk)
-    visit(data_.slice(begin, std::min(data_.rows(), begin + kChunk)), first_global_row() + begin);
+  for_each_chunk(kChunk, [&](const Dataset& rows, std::size_t begin) { visit(rows, first_global_row() + begin); });
 }
 
 Dataset LocalEncodedData::sample_local(std::uint64_t seed, double p) const {
@@ -150,13 +195,16 @@ Dataset LocalEncodedData::sample_local(std::uint64_t seed, double p) const {
   std::size_t n = 0;
   const std::size_t C = data_.cols(), first = first_global_row();
   const double* w = data_.weights();
-  for (std::size_t r = 0; r < data_.rows(); ++r) {
-    if (to_unit(row_draw(seed, 3, first + r)) >= p) continue;
-    if (w && w[r] == 0.0) continue;  // a row of weight 0 is not in the fit: never a starting centre
-    for (std::size_t c = 0; c < C; ++c) values.push_back(data_.at(r, c));
-    if (w) weights.push_back(w[r]);
-    ++n;
-  }
+  for_each_chunk(chunk_rows_ ? chunk_rows_ : data_.rows(), [&](const Dataset& rows, std::size_t begin) {
+    for (std::size_t i = 0; i < rows.rows(); ++i) {
+      const std::size_t r = begin + i;
+      if (to_unit(row_draw(seed, 3, first + r)) >= p) continue;
+      if (w && w[r] == 0.0) continue;  // a row of weight 0 is not in the fit: never a starting centre
+      for (std::size_t c = 0; c < C; ++c) values.push_back(rows.at(i, c));
+      if (w) weights.push_back(w[r]);
+      ++n;
+    }
+  });
   Dataset out = Dataset::from_vector(std::move(values), n, C);
   return w ? out.with_weights(std::move(weights)) : out;
 }

@@ -32,6 +32,19 @@ class LocalEncodedData : public EncodedData {
   }
   Compute& compute() { return *compute_; }
 
+  /// Streams the rows instead of holding them resident: every pass walks them in chunks of
+  /// `chunk_rows` rows and releases each chunk's pages after it (Dataset::release: rows mapped
+  /// from a file then never become resident whole), and float64 rows computed in float32 are
+  /// converted block by block by the kernels instead of copied whole. `chunk_rows` must be a
+  /// multiple of kernels::cpu::kTileRows: the statistics are then bit-identical to the resident
+  /// passes'. 0 (the default): resident.
+  void stream_rows(std::size_t chunk_rows);
+  std::size_t chunk_rows() const { return chunk_rows_; }
+  /// Whether float64 rows computed in float32 may be copied to float32 once, whole (half the bytes
+  /// per pass; by default when the copy takes at most an eighth of physical memory). A memory
+  /// budget the copy does not fit in turns it off.
+  void allow_f32_copy(bool allow) { allow_f32_copy_ = allow; }
+
  protected:
   /// The global row index of this handle's row 0 (non-zero for a rank's shard).
   virtual std::size_t first_global_row() const { return 0; }
@@ -41,12 +54,21 @@ class LocalEncodedData : public EncodedData {
   /// The rows in the form the E-step streams for `precision` (a float32 copy of float64 rows
   /// for fp32 compute, made once when it fits comfortably in memory; else the rows themselves).
   const Dataset& encoded_for(Precision precision);
+  /// Whether an E-step is one Compute call over all rows (resident, or a single chunk): only then
+  /// does the Compute hold exactly the step's statistics (Compute::all_reduce_statistics).
+  bool one_call_per_pass() const { return chunk_rows_ == 0 || data_.rows() <= chunk_rows_; }
+  /// Calls visit(rows, begin) for consecutive chunks of data_ (rows [begin, begin + rows.rows())),
+  /// of `chunk` rows, releasing each one's pages after its visit when streaming.
+  template <class Visit>
+  void for_each_chunk(std::size_t chunk, Visit&& visit) const;
 
   Dataset data_;
   Dataset encoded_f32_;
   std::unique_ptr<Compute> compute_;
   IncompleteRows incomplete_;
   int incomplete_threads_ = 0;
+  std::size_t chunk_rows_ = 0;  // 0: resident
+  bool allow_f32_copy_ = true;
 };
 
 /// Checks the data's columns against the model's parts (shared by every handle).

@@ -7,7 +7,9 @@
 #include "engine/report.hpp"
 #include "host/builtin_backends.hpp"
 #include "host/fit_driver.hpp"
+#include "host/launch_env.hpp"
 #include "host/missing_values.hpp"
+#include "host/rows_memory.hpp"
 #include "host/stepwise_fit.hpp"
 
 #include <mixle/encoded_data.hpp>
@@ -28,18 +30,20 @@ FitResult fit(const Dataset& given, const FitOptions& options) {
   if (backend.driver) return backend.driver(given, options);
   if (given.empty()) throw InvalidInput(given.source() + ": no data rows");
   if (options.batch_size > 0) host::validate_stepwise(options);
+  const host::RowsMemory memory = host::plan_rows_memory(given, options, host::detect_launch_env().local_world_size);
   host::DroppedRows kept = host::handle_missing_rows(given, options);
   host::refuse_all_missing(kept.count, given.rows(), given.source(), options);
   const Dataset& data = kept.data;
   FitResult result;
   if (options.batch_size > 0) {
-    result = host::fit_stepwise(data, options);
+    result = host::fit_stepwise(data, options, memory);
   } else {
     const EncodedDataOptions enc{.backend = options.backend,
                                  .device = options.device,
                                  .threads = options.threads,
                                  .num_workers = options.num_workers};
     const std::unique_ptr<EncodedData> handle = backend.factory(data, enc);
+    host::hold_rows(*handle, memory);
     if (!kept.incomplete.empty())
       host::local_handle_of(*handle).set_incomplete_rows(std::move(kept.incomplete), options.threads);
     result = host::fit_handle(*handle, options);

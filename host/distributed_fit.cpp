@@ -6,14 +6,17 @@
 #include "engine/compute.hpp"
 #include "engine/distributed_handle.hpp"
 #include "engine/encoded_data.hpp"
+#include "engine/error_marks.hpp"
 #include "engine/estimator.hpp"
 #include "engine/model_summary.hpp"
 #include "host/backend_shape.hpp"
+#include "host/bytes_text.hpp"
 #include "host/checkpoint.hpp"
 #include "host/distributed_backend.hpp"
 #include "host/fit_driver.hpp"
 #include "host/launch_env.hpp"
 #include "host/missing_values.hpp"
+#include "host/rows_memory.hpp"
 #include "host/run_records.hpp"
 #include "host/stepwise_fit.hpp"
 
@@ -254,6 +257,34 @@ Dataset read_rows(const std::string& path, const ReadOptions& read, const DataIn
   return read_data(path, r);
 }
 
+/// How this rank holds its rows `local` (host::plan_rows_memory), planned on every rank: a rank
+/// that cannot keep a given budget stops them all, naming itself (one all-reduce). A sharded
+/// fit (`sharded`) keeps its rows resident: a given budget they exceed is refused.
+host::RowsMemory plan_on_ranks(const Dataset& local, const FitOptions& options, const host::LaunchEnv& env,
+                               comms::Communicator& comm, bool sharded) {
+  std::exception_ptr error;
+  host::RowsMemory memory;
+  try {
+    memory = host::plan_rows_memory(local, options, env.local_world_size);
+    if (sharded && memory.chunk_rows > 0) {
+      const std::string why = "a component-sharded fit holds its rows resident";
+      if (memory.given)
+        throw UsageError(local.source() + ": this rank's rows take " + host::bytes_text(memory.rows_bytes) +
+                         ", more than --memory-budget " + host::bytes_text(memory.budget) + ", and " + why +
+                         "; raise the budget or spread the rows over more ranks");
+      memory.chunk_rows = 0;
+      memory.chunk_bytes = 0;
+      memory.resident_because = why;
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  std::vector<double> mark{engine::error_mark(error, comm.rank())};
+  comm.all_reduce_sum(std::span<double>(mark));
+  engine::raise_marks(mark[0], error, comm, "planning the rows' memory");
+  return memory;
+}
+
 /// `--missing drop` or `marginalise` on this rank's rows `local`; the count and the first rows
 /// listed are every rank's (in rank order), the same on all; the rows to marginalise stay this
 /// rank's. A collective whenever the policy is not error.
@@ -301,13 +332,16 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   std::vector<plan::DistributedUpdate> updates = run_contracts(env, *comm, groups, options);  // before any row is read
   const auto ranges = rank_row_ranges(info.rows, info.cols, comm->size(), dist.resources_file, std::nullopt, groups);
   const engine::RowRange mine = ranges[static_cast<std::size_t>(mesh.data_group())];
-  const host::DroppedRows kept = missing_on_ranks(read_rows(path, read, info, mine), options, *comm);
+  const Dataset rows = read_rows(path, read, info, mine);
+  const host::RowsMemory memory = plan_on_ranks(rows, options, env, *comm, /*sharded=*/true);
+  const host::DroppedRows kept = missing_on_ranks(rows, options, *comm);
   const Dataset& local = kept.data;
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info.rows, path);
   const bool first_group = mesh.component_group() == 0;
   engine::DistributedEncodedData init_handle(
       first_group ? local : Dataset::from_vector(std::vector<double>{}, 0, info.cols), info.rows, mine.begin, *comm,
       rank_compute(options, device));
+  host::hold_rows(init_handle, memory);
   std::unique_ptr<plan::Resources> resources;
   if (!dist.resources_file.empty())
     resources = std::make_unique<plan::Resources>(plan::Resources::load(dist.resources_file));
@@ -360,6 +394,7 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   result.component_begin = own.begin;
   result.component_end = own.end;
   result.parallel = engine::parallel_summary(mesh.data_groups, groups, reason);
+  result.rows_memory = memory.summary();
   return result;
 }
 
@@ -367,7 +402,8 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
 /// handle holds this rank's part of them (often none) and all-reduces the batch's statistics.
 std::vector<std::shared_ptr<EncodedData>> rank_batches(const Dataset& local, std::size_t data_rows,
                                                        std::size_t first_row, const FitOptions& options,
-                                                       comms::Communicator& comm, const std::string& device) {
+                                                       comms::Communicator& comm, const std::string& device,
+                                                       const host::RowsMemory& memory) {
   std::vector<std::shared_ptr<EncodedData>> batches;
   const std::size_t mine_end = first_row + local.rows();
   for (std::size_t begin = 0; begin < data_rows; begin += options.batch_size) {
@@ -375,6 +411,7 @@ std::vector<std::shared_ptr<EncodedData>> rank_batches(const Dataset& local, std
     const std::size_t lo = std::clamp(begin, first_row, mine_end), hi = std::clamp(end, first_row, mine_end);
     batches.push_back(std::make_shared<engine::DistributedEncodedData>(
         local.slice(lo - first_row, hi - first_row), end - begin, lo, comm, rank_compute(options, device)));
+    host::hold_rows(*batches.back(), memory);
   }
   return batches;
 }
@@ -386,14 +423,16 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
                                        const DistributedOptions& dist, const host::LaunchEnv& env,
                                        comms::Communicator& comm, const std::string& device, const std::string& reason,
                                        std::vector<plan::DistributedUpdate> updates) {
+  const host::RowsMemory memory = plan_on_ranks(local, options, env, comm, /*sharded=*/false);
   host::DroppedRows kept = missing_on_ranks(local, options, comm);
   engine::DistributedEncodedData handle(kept.data, data_rows, first_row, comm, rank_compute(options, device));
   handle.set_incomplete_rows(std::move(kept.incomplete), options.threads);
+  host::hold_rows(handle, memory);
   DistributedFitResult result;
   std::optional<host::Checkpoint> checkpoint;
   if (options.batch_size > 0) {  // no checkpoints or receipts (in_process_group refused them)
     result.fit = host::fit_stepwise_batches(
-        handle, rank_batches(kept.data, data_rows, first_row, options, comm, device), options);
+        handle, rank_batches(kept.data, data_rows, first_row, options, comm, device, memory), options);
   } else {
     checkpoint = resume_checkpoint(dist, env, data_rows, source);
     host::RunRecords records = run_records(dist, env, comm, data_rows, options, comm.size(), handle.local_rows(), 0,
@@ -409,6 +448,7 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
   result.collective_bytes = comm.collective_bytes();
   result.collective_seconds = handle.collective_seconds();
   result.parallel = engine::parallel_summary(comm.size(), 1, reason);
+  result.rows_memory = memory.summary();
   if (options.batch_size > 0)
     result.parallel += ", stepwise EM (batches of " + std::to_string(options.batch_size) + " rows)";
   if (component_threads(options.backend))

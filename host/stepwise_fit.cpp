@@ -66,15 +66,19 @@ void validate_stepwise(const FitOptions& o) {
     throw InvalidInput("stepwise EM (a batch size) does not marginalise missing values: use missing = drop or error");
 }
 
-FitResult fit_stepwise(const Dataset& data, const FitOptions& options) {
+FitResult fit_stepwise(const Dataset& data, const FitOptions& options, const RowsMemory& memory) {
   const EncodedDataOptions enc{.backend = options.backend,
                                .device = options.device,
                                .threads = options.threads,
                                .num_workers = options.num_workers};
   std::vector<std::shared_ptr<EncodedData>> batches;
-  for (std::size_t begin = 0; begin < data.rows(); begin += options.batch_size)
+  for (std::size_t begin = 0; begin < data.rows(); begin += options.batch_size) {
     batches.push_back(encoded_data(data.slice(begin, std::min(data.rows(), begin + options.batch_size)), enc));
-  return fit_stepwise_batches(*encoded_data(data, enc), batches, options);
+    hold_rows(*batches.back(), memory);
+  }
+  const std::shared_ptr<EncodedData> whole = encoded_data(data, enc);
+  hold_rows(*whole, memory);
+  return fit_stepwise_batches(*whole, batches, options);
 }
 
 FitResult fit_stepwise_batches(EncodedData& whole, const std::vector<std::shared_ptr<EncodedData>>& batches,

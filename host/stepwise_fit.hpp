@@ -2,6 +2,8 @@
 // still does validation, initialisation on every row, restarts and the final log-likelihood.
 #pragma once
 
+#include "host/rows_memory.hpp"
+
 #include <mixle/data.hpp>
 #include <mixle/encoded_data.hpp>
 #include <mixle/fit.hpp>
@@ -20,7 +22,8 @@ void validate_stepwise(const FitOptions& options);
 ///
 /// Fits `data` by stepwise EM (options.batch_size > 0): batches of batch_size consecutive rows,
 /// the last one shorter; options.full_batch_iterations full-batch iterations after the epochs.
-FitResult fit_stepwise(const Dataset& data, const FitOptions& options);
+/// Every handle holds its rows as `memory` says (resident by default).
+FitResult fit_stepwise(const Dataset& data, const FitOptions& options, const RowsMemory& memory = {});
 
 /// The same over handles made elsewhere: `batches[b]`'s E-step gives batch b's statistics (under
 /// a launcher, this rank's rows of it all-reduced with the other ranks'), and `whole` holds every

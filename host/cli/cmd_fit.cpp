@@ -152,6 +152,7 @@ std::optional<int> fit_once(FitArgs& args, const FitOptions& o, FitResult& resul
           (d.resumed_from_iteration ? ", resumed after iteration " + std::to_string(d.resumed_from_iteration) : "") +
           ")";
   where += "\nparallel: " + d.parallel;
+  where += "\nrows: " + d.rows_memory;
   where += "\nmodel parameter bytes: " + std::to_string(d.model_parameter_bytes);
   where += "\nresident parameter bytes per rank:";
   for (auto b : d.resident_parameter_bytes) where += " " + std::to_string(b);
@@ -329,6 +330,12 @@ std::function<int()> setup_fit(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--device", args->options.device, "auto, cpu, cuda, cuda:i")->capture_default_str();
   app.add_option("--threads", args->options.threads, "CPU threads (0 = all)")->capture_default_str();
+  app.add_option("--memory-budget", args->options.memory_budget,
+                 "Bytes this process's rows may take (e.g. 256M, 4G): rows of a float .npy or raw file beyond it "
+                 "are streamed from the file in chunks on every pass, with the same result (0 = half the usable "
+                 "memory, shared by the node's ranks)")
+      ->transform(CLI::AsSizeValue(false))
+      ->capture_default_str();
   app.add_option("--backend", args->options.backend, "Encoded-data backend (local, component_parallel, …)")
       ->capture_default_str();
   app.add_option("--workers", args->options.num_workers, "component_parallel backend: component threads (0 = all)");

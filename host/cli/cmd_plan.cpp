@@ -4,6 +4,7 @@
 
 #include "engine/auto_parallel.hpp"
 #include "engine/model_summary.hpp"
+#include "host/bytes_text.hpp"
 
 #include <mixle/error.hpp>
 #include <mixle/family.hpp>
@@ -57,19 +58,6 @@ plan::ModelSummary model_from_args(const PlanArgs& a) {
   // plan() validates the summary before anything uses it (and names the part and field).
   return a.layout.empty() ? plan::ModelSummary{*a.components, {{a.family, a.dims, a.categories}}}
                           : engine::summarise(*a.components, parse_layout(a.layout, 0), 0);
-}
-
-std::string bytes_text(std::uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(bytes);
-  int u = 0;
-  while (v >= 1024 && u < 5) v /= 1024, ++u;
-  std::ostringstream out;
-  if (u == 0)
-    out << bytes << " B";
-  else
-    out << std::fixed << std::setprecision(1) << v << " " << units[u];
-  return out.str();
 }
 
 std::string range_text(std::uint64_t start, std::uint64_t stop) {

@@ -1,5 +1,9 @@
 // Dataset: a shared, read-only row-major matrix over owned or caller storage.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cassert>
+#include <cstdint>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -56,8 +60,9 @@ Dataset Dataset::from_vector(std::vector<double> values, std::size_t rows, std::
 }
 
 Dataset Dataset::from_storage(std::shared_ptr<const void> keepalive, const void* data, DType dtype, std::size_t rows,
-                              std::size_t cols, std::string source, std::size_t first_row) {
+                              std::size_t cols, std::string source, std::size_t first_row, bool mapped) {
   Dataset d;
+  d.mapped_ = mapped && data != nullptr;
   d.storage_ = std::move(keepalive);
   d.data_ = data;
   d.dtype_ = dtype;
@@ -98,10 +103,22 @@ Dataset Dataset::slice(std::size_t begin, std::size_t end) const {
   }
   const auto* base = static_cast<const unsigned char*>(data_);
   const void* start = base == nullptr ? nullptr : base + begin * cols_ * dtype_size(dtype_);
-  Dataset out = from_storage(storage_, start, dtype_, end - begin, cols_, source_, first_row_ + begin);
+  Dataset out = from_storage(storage_, start, dtype_, end - begin, cols_, source_, first_row_ + begin, mapped_);
   out.weights_ = weights_;
   out.weight_offset_ = weight_offset_ + begin;
   return out;
+}
+
+void Dataset::release(std::size_t begin, std::size_t end) const noexcept {
+  if (!mapped_ || begin >= end || end > rows_) return;
+  // Whole pages inside the rows only: a page shared with a neighbouring row stays (it is at most
+  // two pages per call). MADV_DONTNEED on a read-only file mapping drops the process's page table
+  // entries; the next access maps the page cache's page again.
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto first = reinterpret_cast<std::uintptr_t>(data_) + begin * cols_ * dtype_size(dtype_);
+  const auto last = reinterpret_cast<std::uintptr_t>(data_) + end * cols_ * dtype_size(dtype_);
+  const std::uintptr_t lo = (first + page - 1) / page * page, hi = last / page * page;
+  if (lo < hi) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
 }
 
 namespace {

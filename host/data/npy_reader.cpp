@@ -146,7 +146,8 @@ Dataset read_npy(const std::string& path, const ReadOptions& options) {
   }
   auto mapping = file.map(offset, count * layout.item_size);
   const void* data = mapping.get();
-  return Dataset::from_storage(std::move(mapping), data, layout.dtype, rows, layout.cols, path, range.begin);
+  return Dataset::from_storage(std::move(mapping), data, layout.dtype, rows, layout.cols, path, range.begin,
+                               /*mapped=*/true);
 }
 
 }  // namespace mixle::host

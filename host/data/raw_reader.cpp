@@ -56,7 +56,7 @@ Dataset read_raw(const std::string& path, const ReadOptions& options) {
   auto mapping = file.map(range.begin * row_bytes, (range.end - range.begin) * row_bytes);
   const void* data = mapping.get();
   return Dataset::from_storage(std::move(mapping), data, options.raw_dtype, range.end - range.begin, layout.cols, path,
-                               range.begin);
+                               range.begin, /*mapped=*/true);
 }
 
 }  // namespace mixle::host

@@ -50,6 +50,15 @@ class Dataset {
   /// range is out of bounds.
   Dataset slice(std::size_t begin, std::size_t end) const;
 
+  /// Whether the rows are a read-only memory map of a file (float .npy and raw files): their pages
+  /// are the page cache's, and release() can let them go.
+  bool mapped() const noexcept { return mapped_; }
+  /// Lets the pages holding rows [begin, end) leave this process's resident memory when the rows
+  /// are mapped from a file: they stay in the page cache and are read again, unchanged, on the
+  /// next access. Does nothing for memory the dataset owns or views, or for a range out of bounds.
+  /// A fit that streams its rows under a memory budget calls it after each chunk.
+  void release(std::size_t begin, std::size_t end) const noexcept;
+
   /// Every value as float64, row-major (rows() × cols()).
   std::vector<double> values() const;
 
@@ -71,9 +80,10 @@ class Dataset {
   const std::string& source() const noexcept { return source_; }
   std::size_t first_row() const noexcept { return first_row_; }
 
-  /// Internal: assembles a dataset over storage kept alive by `keepalive`.
+  /// Internal: assembles a dataset over storage kept alive by `keepalive`; `mapped`: that storage
+  /// is a read-only file mapping (see release()).
   static Dataset from_storage(std::shared_ptr<const void> keepalive, const void* data, DType dtype, std::size_t rows,
-                              std::size_t cols, std::string source, std::size_t first_row);
+                              std::size_t cols, std::string source, std::size_t first_row, bool mapped = false);
 
  private:
   std::shared_ptr<const void> storage_;
@@ -83,6 +93,7 @@ class Dataset {
   std::size_t cols_ = 0;
   std::string source_ = "<memory>";
   std::size_t first_row_ = 0;
+  bool mapped_ = false;
   std::shared_ptr<const std::vector<double>> weights_;
   std::size_t weight_offset_ = 0;  // weights_ index of row 0 (a slice's first row)
 };

@@ -70,6 +70,9 @@ struct DistributedFitResult {
   int resumed_from_iteration = 0;      // 0 = not resumed
   /// How the run was parallelised ("data parallel", "component sharded: …") and why.
   std::string parallel;
+  /// How this rank held its rows under FitOptions::memory_budget: "resident (…)" or "streamed
+  /// from the file in chunks of N rows (…)" (docs/streaming.md, "Memory").
+  std::string rows_memory;
   int shard_components = 1;                 // G (1 = data parallel)
   std::size_t component_begin = 0;          // this rank's components [component_begin, component_end)
   std::size_t component_end = 0;            //   (sharded only)

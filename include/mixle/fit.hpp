@@ -66,6 +66,12 @@ struct FitOptions {
   std::string precision = "fp32";  // fp32 | fp64 (CPU, CUDA) | tf32 (CUDA)
   std::string device = "cpu";      // auto | cpu | cuda | cuda:i
   int threads = 0;                 // CPU threads, 0 = all available
+  /// Bytes the rows of this process may take in memory (docs/streaming.md, "Memory"): rows of a
+  /// float .npy or raw file that exceed it (with a float32 copy for fp32, when one would be
+  /// made) are streamed from the file in chunks on every pass, with the same results. 0: half
+  /// the memory this process may use (MemTotal and its cgroups' limits), shared by the ranks
+  /// of its node. Applies to fits of a file and of a Dataset read from one (read_data).
+  std::uint64_t memory_budget = 0;
   /// local, component_parallel (threaded components), component_sharded (each component shard's
   /// parameters and statistics on its own thread and device), … — docs/engine.md, docs/sharding.md
   std::string backend = "local";

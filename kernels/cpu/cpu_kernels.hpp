@@ -19,6 +19,11 @@
 namespace mixle::kernels::cpu {
 
 constexpr int kBlockRows = 128;
+/// Blocks per tile, and the rows of a tile: passes over consecutive row ranges that each start at
+/// a multiple of kTileRows add the same tile sums in the same order as one pass over all of them,
+/// so their statistics are bit-identical (a fit streaming its rows in chunks relies on it).
+constexpr int kBlocksPerTile = 16;
+constexpr int kTileRows = kBlockRows * kBlocksPerTile;
 
 struct Options {
   int threads = 0;  // row-tile threads; 0: OpenMP's default

@@ -28,8 +28,6 @@ void PassReport::merge(const PassReport& other) {
 namespace mixle::kernels::cpu {
 namespace {
 
-constexpr int kBlocksPerTile = 16;
-
 enum class Mode { accumulate, score, given, normalised };
 
 /// Whether a part's terms read log x (Block::log_column).
@@ -397,7 +395,7 @@ template <class T, class X>
 PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, double* stats,
                     double* loglik, double* resp, const double* given, const Options& options, T* cache = nullptr) {
   const double* weights = mode == Mode::score ? nullptr : options.weights;
-  const std::int64_t tile_rows = static_cast<std::int64_t>(kBlockRows) * kBlocksPerTile;
+  const std::int64_t tile_rows = kTileRows;
   const std::int64_t tiles = (static_cast<std::int64_t>(rows) + tile_rows - 1) / tile_rows;
   const int K = model.components;
   const int workers = std::max(1, std::min(options.component_workers, K));
