@@ -40,9 +40,10 @@ class LocalEncodedData : public EncodedData {
   /// passes'. 0 (the default): resident.
   void stream_rows(std::size_t chunk_rows);
   std::size_t chunk_rows() const { return chunk_rows_; }
-  /// Whether float64 rows computed in float32 may be copied to float32 once, whole (half the bytes
-  /// per pass; by default when the copy takes at most an eighth of physical memory). A memory
-  /// budget the copy does not fit in turns it off.
+  /// Whether float64 rows computed in float32 by a GPU Compute may be copied to float32 once,
+  /// whole (half the bytes per pass; by default when the copy takes at most an eighth of physical
+  /// memory; the CPU kernels convert block by block instead). A memory budget the copy does not
+  /// fit in turns it off.
   void allow_f32_copy(bool allow) { allow_f32_copy_ = allow; }
 
  protected:
@@ -52,7 +53,8 @@ class LocalEncodedData : public EncodedData {
   Dataset sample_local(std::uint64_t seed, double p) const;
 
   /// The rows in the form the E-step streams for `precision` (a float32 copy of float64 rows
-  /// for fp32 compute, made once when it fits comfortably in memory; else the rows themselves).
+  /// for fp32 compute on a GPU, made once when it fits comfortably in memory; else the rows
+  /// themselves).
   const Dataset& encoded_for(Precision precision);
   /// Whether an E-step is one Compute call over all rows (resident, or a single chunk): only then
   /// does the Compute hold exactly the step's statistics (Compute::all_reduce_statistics).

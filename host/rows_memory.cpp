@@ -1,5 +1,6 @@
 #include "host/rows_memory.hpp"
 
+#include "engine/compute.hpp"
 #include "host/bytes_text.hpp"
 #include "host/resources_discovery.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
@@ -35,7 +36,10 @@ RowsMemory plan_rows_memory(const Dataset& rows, const FitOptions& options, int 
   const std::uint64_t row_bytes = rows.cols() * dtype_size(rows.dtype());
   const std::uint64_t weight_bytes = rows.weighted() ? sizeof(double) : 0;
   plan.rows_bytes = rows.rows() * (row_bytes + weight_bytes);
-  if (engine::precision_from_name(options.precision) == Precision::fp32 && rows.dtype() == DType::f64) plan.copy_bytes = rows.rows() * rows.cols() * 4;
+  // Only a GPU Compute copies float64 rows to float32 for fp32 (LocalEncodedData::encoded_for).
+  const bool gpu = options.device.starts_with("cuda") || (options.device == "auto" && engine::cuda_device_count() > 0);
+  if (gpu && engine::precision_from_name(options.precision) != Precision::fp64 && rows.dtype() == DType::f64)
+    plan.copy_bytes = rows.rows() * rows.cols() * 4;
   if (plan.budget == 0 || plan.rows_bytes + plan.copy_bytes <= plan.budget) return plan;
   plan.f32_copy = false;
   if (plan.rows_bytes <= plan.budget) return plan;
@@ -45,8 +49,9 @@ RowsMemory plan_rows_memory(const Dataset& rows, const FitOptions& options, int 
                            bytes_text(plan.rows_bytes) + ", more than " + budget_text;
   std::string cannot;
   if (!rows.mapped())
-    cannot = "rows read into memory (CSV, an integer or misaligned .npy) cannot be streamed; write them as a "
-             "float32 or float64 .npy (or raw) file";
+    cannot =
+        "rows read into memory (CSV, an integer or misaligned .npy) cannot be streamed; write them as a "
+        "float32 or float64 .npy (or raw) file";
   else if (options.missing != "error")
     cannot = "--missing " + options.missing + " copies the rows it keeps; use --missing error on streamed rows";
   if (!cannot.empty()) {
@@ -60,10 +65,9 @@ RowsMemory plan_rows_memory(const Dataset& rows, const FitOptions& options, int 
   const std::uint64_t tile_bytes = kernels::cpu::kTileRows * row_bytes;
   const std::uint64_t tiles = room / std::max<std::uint64_t>(tile_bytes, 1);
   if (tiles == 0)
-    throw UsageError(what + ", and streamed rows need at least " +
-                     bytes_text(2 * tile_bytes + weights) + " (twice one chunk of " +
-                     std::to_string(kernels::cpu::kTileRows) + " rows" + (weights ? ", plus the weights" : "") +
-                     "); raise the budget");
+    throw UsageError(what + ", and streamed rows need at least " + bytes_text(2 * tile_bytes + weights) +
+                     " (twice one chunk of " + std::to_string(kernels::cpu::kTileRows) + " rows" +
+                     (weights ? ", plus the weights" : "") + "); raise the budget");
   plan.chunk_rows = static_cast<std::size_t>(tiles) * kernels::cpu::kTileRows;
   plan.chunk_bytes = plan.chunk_rows * row_bytes;
   return plan;

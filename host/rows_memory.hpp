@@ -1,5 +1,5 @@
 // How a process holds the rows it fits under a memory budget: resident (mapped or read, with a
-// float32 copy when fp32 compute of float64 rows can afford one) or streamed from the file in
+// float32 copy when fp32 GPU compute of float64 rows can afford one) or streamed from the file in
 // chunks on every pass (docs/streaming.md, "Memory").
 #pragma once
 
@@ -18,7 +18,7 @@ struct RowsMemory {
   std::uint64_t budget = 0;      ///< bytes the rows may take: FitOptions::memory_budget or the default
   bool given = false;            ///< the budget was FitOptions::memory_budget, not the default
   std::uint64_t rows_bytes = 0;  ///< the rows as mapped or read, with their weights
-  std::uint64_t copy_bytes = 0;  ///< a float32 copy of float64 rows computed in float32 (0: none)
+  std::uint64_t copy_bytes = 0;  ///< a float32 copy of float64 rows computed in float32 on a GPU (0: none)
   bool f32_copy = true;          ///< that copy may be made
   std::size_t chunk_rows = 0;    ///< > 0: streamed in chunks of this many rows
   std::uint64_t chunk_bytes = 0;

@@ -231,6 +231,7 @@ int run_fit(FitArgs& args) {
   const bool rank0 = host::detect_launch_env().is_rank0();
   // A fit can take hours: an output that could never be written fails now, not after it.
   if (rank0 && !args.out.empty()) host::AtomicFile probe(args.out);  // removed again, uncommitted
+  args.data.use_csv_cache(args.quiet || !rank0);
   ProgressPrinter progress(!args.quiet && rank0);
   o.progress = [&](const FitProgress& p) { progress.iteration(p); };
   FitResult result;
@@ -267,6 +268,7 @@ int run_fit(FitArgs& args) {
 std::function<int()> setup_fit(CLI::App& app) {
   auto args = std::make_shared<FitArgs>();
   args->data.add_to(app);
+  args->data.add_cache_to(app);
   app.add_option("--weights", args->data.weights,
                  "Per-row sample weights (≥ 0, one per data row): .npy, one-column CSV, or raw float64");
   app.add_option("--family", args->family, "Family for all columns: " + family_names());

@@ -23,6 +23,7 @@ struct ScoreArgs {
 std::function<int()> setup_score(CLI::App& app) {
   auto a = std::make_shared<ScoreArgs>();
   a->data.add_to(app);
+  a->data.add_cache_to(app);
   app.add_option("-m,--model", a->model, "Model JSON")->required();
   app.add_option("-o,--out", a->out, "Output .npy or .csv (atomically written); per-row outputs need it");
   app.add_option("--what", a->what,
@@ -39,11 +40,20 @@ std::function<int()> setup_score(CLI::App& app) {
       throw UsageError("--what " + a->what + " writes one value per row: give --out FILE");
     const DataFormat format = summary ? DataFormat::automatic : output_format(a->out);
     const Model model = load_model(a->model);
-    const Dataset data = a->data.read();  // .npy and raw: mapped, so a chunk's rows are read when scored
-    const std::size_t K = model.components(), chunk = score_chunk_rows(K);
+    a->data.use_csv_cache(/*quiet=*/false);
+    // .npy and raw: mapped, so a chunk's rows are read when scored, and leave this process's
+    // memory after it (Dataset::release): scoring holds one chunk of rows, whatever the file's size.
+    const Dataset data = a->data.read();
+    const std::size_t K = model.components(), chunk = score_chunk_rows(K, data.cols() * dtype_size(data.dtype()));
+    const auto each_chunk = [&](auto&& fn) {
+      for_each_chunk(data.rows(), chunk, [&](std::size_t begin, std::size_t end) {
+        fn(begin, end);
+        data.release(begin, end);
+      });
+    };
     if (summary) {
       double loglik = 0.0;  // Σ log p(x), chunk by chunk
-      for_each_chunk(data.rows(), chunk, [&](std::size_t begin, std::size_t end) {
+      each_chunk([&](std::size_t begin, std::size_t end) {
         for (double x : score_samples(model, data.slice(begin, end), a->device, a->threads, a->precision)) loglik += x;
       });
       const double value = a->what == "bic"   ? bic_from_loglik(loglik, model.free_parameters(), data.rows())
@@ -57,7 +67,7 @@ std::function<int()> setup_score(CLI::App& app) {
     // only after the last chunk — an error on the way leaves no file.
     if (a->what == "labels") {
       MatrixStream<std::int64_t> out(a->out, data.rows(), 1, format, {"label"});
-      for_each_chunk(data.rows(), chunk, [&](std::size_t begin, std::size_t end) {
+      each_chunk([&](std::size_t begin, std::size_t end) {
         const auto v = predict(model, data.slice(begin, end), a->device, a->threads, a->precision);
         out.append(v.data(), v.size());
       });
@@ -70,7 +80,7 @@ std::function<int()> setup_score(CLI::App& app) {
         for (std::size_t k = 0; k < K; ++k) header.push_back("resp_" + std::to_string(k));
       }
       MatrixStream<double> out(a->out, data.rows(), resp ? K : 1, format, header);
-      for_each_chunk(data.rows(), chunk, [&](std::size_t begin, std::size_t end) {
+      each_chunk([&](std::size_t begin, std::size_t end) {
         const Dataset rows = data.slice(begin, end);
         const auto v = resp ? predict_proba(model, rows, a->device, a->threads, a->precision)
                             : score_samples(model, rows, a->device, a->threads, a->precision);

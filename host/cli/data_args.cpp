@@ -1,10 +1,12 @@
 #include "host/cli/data_args.hpp"
 
+#include "host/data/csv_cache.hpp"
 #include "host/data/readers.hpp"
 
 #include <mixle/error.hpp>
 
 #include <charconv>
+#include <cstdio>
 
 namespace mixle::host {
 
@@ -16,6 +18,30 @@ void DataArgs::add_to(CLI::App& app, bool required) {
   app.add_option("--shape", shape, "Raw data shape N,C (N may be omitted: ,C)");
   app.add_option("--cols", cols, "Raw data: columns per row");
   app.add_option("--raw-dtype", raw_dtype, "Raw data element type")->check(CLI::IsMember({"f32", "f64"}));
+}
+
+void DataArgs::add_cache_to(CLI::App& app) {
+  app.add_option("--csv-cache", csv_cache,
+                 "CSV data: convert them once to this .npy (atomically; reused while the CSV is unchanged) and read "
+                 "that instead — no parsing, and rows beyond --memory-budget can stream");
+}
+
+void DataArgs::use_csv_cache(bool quiet) {
+  if (csv_cache.empty()) return;
+  const ReadOptions options = read_options();
+  const DataFormat given = options.format == DataFormat::automatic ? format_from_extension(path) : options.format;
+  if (given != DataFormat::csv)
+    throw UsageError("--csv-cache converts CSV data; --data " + path +
+                     " is not a CSV (.csv, .tsv, .txt or --format csv)");
+  const CsvCache cache = ensure_csv_cache(path, csv_cache, options);
+  if (!quiet && cache.converted)
+    std::fprintf(stderr, "mixle: converted %s to %s (%zu rows × %zu columns)\n", path.c_str(), cache.path.c_str(),
+                 cache.rows, cache.cols);
+  else if (!quiet)
+    std::fprintf(stderr, "mixle: reading %s, converted earlier from %s (unchanged since)\n", cache.path.c_str(),
+                 path.c_str());
+  path = cache.path;
+  format = "npy";
 }
 
 namespace {

@@ -46,14 +46,15 @@ TEST(CliScore, ChunksWriteWhatOneChunkWrites) {
   }
 }
 
-// 64 MiB of float64 responsibilities per chunk, in whole 128-row blocks, at least 4096 rows; the
-// chunks cover the rows once, in order.
+// 64 MiB of float64 responsibilities and rows per chunk, in whole 128-row blocks, at least 4096
+// rows; the chunks cover the rows once, in order.
 TEST(CliScore, ChunkSizes) {
   ::unsetenv("MIXLE_SCORE_CHUNK_ROWS");
-  EXPECT_EQ(host::score_chunk_rows(1), std::size_t{8} << 20);
-  EXPECT_EQ(host::score_chunk_rows(256), 32768u);
-  EXPECT_EQ(host::score_chunk_rows(3), 2796160u);  // 2,796,202 rounded down to a multiple of 128
-  EXPECT_EQ(host::score_chunk_rows(100000), 4096u);
+  EXPECT_EQ(host::score_chunk_rows(1, 8), std::size_t{4} << 20);  // 16 bytes a row
+  EXPECT_EQ(host::score_chunk_rows(256, 256), 29056u);            // 29,127 rounded down to a multiple of 128
+  EXPECT_EQ(host::score_chunk_rows(3, 16), 1677696u);             // 1,677,721 rounded down
+  EXPECT_EQ(host::score_chunk_rows(1, 512), 129024u);             // the row's bytes dominate
+  EXPECT_EQ(host::score_chunk_rows(100000, 8), 4096u);
   std::string seen;
   host::for_each_chunk(
       10, 4, [&](std::size_t b, std::size_t e) { seen += std::to_string(b) + "-" + std::to_string(e) + " "; });

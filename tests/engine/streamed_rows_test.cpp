@@ -181,7 +181,8 @@ TEST(StreamedRows, NoPassHoldsMoreThanItsChunksOfAMappedFile) {
       {"sample", [&] { h.sample(3, 1000); }},
       {"stream_accumulate", [&] { h.stream_accumulate(model, o); }},
       {"accumulate_assigned", [&] { h.accumulate_assigned(model, assign); }},
-      {"fold_rows", [&] {
+      {"fold_rows",
+       [&] {
          std::vector<double> sums;
          h.fold_rows(sums, [](const Dataset& rows, std::size_t) { volatile double x = rows.at(rows.rows() - 1, 0); });
        }},

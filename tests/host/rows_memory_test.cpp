@@ -19,7 +19,7 @@
 namespace mixle {
 namespace {
 
-constexpr std::size_t kRows = 10000, kCols = 4;  // 320,000 bytes of float64
+constexpr std::size_t kRows = 10000, kCols = 4;                            // 320,000 bytes of float64
 constexpr std::uint64_t kTileBytes = kernels::cpu::kTileRows * kCols * 8;  // 65,536
 
 Dataset mapped_rows(const test::TempDir& dir) {
@@ -28,10 +28,12 @@ Dataset mapped_rows(const test::TempDir& dir) {
   return read_data(dir.file("rows.npy"));
 }
 
+/// A GPU fit (its Compute copies float64 rows to float32 for fp32; the CPU's does not).
 FitOptions with_budget(std::uint64_t bytes, const char* precision = "fp32") {
   FitOptions o;
   o.memory_budget = bytes;
   o.precision = precision;
+  o.device = "cuda";
   return o;
 }
 
@@ -62,6 +64,11 @@ TEST(RowsMemory, RowsWithinTheBudgetStayResidentAndTheCopyGoesFirst) {
   m = host::plan_rows_memory(rows, with_budget(320000, "fp64"), 1);  // no copy in float64
   EXPECT_EQ(m.copy_bytes, 0u);
   EXPECT_EQ(m.summary(), "resident (312.5 KiB; budget 312.5 KiB)");
+  FitOptions cpu = with_budget(320000);
+  cpu.device = "cpu";  // the CPU kernels convert block by block: no copy either
+  m = host::plan_rows_memory(rows, cpu, 1);
+  EXPECT_EQ(m.copy_bytes, 0u);
+  EXPECT_EQ(m.summary(), "resident (312.5 KiB; budget 312.5 KiB)");
 }
 
 TEST(RowsMemory, RowsBeyondTheBudgetAreStreamedInWholeTiles) {
@@ -89,8 +96,7 @@ TEST(RowsMemory, ABudgetThatCannotBeKeptSaysWhatToChange) {
   test::TempDir dir("rows-memory-refused");
   const Dataset rows = mapped_rows(dir);
   std::string e = usage_error(rows, with_budget(2 * kTileBytes - 1));
-  EXPECT_NE(e.find("rows.npy: its 10000 rows take 312.5 KiB, more than --memory-budget 128.0 KiB"),
-            std::string::npos)
+  EXPECT_NE(e.find("rows.npy: its 10000 rows take 312.5 KiB, more than --memory-budget 128.0 KiB"), std::string::npos)
       << e;
   EXPECT_NE(e.find("at least 128.0 KiB"), std::string::npos) << e;
   const std::vector<double> v(kRows * kCols, 1.5);
