@@ -58,7 +58,8 @@ CsvCache ensure_csv_cache(const std::string& csv, const std::string& cache, cons
     ReadOptions npy;
     npy.format = DataFormat::npy;
     const DataInfo info = probe_data(cache, npy);
-    if (same == now && kept.value("rows", std::size_t{0}) == info.rows && kept.value("cols", std::size_t{0}) == info.cols)
+    if (same == now && kept.value("rows", std::size_t{0}) == info.rows &&
+        kept.value("cols", std::size_t{0}) == info.cols)
       return {cache, false, info.rows, info.cols};
   }
   ReadOptions whole;
