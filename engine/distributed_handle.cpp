@@ -34,6 +34,11 @@ std::size_t largest_range(const std::vector<RowRange>& ranges) {
 
 DistributedEncodedData::DistributedEncodedData(Dataset local, std::size_t global_rows, std::size_t first_row,
                                                comms::Communicator& comm, std::unique_ptr<Compute> compute)
+    : DistributedEncodedData(std::move(local), global_rows, first_row, comm,
+                             std::shared_ptr<Compute>(std::move(compute))) {}
+
+DistributedEncodedData::DistributedEncodedData(Dataset local, std::size_t global_rows, std::size_t first_row,
+                                               comms::Communicator& comm, std::shared_ptr<Compute> compute)
     : LocalEncodedData(std::move(local), std::move(compute)),
       global_rows_(global_rows),
       first_row_(first_row),

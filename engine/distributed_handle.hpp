@@ -31,6 +31,9 @@ class DistributedEncodedData final : public LocalEncodedData {
   /// outlive the handle. Collectives time out per the communicator.
   DistributedEncodedData(Dataset local, std::size_t global_rows, std::size_t first_row, comms::Communicator& comm,
                          std::unique_ptr<Compute> compute);
+  /// The same over a Compute shared with other handles (LocalEncodedData's shared form).
+  DistributedEncodedData(Dataset local, std::size_t global_rows, std::size_t first_row, comms::Communicator& comm,
+                         std::shared_ptr<Compute> compute);
 
   std::string backend() const override { return "distributed"; }
   std::size_t rows() const override { return global_rows_; }

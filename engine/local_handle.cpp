@@ -23,6 +23,9 @@ void check_data_against(const Model& model, const Dataset& data) {
 LocalEncodedData::LocalEncodedData(Dataset data, std::unique_ptr<Compute> compute)
     : data_(std::move(data)), compute_(std::move(compute)) {}
 
+LocalEncodedData::LocalEncodedData(Dataset data, std::shared_ptr<Compute> compute)
+    : data_(std::move(data)), compute_(std::move(compute)) {}
+
 std::unique_ptr<EncodedData> LocalEncodedData::create(const Dataset& data, const EncodedDataOptions& options) {
   return std::make_unique<LocalEncodedData>(data, make_compute(options.device, options.threads));
 }

@@ -9,6 +9,10 @@ namespace mixle::engine {
 class LocalEncodedData : public EncodedData {
  public:
   LocalEncodedData(Dataset data, std::unique_ptr<Compute> compute);
+  /// A handle whose Compute is shared with others (stepwise EM's batch handles share the whole
+  /// data's: one set of device buffers, not one per batch). Handles sharing a Compute must not
+  /// run passes at the same time.
+  LocalEncodedData(Dataset data, std::shared_ptr<Compute> compute);
   static std::unique_ptr<EncodedData> create(const Dataset& data, const EncodedDataOptions& options);
 
   std::string backend() const override { return "local"; }
@@ -31,6 +35,8 @@ class LocalEncodedData : public EncodedData {
     incomplete_threads_ = threads;
   }
   Compute& compute() { return *compute_; }
+  /// This handle's Compute, for another handle to share.
+  const std::shared_ptr<Compute>& shared_compute() const { return compute_; }
 
   /// Streams the rows instead of holding them resident: every pass walks them in chunks of
   /// `chunk_rows` rows and releases each chunk's pages after it (Dataset::release: rows mapped
@@ -66,7 +72,7 @@ class LocalEncodedData : public EncodedData {
 
   Dataset data_;
   Dataset encoded_f32_;
-  std::unique_ptr<Compute> compute_;
+  std::shared_ptr<Compute> compute_;
   IncompleteRows incomplete_;
   int incomplete_threads_ = 0;
   std::size_t chunk_rows_ = 0;  // 0: resident

@@ -400,17 +400,19 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
 
 /// Stepwise EM's batches on this rank: global batch b is rows [b·B, (b+1)·B) of the data; its
 /// handle holds this rank's part of them (often none) and all-reduces the batch's statistics.
+/// Every batch runs on `compute`, the whole data's (one set of device buffers, not one per batch).
 std::vector<std::shared_ptr<EncodedData>> rank_batches(const Dataset& local, std::size_t data_rows,
                                                        std::size_t first_row, const FitOptions& options,
-                                                       comms::Communicator& comm, const std::string& device,
+                                                       comms::Communicator& comm,
+                                                       const std::shared_ptr<engine::Compute>& compute,
                                                        const host::RowsMemory& memory) {
   std::vector<std::shared_ptr<EncodedData>> batches;
   const std::size_t mine_end = first_row + local.rows();
   for (std::size_t begin = 0; begin < data_rows; begin += options.batch_size) {
     const std::size_t end = std::min(data_rows, begin + options.batch_size);
     const std::size_t lo = std::clamp(begin, first_row, mine_end), hi = std::clamp(end, first_row, mine_end);
-    batches.push_back(std::make_shared<engine::DistributedEncodedData>(
-        local.slice(lo - first_row, hi - first_row), end - begin, lo, comm, rank_compute(options, device)));
+    batches.push_back(std::make_shared<engine::DistributedEncodedData>(local.slice(lo - first_row, hi - first_row),
+                                                                       end - begin, lo, comm, compute));
     host::hold_rows(*batches.back(), memory);
   }
   return batches;
@@ -432,7 +434,7 @@ DistributedFitResult fit_data_parallel(const Dataset& local, std::size_t data_ro
   std::optional<host::Checkpoint> checkpoint;
   if (options.batch_size > 0) {  // no checkpoints or receipts (in_process_group refused them)
     result.fit = host::fit_stepwise_batches(
-        handle, rank_batches(kept.data, data_rows, first_row, options, comm, device, memory), options);
+        handle, rank_batches(kept.data, data_rows, first_row, options, comm, handle.shared_compute(), memory), options);
   } else {
     checkpoint = resume_checkpoint(dist, env, data_rows, source);
     host::RunRecords records = run_records(dist, env, comm, data_rows, options, comm.size(), handle.local_rows(), 0,

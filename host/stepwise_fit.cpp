@@ -1,6 +1,7 @@
 // Stepwise EM through the fit driver (host/stepwise_fit.hpp).
 #include "host/stepwise_fit.hpp"
 
+#include "engine/local_handle.hpp"
 #include "engine/stepwise_em.hpp"
 #include "host/backend_shape.hpp"
 #include "host/fit_driver.hpp"
@@ -71,13 +72,18 @@ FitResult fit_stepwise(const Dataset& data, const FitOptions& options, const Row
                                .device = options.device,
                                .threads = options.threads,
                                .num_workers = options.num_workers};
-  std::vector<std::shared_ptr<EncodedData>> batches;
-  for (std::size_t begin = 0; begin < data.rows(); begin += options.batch_size) {
-    batches.push_back(encoded_data(data.slice(begin, std::min(data.rows(), begin + options.batch_size)), enc));
-    hold_rows(*batches.back(), memory);
-  }
   const std::shared_ptr<EncodedData> whole = encoded_data(data, enc);
   hold_rows(*whole, memory);
+  // The built-in backends' batches share the whole data's Compute (one set of device buffers,
+  // not one per batch); a host program's backend encodes each batch its own way.
+  const auto* local = dynamic_cast<const engine::LocalEncodedData*>(whole.get());
+  std::vector<std::shared_ptr<EncodedData>> batches;
+  for (std::size_t begin = 0; begin < data.rows(); begin += options.batch_size) {
+    const Dataset rows = data.slice(begin, std::min(data.rows(), begin + options.batch_size));
+    batches.push_back(local ? std::make_shared<engine::LocalEncodedData>(rows, local->shared_compute())
+                            : encoded_data(rows, enc));
+    hold_rows(*batches.back(), memory);
+  }
   return fit_stepwise_batches(*whole, batches, options);
 }
 

@@ -33,9 +33,7 @@ void each_chunk(const Dataset& rows, std::size_t chunk, Fn&& fn) {
   });
 }
 
-std::size_t output_columns(const ScoreArgs& a, const Model& model) {
-  return a.what == "resp" ? model.components() : 1;
-}
+std::size_t output_columns(const ScoreArgs& a, const Model& model) { return a.what == "resp" ? model.components() : 1; }
 
 std::vector<std::string> output_header(const ScoreArgs& a, const Model& model) {
   if (a.what == "labels") return {"label"};
