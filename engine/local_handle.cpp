@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <span>
 #include <vector>
 
 namespace mixle::engine {
@@ -35,7 +36,8 @@ namespace {
 /// `report` of a pass over rows that start `offset` rows into this handle's: its listed rows
 /// counted from this handle's row 0.
 kernels::PassReport shifted(kernels::PassReport report, std::size_t offset) {
-  for (int i = 0; i < report.num_listed; ++i) report.listed[i] += static_cast<std::int64_t>(offset);
+  for (std::int64_t& row : std::span(report.listed, static_cast<std::size_t>(report.num_listed)))
+    row += static_cast<std::int64_t>(offset);
   return report;
 }
 
@@ -46,7 +48,7 @@ void LocalEncodedData::stream_rows(std::size_t chunk_rows) {
     throw InvalidInput("streamed chunks of " + std::to_string(chunk_rows) + " rows: a multiple of " +
                        std::to_string(kernels::cpu::kTileRows) + " rows (the kernels' tile) is required");
   chunk_rows_ = chunk_rows;
-  if (chunk_rows_ > 0) encoded_f32_ = Dataset();  // a whole copy is what streaming avoids
+  encoded_f32_ = Dataset();  // a whole copy is what streaming avoids (resident passes make it again)
 }
 
 template <class Visit>

@@ -46,10 +46,20 @@ std::vector<std::string> output_header(const ScoreArgs& a, const Model& model) {
 /// Rank `rank`'s part of the per-row output: a .npy beside a.out.
 std::string part_path(const ScoreArgs& a, int rank) { return a.out + ".part-" + std::to_string(rank) + ".npy"; }
 
+/// Removes every rank's part file when it goes out of scope.
+struct PartsRemover {
+  const ScoreArgs& a;
+  std::size_t world;
+  ~PartsRemover() {
+    std::error_code ignored;
+    for (std::size_t r = 0; r < world; ++r) std::filesystem::remove(part_path(a, static_cast<int>(r)), ignored);
+  }
+};
+
 /// Appends the rows of the part file `part` (written by score_rows_to) to `out`, chunk by chunk.
 template <class T>
 void append_part(MatrixStream<T>& out, const std::string& part, std::size_t cols) {
-  const std::size_t rows = probe_data(part).rows, chunk = std::max<std::size_t>(1, (std::size_t{1} << 20) / cols);
+  const std::size_t rows = probe_data(part).rows, chunk = score_chunk_rows(cols, sizeof(T) * cols);
   std::vector<T> values;
   for_each_chunk(rows, chunk, [&](std::size_t begin, std::size_t end) {
     ReadOptions range;
@@ -155,16 +165,13 @@ int score_on_ranks(const ScoreArgs& given, const Model& model, const LaunchEnv& 
     print_summary(a, model, sums[0], info.rows);
     return 0;
   }
-  try {
+  {
+    const PartsRemover parts{a, world};  // whether the concatenation succeeds or throws
     if (a.what == "labels")
       concatenate<std::int64_t>(a, model, ranges, info.rows);
     else
       concatenate<double>(a, model, ranges, info.rows);
-  } catch (...) {
-    for (std::size_t r = 0; r < world; ++r) std::filesystem::remove(part_path(a, static_cast<int>(r)), ignored);
-    throw;
   }
-  for (std::size_t r = 0; r < world; ++r) std::filesystem::remove(part_path(a, static_cast<int>(r)), ignored);
   std::fprintf(stderr, "mixle: scored %zu rows on %zu ranks → %s\n", info.rows, world, a.out.c_str());
   return 0;
 }

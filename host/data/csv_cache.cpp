@@ -52,15 +52,13 @@ CsvCache ensure_csv_cache(const std::string& csv, const std::string& cache, cons
   const Json now = identity(csv, options.csv_dtype);
   const Json kept = read_record(record);
   if (kept.is_object() && std::filesystem::exists(cache)) {
-    Json same = kept;
-    same.erase("rows");
-    same.erase("cols");
     ReadOptions npy;
     npy.format = DataFormat::npy;
     const DataInfo info = probe_data(cache, npy);
-    if (same == now && kept.value("rows", std::size_t{0}) == info.rows &&
-        kept.value("cols", std::size_t{0}) == info.cols)
-      return {cache, false, info.rows, info.cols};
+    Json expected = now;  // the CSV as it is now, converted into a cache of the shape found
+    expected["rows"] = info.rows;
+    expected["cols"] = info.cols;
+    if (kept == expected) return {cache, false, info.rows, info.cols};
   }
   ReadOptions whole;
   whole.format = DataFormat::csv;
@@ -76,7 +74,7 @@ CsvCache ensure_csv_cache(const std::string& csv, const std::string& cache, cons
   Json written = now;
   written["rows"] = rows.rows();
   written["cols"] = rows.cols();
-  write_file_atomic(record, written.dump(2) + "\n");
+  write_file_atomic(record, written.dump() + "\n");
   return {cache, true, rows.rows(), rows.cols()};
 }
 

@@ -61,6 +61,12 @@ TEST(CliMemoryBudget, StreamedRowsFitTheResidentModelInAFractionOfTheMemory) {
                                       "MIXLE_SCORE_CHUNK_ROWS=4096");
   ASSERT_EQ(scored.code, 0) << scored.err;
   EXPECT_EQ(read_data(dir.file("loglik.npy")).rows(), kRows);
+  // Stepwise EM streams its batches too: in one process, and on two launched ranks.
+  const std::string stepwise = " --batch-size 50000 --epochs 2";
+  ASSERT_EQ(test::run_cli(dir, fit + dir.file("stepwise.json") + stepwise + " --memory-budget 4M").code, 0);
+  const test::CliRun ranks = test::run_cli(dir, "launch --nproc 2 -- " + std::string(MIXLE_CLI_PATH) + " " + fit +
+                                                    dir.file("ranks.json") + stepwise + " --memory-budget 4M");
+  ASSERT_EQ(ranks.code, 0) << ranks.err;
   const long streamed_kib = children_max_rss_kib();
   EXPECT_NE(streamed.out.find("rows: streamed from the file in chunks of 4096 rows (2.0 MiB; budget 4.0 MiB)"),
             std::string::npos)
@@ -72,16 +78,18 @@ TEST(CliMemoryBudget, StreamedRowsFitTheResidentModelInAFractionOfTheMemory) {
   EXPECT_EQ(model_to_json(load_model(dir.file("streamed.json"))), model_to_json(load_model(dir.file("resident.json"))));
   // The resident run holds the mapped file (78 MiB) beside what both hold (the program,
   // k-means++'s sample of 20,000 rows of every column: ~40 MiB here); the streamed runs a 2 MiB
-  // chunk at a time. Measured: 63 MiB streamed, 140 MiB resident.
+  // chunk at a time (each launched rank would hold its half, 39 MiB, if its batches kept their
+  // pages). Measured: 63 MiB streamed, 140 MiB resident.
   EXPECT_GT(resident_kib, 100 * 1024) << "the resident fit should hold its rows";
   EXPECT_LT(streamed_kib + 60 * 1024, resident_kib)
       << "streamed fit and score peak " << streamed_kib << " KiB, resident peak " << resident_kib << " KiB";
 
-  // Stepwise EM over the same rows: the same model with and without the budget.
-  const std::string stepwise = fit + dir.file("a.json") + " --batch-size 50000 --epochs 2";
-  ASSERT_EQ(test::run_cli(dir, stepwise + " --memory-budget 4M").code, 0);
-  ASSERT_EQ(test::run_cli(dir, fit + dir.file("b.json") + " --batch-size 50000 --epochs 2").code, 0);
-  EXPECT_EQ(model_to_json(load_model(dir.file("a.json"))), model_to_json(load_model(dir.file("b.json"))));
+  // Stepwise EM: the same model with and without the budget, and on two ranks (to rounding).
+  ASSERT_EQ(test::run_cli(dir, fit + dir.file("resident-stepwise.json") + stepwise).code, 0);
+  const Model one = load_model(dir.file("resident-stepwise.json")), on_ranks = load_model(dir.file("ranks.json"));
+  EXPECT_EQ(model_to_json(load_model(dir.file("stepwise.json"))), model_to_json(one));
+  ASSERT_EQ(on_ranks.weights.size(), one.weights.size());
+  for (std::size_t k = 0; k < one.weights.size(); ++k) EXPECT_NEAR(on_ranks.weights[k], one.weights[k], 1e-9);
 }
 
 TEST(CliMemoryBudget, ACsvCacheIsConvertedOnceAndStreams) {

@@ -67,6 +67,22 @@ TEST(CliScoreRanks, TwoRanksWriteWhatOneProcessWrites) {
   }
 }
 
+TEST(CliScoreRanks, ARankWithoutRowsAddsNothing) {
+  TempDir dir("cli-score-ranks-empty");
+  test::write_bytes(dir.file("model.json"), kModel);
+  const Dataset rows = sample(model_from_json(kModel), 200, 5);  // 128-row blocks: one rank has none
+  const std::vector<double> v = rows.values();
+  write_matrix(dir.file("rows.npy"), v.data(), rows.rows(), rows.cols());
+  const std::string score =
+      "score --model " + dir.file("model.json") + " --data " + dir.file("rows.npy") + " --what resp --out ";
+  ASSERT_EQ(test::run_cli(dir, score + dir.file("one.npy")).code, 0);
+  const test::CliRun three =
+      test::run_cli(dir, "launch --nproc 3 -- " + std::string(MIXLE_CLI_PATH) + " " + score + dir.file("three.npy"));
+  ASSERT_EQ(three.code, 0) << three.err;
+  EXPECT_EQ(test::read_text(dir.file("one.npy")), test::read_text(dir.file("three.npy")));
+  EXPECT_EQ(parts_left(dir), 0);
+}
+
 TEST(CliScoreRanks, ABadRowOnTheSecondRankLeavesNoOutput) {
   TempDir dir("cli-score-ranks-bad");
   test::write_bytes(dir.file("model.json"), kModel);

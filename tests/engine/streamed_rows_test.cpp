@@ -3,9 +3,12 @@
 // both precisions, with sample weights, over chunks that end inside the rows — and names a bad
 // row by its place in the file, whichever chunk holds it.
 #include "common/bad_files.hpp"
+#include "common/peak_memory.hpp"
 #include "engine_test_util.hpp"
 
+#include "comms/thread_group.hpp"
 #include "engine/compute.hpp"
+#include "engine/distributed_handle.hpp"
 #include "engine/local_handle.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 
@@ -14,8 +17,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <functional>
 #include <limits>
 #include <string>
@@ -121,9 +126,10 @@ TEST(StreamedRows, ABadRowInALaterChunkIsNamedByItsRowInTheFile) {
   }
   // NaN in the gaussian columns of the third and fourth chunks: the check names the first one
   // (the gaussian part is checked before the categorical one, as resident rows are), and the
-  // E-step's report lists both, from two chunks.
+  // E-step's report lists rows from both chunks — a full list of eight, counted from the file.
   v[(2 * kTile + 9) * C + 0] = std::numeric_limits<double>::quiet_NaN();
-  v[(3 * kTile + 4) * C + 1] = std::numeric_limits<double>::quiet_NaN();
+  for (std::size_t r = 3 * kTile + 4; r < 3 * kTile + 13; ++r)  // nine more: the report lists eight in all
+    v[r * C + 1] = std::numeric_limits<double>::quiet_NaN();
   {
     Pair h(mapped(dir, Dataset::from_vector(v, kRows, C), false));
     const std::string checked = message([&] { h.streamed.check(model); });
@@ -138,26 +144,8 @@ TEST(StreamedRows, ABadRowInALaterChunkIsNamedByItsRowInTheFile) {
   EXPECT_EQ(streamed, message([&] { h.resident.stream_accumulate(model, o); }));
 }
 
-/// A field of /proc/self/status in KiB ("VmHWM", "VmRSS"); -1 when absent.
-long status_kib(const std::string& field) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
-  return -1;
-}
-
-/// Resets this process's peak resident set (VmHWM) to its current size; false where Linux
-/// does not offer it.
-bool reset_peak() {
-  std::ofstream clear("/proc/self/clear_refs");
-  clear << "5";
-  clear.flush();
-  return clear.good();
-}
-
 TEST(StreamedRows, NoPassHoldsMoreThanItsChunksOfAMappedFile) {
-  if (status_kib("VmHWM") < 0 || !reset_peak()) GTEST_SKIP() << "no resettable VmHWM on this system";
+  if (test::status_kib("VmHWM") < 0 || !test::reset_peak()) GTEST_SKIP() << "no resettable VmHWM on this system";
   test::TempDir dir("streamed-peak");
   const Model model = test::truth_model("mixed");
   constexpr std::size_t kBig = std::size_t{1} << 21;  // 2M rows of 4 float64 columns: 64 MiB
@@ -187,16 +175,113 @@ TEST(StreamedRows, NoPassHoldsMoreThanItsChunksOfAMappedFile) {
          h.fold_rows(sums, [](const Dataset& rows, std::size_t) { volatile double x = rows.at(rows.rows() - 1, 0); });
        }},
   };
-  const long before = status_kib("VmRSS");  // nothing of the file mapped yet
+  const long before = test::status_kib("VmRSS");  // nothing of the file mapped yet
   for (const auto& [name, pass] : passes) {
-    ASSERT_TRUE(reset_peak());  // the peak from here: what earlier passes still hold, and this one
+    ASSERT_TRUE(test::reset_peak());  // the peak from here: what earlier passes still hold, and this one
     pass();
-    const long grew = status_kib("VmHWM") - before;
+    const long grew = test::status_kib("VmHWM") - before;
     // The whole file is 64 MiB; a streamed pass maps a chunk at a time: 128 KiB, Lloyd's
     // windows 2 MiB, the assignment pass's 1M values 8 MiB (with its grouped copy, 8 MiB, and
     // its responsibilities and labels, 10 MiB: 26 MiB measured).
     EXPECT_LT(grew, 32 * 1024) << name << " held " << grew << " KiB more at its peak";
   }
+}
+
+TEST(StreamedRows, RowsThatFillTheirChunksMakeNoEmptyVisit) {
+  constexpr std::size_t kFold = std::size_t{1} << 16;  // fold_rows' chunk
+  LocalEncodedData h(Dataset::from_vector(std::vector<double>(2 * kFold, 1.0), 2 * kFold, 1),
+                     engine::make_cpu_compute(1));
+  for (const std::size_t chunk : {std::size_t{0}, kFold}) {
+    h.stream_rows(chunk);
+    std::vector<std::size_t> visits;
+    std::vector<double> sums;
+    h.fold_rows(sums, [&](const Dataset& rows, std::size_t) { visits.push_back(rows.rows()); });
+    EXPECT_EQ(visits, (std::vector<std::size_t>{kFold, kFold})) << "streamed in chunks of " << chunk;
+  }
+}
+
+/// A Compute that calls itself a GPU and runs the CPU kernels; it counts the times a handle asks
+/// it to all-reduce the statistics where they are (and declines, so the host does it).
+class GpuNamedCompute final : public engine::Compute {
+ public:
+  std::string name() const override { return "cuda:9"; }
+  kernels::PassReport accumulate(const Model& model, const Dataset& rows, Precision precision,
+                                 std::vector<double>& stats) override {
+    return cpu_->accumulate(model, rows, precision, stats);
+  }
+  kernels::PassReport score(const Model& model, const Dataset& rows, Precision precision, double* loglik,
+                            double* resp) override {
+    return cpu_->score(model, rows, precision, loglik, resp);
+  }
+  void accumulate_given(const Model& model, const Dataset& rows, const double* resp,
+                        std::vector<double>& stats) override {
+    cpu_->accumulate_given(model, rows, resp, stats);
+  }
+  bool all_reduce_statistics(comms::Communicator&, std::vector<double>&) override {
+    ++device_reduces;
+    return false;
+  }
+  int device_reduces = 0;
+
+ private:
+  std::unique_ptr<engine::Compute> cpu_ = engine::make_cpu_compute(1);
+};
+
+std::unique_ptr<engine::Compute> gpu_named() { return std::make_unique<GpuNamedCompute>(); }
+
+/// encoded_for, visible.
+struct Probe : LocalEncodedData {
+  using LocalEncodedData::encoded_for;
+  using LocalEncodedData::LocalEncodedData;
+};
+
+TEST(StreamedRows, OnlyAResidentGpuHandleCopiesFloat64RowsToFloat32) {
+  const Dataset f64 = sample(test::truth_model("mixed"), 300, 1);
+  ASSERT_EQ(f64.dtype(), DType::f64);
+  Probe gpu(f64, gpu_named());
+  const Dataset& copy = gpu.encoded_for(Precision::fp32);
+  EXPECT_EQ(copy.dtype(), DType::f32);
+  ASSERT_EQ(copy.rows(), f64.rows());
+  for (std::size_t i = 0; i < f64.rows() * f64.cols(); ++i)
+    ASSERT_EQ(copy.as<float>()[i], static_cast<float>(f64.as<double>()[i])) << i;
+  EXPECT_EQ(gpu.encoded_for(Precision::fp64).data(), f64.data());  // float64 compute reads the rows
+  gpu.stream_rows(kTile);
+  EXPECT_EQ(gpu.encoded_for(Precision::fp32).data(), f64.data());  // streamed: no whole copy
+  gpu.stream_rows(0);
+  EXPECT_EQ(gpu.encoded_for(Precision::fp32).dtype(), DType::f32);  // resident again: copied again
+  Probe declined(f64, gpu_named());
+  declined.allow_f32_copy(false);  // a budget the copy does not fit in
+  EXPECT_EQ(declined.encoded_for(Precision::fp32).data(), f64.data());
+  Probe cpu(f64, engine::make_cpu_compute(1));  // the CPU kernels convert block by block
+  EXPECT_EQ(cpu.encoded_for(Precision::fp32).data(), f64.data());
+  const std::vector<double> v = f64.values();
+  const Dataset f32 = Dataset::from_vector(std::vector<float>(v.begin(), v.end()), f64.rows(), f64.cols());
+  Probe single(f32, gpu_named());  // float32 rows are what fp32 reads
+  EXPECT_EQ(single.encoded_for(Precision::fp32).data(), f32.data());
+}
+
+TEST(StreamedRows, StatisticsAreReducedOnTheDeviceOnlyWhenOneCallMadeThem) {
+  const Model model = test::truth_model("mixed");
+  const Dataset rows = sample(model, 2 * kTile + 5, 2);
+  auto group = comms::make_thread_group(1, std::chrono::seconds(30));
+  auto compute = std::make_unique<GpuNamedCompute>();
+  GpuNamedCompute* gpu = compute.get();
+  engine::DistributedEncodedData h(rows, rows.rows(), 0, *group[0],
+                                   std::unique_ptr<engine::Compute>(std::move(compute)));
+  EstimatorOptions o;
+  o.precision = Precision::fp64;
+  const engine::Statistics resident = h.stream_accumulate(model, o);
+  EXPECT_EQ(gpu->device_reduces, 1) << "resident rows: one Compute call holds the step's statistics";
+  h.stream_rows(4 * kTile);  // one chunk holds them all
+  h.stream_accumulate(model, o);
+  EXPECT_EQ(gpu->device_reduces, 2);
+  h.stream_rows(kTile);  // three chunks: the host holds the sums
+  EXPECT_EQ(h.stream_accumulate(model, o).values, resident.values);
+  EXPECT_EQ(gpu->device_reduces, 2);
+  h.stream_rows(0);
+  o.marginalise = true;  // the marginalised rows' sums are the host's
+  h.stream_accumulate(model, o);
+  EXPECT_EQ(gpu->device_reduces, 2);
 }
 
 TEST(StreamedRows, ChunksOtherThanWholeTilesAreRefused) {
