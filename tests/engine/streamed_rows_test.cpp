@@ -260,6 +260,18 @@ TEST(StreamedRows, OnlyAResidentGpuHandleCopiesFloat64RowsToFloat32) {
   EXPECT_EQ(single.encoded_for(Precision::fp32).data(), f32.data());
 }
 
+TEST(StreamedRows, StreamingFreesTheFloat32Copy) {
+  const std::size_t rows = std::size_t{1} << 20, cols = 4;  // 32 MiB of float64: a 16 MiB copy
+  Probe gpu(Dataset::from_vector(std::vector<double>(rows * cols, 0.5), rows, cols), gpu_named());
+  const long before = test::status_kib("VmRSS");
+  if (before < 0) GTEST_SKIP() << "no VmRSS in /proc/self/status here";
+  ASSERT_EQ(gpu.encoded_for(Precision::fp32).dtype(), DType::f32);
+  const long copied = test::status_kib("VmRSS");
+  EXPECT_GT(copied - before, 12 * 1024) << "the float32 copy should take 16 MiB";
+  gpu.stream_rows(kTile);
+  EXPECT_LT(test::status_kib("VmRSS"), copied - 12 * 1024) << "streaming should free the copy";
+}
+
 TEST(StreamedRows, StatisticsAreReducedOnTheDeviceOnlyWhenOneCallMadeThem) {
   const Model model = test::truth_model("mixed");
   const Dataset rows = sample(model, 2 * kTile + 5, 2);
