@@ -56,7 +56,6 @@ std::vector<RowRange> component_ranges(std::size_t K, int groups, const plan::Re
     } else {
       plan::DeviceSpec d;
       d.name = "rank:" + std::to_string(g);
-      d.global_rank = g;
       devices.push_back(d);
     }
   }
@@ -322,8 +321,6 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
   out.nonempty_mass = scalars[0];
   out.loglik = scalars[1];
   out.rows = scalars[2];
-  out.stats[0] = out.loglik;
-  out.stats[1] = out.rows;
   return out;
 }
 

@@ -67,7 +67,8 @@ ShardChunking shard_chunking(std::size_t max_shard_components, Precision precisi
 
 /// Result of one sharded E-step (identical on every rank of a component group where noted).
 struct ShardEStep {
-  std::vector<double> stats;   // this shard's statistics (stat_layout(shard)), summed over data groups
+  std::vector<double> stats;   // this shard's statistics (stat_layout(shard)), summed over data groups;
+                               // the header's log-likelihood and rows stay 0 (loglik and rows hold them)
   double loglik = 0.0;         // Σ log p(x) over all rows (global)
   double rows = 0.0;           // rows folded in (global)
   double nonempty_mass = 0.0;  // Σ responsibility mass over components with mass > kEmptyMass (global)

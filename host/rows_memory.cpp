@@ -61,7 +61,7 @@ RowsMemory plan_rows_memory(const Dataset& rows, const FitOptions& options, int 
   }
   // Weights stay resident; half of what is left holds one chunk, the rest the passes' own buffers.
   const std::uint64_t weights = rows.rows() * weight_bytes;
-  const std::uint64_t room = plan.budget > weights ? (plan.budget - weights) / 2 : 0;
+  const std::uint64_t room = (plan.budget - std::min(plan.budget, weights)) / 2;
   const std::uint64_t tile_bytes = kernels::cpu::kTileRows * row_bytes;
   const std::uint64_t tiles = room / std::max<std::uint64_t>(tile_bytes, 1);
   if (tiles == 0)

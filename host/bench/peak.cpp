@@ -62,7 +62,7 @@ double fma_scalar(long trips) {
     for (int j = 0; j < kChains; ++j) a[j] = std::fma(a[j], 0.999999, 1e-6);
   }
   double sum = 0.0;
-  for (double x : a) sum += x;
+  for (int j = 0; j < kChains; ++j) sum += a[j];
   return sum;
 }
 

@@ -51,8 +51,8 @@ plan::Resources calibrate(const plan::Resources& resources, const ResourcesArgs&
   const bench::PreparedCase prepared = bench::prepare_case(c);
   CalibrateOptions options;
   options.workload = "em";
-  options.sample_size = a.rows;
-  options.repeats = a.iters;
+  options.sample_size = c.rows;  // the case prepared is the case timed and recorded
+  options.repeats = c.iters;
   if (!a.precision.empty()) options.precision = a.precision;
   options.catalog_path = a.catalog;
   options.model_type = a.family;
@@ -62,8 +62,8 @@ plan::Resources calibrate(const plan::Resources& resources, const ResourcesArgs&
                             : "failed: " + r.error.value_or("?"))
               << "\n";
   };
-  std::cerr << "mixle: calibrating " << resources.size() << " device(s) on " << a.family << " N=" << a.rows
-            << " D=" << a.dims << " K=" << a.components << ", " << a.iters << " EM iteration(s) each …\n";
+  std::cerr << "mixle: calibrating " << resources.size() << " device(s) on " << a.family << " N=" << c.rows
+            << " D=" << c.dims << " K=" << c.components << ", " << c.iters << " EM iteration(s) each …\n";
   try {
     plan::Resources calibrated = calibrate_resources(prepared.data, prepared.evaluated, resources, options);
     std::cerr << "mixle: appended a calibration record to " << a.catalog << "\n";

@@ -264,6 +264,27 @@ TEST(BenchLibrary, PeakSourcesAreStated) {
   EXPECT_GT(cpu.gflop_per_s, 0.0);
 }
 
+// Every GPU the datasheet table knows, in every precision (NVIDIA's dense figures, TFLOP/s:
+// SIMT fp32, SIMT fp64, TF32 tensor), named in the peak's detail.
+TEST(BenchLibrary, EveryDatasheetPeakIsTheVendorsFigure) {
+  struct Sheet {
+    const char* device;
+    const char* label;
+    double fp32, fp64, tf32;
+  };
+  for (const Sheet& g :
+       {Sheet{"NVIDIA H200", "H200 SXM", 67.0, 34.0, 494.7}, Sheet{"NVIDIA H100 PCIe", "H100 PCIe", 51.2, 25.6, 378.0},
+        Sheet{"NVIDIA H100 80GB HBM3", "H100 SXM", 67.0, 34.0, 494.7},
+        Sheet{"NVIDIA A100-SXM4-80GB", "A100", 19.5, 9.7, 156.0}, Sheet{"NVIDIA L40S", "L40S", 91.6, 1.4, 183.0}}) {
+    for (const auto& [precision, tflops] :
+         {std::pair{Precision::fp32, g.fp32}, std::pair{Precision::fp64, g.fp64}, std::pair{Precision::tf32, g.tf32}}) {
+      const mb::Peak p = mb::datasheet_peak(g.device, precision);
+      EXPECT_EQ(p.gflop_per_s, tflops * 1e3) << g.device << " " << mixle::precision_name(precision);
+      EXPECT_NE(p.detail.find(g.label), std::string::npos) << p.detail;
+    }
+  }
+}
+
 TEST(BenchLibrary, RunCaseOnCpuReturnsCheckedResult) {
   mb::BenchCase c;
   c.family = mixle::Family::poisson;

@@ -122,6 +122,7 @@ TEST(StreamedRows, ABadRowInALaterChunkIsNamedByItsRowInTheFile) {
     Pair h(mapped(dir, Dataset::from_vector(v, kRows, C), false));
     const std::string checked = message([&] { h.streamed.check(model); });
     EXPECT_NE(checked.find("row " + std::to_string(kTile + 3) + ", column 2"), std::string::npos) << checked;
+    EXPECT_NE(checked.find("accepted: integer codes 0 … 2"), std::string::npos) << checked;  // 3 categories
     EXPECT_EQ(checked, message([&] { h.resident.check(model); }));
   }
   // NaN in the gaussian columns of the third and fourth chunks: the check names the first one

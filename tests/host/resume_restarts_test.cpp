@@ -116,7 +116,11 @@ TEST(ResumeRestarts, ACheckpointThatDoesNotMatchTheOptionsIsRefused) {
     EXPECT_NE(std::string(e.what()).find("n_init = 2"), std::string::npos) << e.what();
   }
   // Restart 2 is the last: resuming it needs no fresh initialisation, so n_init 3 with another
-  // K would pass — but a checkpoint of restart 1 must match K and the layout.
+  // K passes, and the fit is the checkpoint's K — but a checkpoint of restart 1 must match K and
+  // the layout.
+  FitOptions last_other_k = three_restarts();
+  last_other_k.components = 4;
+  EXPECT_EQ(fit_distributed(data, {}, last_other_k, dist).fit.model.components(), 3u);
   stopping.progress = [](const FitProgress& p) {
     if (p.restart == 1 && p.iteration == 1) throw Interrupted();
   };

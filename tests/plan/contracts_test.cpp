@@ -73,7 +73,10 @@ TEST(ParallelPlan, JsonRejectsFractionsAndBooleans) {
   // A stated world size that matches is accepted, 1 included; 0 is not a world size.
   EXPECT_EQ(ParallelPlan::from_json(R"({"world_size": 1})").world_size(), 1);
   EXPECT_EQ(ParallelPlan::from_json(R"({"tp": 2, "world_size": 2})").world_size(), 2);
-  expect_mentions(message_of<InvalidInput>([] { ParallelPlan::from_json(R"({"world_size": 0})"); }), {"world_size=0"});
+  expect_mentions(message_of<InvalidInput>([] { ParallelPlan::from_json(R"({"world_size": 0})"); }),
+                  {"world_size=0", "accepted: an integer ≥ 1"});
+  expect_mentions(message_of<InvalidInput>([] { ParallelPlan::from_json(R"({"data_parallel_size": 0})"); }),
+                  {"data_parallel_size=0", "accepted: an integer ≥ 1"});
   // The same for the data-parallel size: dp_replicate · dp_shard, or absent.
   EXPECT_EQ(ParallelPlan::from_json(R"({"dp_replicate": 2, "dp_shard": 3, "data_parallel_size": 6})"),
             ParallelPlan({.dp_replicate = 2, .dp_shard = 3}));
