@@ -6,11 +6,13 @@
 #include "host/resources_discovery.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <numeric>
 #include <thread>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -55,15 +57,13 @@ MIXLE_FMA_KERNEL(fma_avx2_f64, "avx2,fma", __m256d, _mm256_set1_pd, _mm256_fmadd
 #endif
 
 double fma_scalar(long trips) {
-  double a[kChains];
+  std::array<double, kChains> a{};
   for (int j = 0; j < kChains; ++j) a[j] = 1 + j;
   for (long i = 0; i < trips; ++i) {
 #pragma GCC unroll 16
     for (int j = 0; j < kChains; ++j) a[j] = std::fma(a[j], 0.999999, 1e-6);
   }
-  double sum = 0.0;
-  for (int j = 0; j < kChains; ++j) sum += a[j];
-  return sum;
+  return std::accumulate(a.begin(), a.end(), 0.0);
 }
 
 }  // namespace
