@@ -8,6 +8,7 @@
 #include <mixle/data.hpp>
 #include <mixle/model.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -91,5 +92,14 @@ std::unique_ptr<Compute> make_compute(const std::string& device, int threads);
 /// is not a CUDA device ("cpu", "auto", …). Throws InvalidInput for "cuda:" followed by anything
 /// but a non-negative decimal index.
 std::optional<int> cuda_index(std::string_view device);
+
+/// The bytes of the float32 copy a Compute on `device` ("cpu", "cuda:i", or "auto" as
+/// make_compute resolves it) keeps of resident `rows` for passes at `precision`; 0 for none. Only
+/// a GPU makes one, of float64 rows computed in float32, and only while it takes at most an
+/// eighth of physical memory: its kernels read float32, so the copy halves what every pass
+/// converts and sends; the CPU kernels convert each 128-row block as they read it, which costs
+/// less than the copy saves. The one rule for the handle that makes the copy and the memory plan
+/// that counts it.
+std::uint64_t f32_copy_bytes(std::string_view device, Precision precision, const Dataset& rows);
 
 }  // namespace mixle::engine

@@ -4,6 +4,8 @@
 
 #include <mixle/error.hpp>
 
+#include <unistd.h>
+
 #include <charconv>
 
 namespace mixle::engine {
@@ -183,6 +185,15 @@ std::unique_ptr<Compute> make_compute(const std::string& device, int threads) {
   if (device == "auto") return cuda_device_count() > 0 ? make_cuda_compute(0) : make_cpu_compute(threads);
   if (const std::optional<int> index = cuda_index(device)) return make_cuda_compute(*index);
   throw InvalidInput("unknown device \"" + device + "\"; accepted: auto, cpu, cuda, cuda:<index>");
+}
+
+std::uint64_t f32_copy_bytes(std::string_view device, Precision precision, const Dataset& rows) {
+  const bool gpu = device.starts_with("cuda") || (device == "auto" && cuda_device_count() > 0);
+  if (!gpu || precision == Precision::fp64 || rows.dtype() != DType::f64) return 0;
+  const std::uint64_t bytes = std::uint64_t{rows.rows()} * rows.cols() * sizeof(float);
+  const auto memory =
+      static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(sysconf(_SC_PAGE_SIZE));
+  return bytes <= memory / 8 ? bytes : 0;
 }
 
 }  // namespace mixle::engine

@@ -44,27 +44,16 @@ DistributedEncodedData::DistributedEncodedData(Dataset local, std::size_t global
       first_row_(first_row),
       comm_(comm) {}
 
-template <class Fn>
-void DistributedEncodedData::reduce_with_errors(std::vector<double>& values, Fn&& local, const char* what,
-                                                bool on_device) {
-  std::exception_ptr error;
-  try {
-    local();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  // One extra slot: Σ 2^rank over failing ranks — the reduce stays a single collective and
-  // names who failed (engine/error_marks.hpp).
-  values.push_back(error_mark(error, comm_.rank()));
-  comms::failpoint(comms::kFailpointAllReduce);
-  const auto t0 = std::chrono::steady_clock::now();
-  // Every rank makes one all-reduce of the same length either way (a failed rank on the host).
-  if (!(on_device && !error && compute().all_reduce_statistics(comm_, values)))
-    comm_.all_reduce_sum(std::span<double>(values));
-  collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double failed = values.back();
-  values.pop_back();
-  raise_marks(failed, error, comm_, what);
+void DistributedEncodedData::reduce_with_errors(std::vector<double>& values, const std::function<void()>& local,
+                                                const char* what, bool on_device) {
+  all_reduce_with_marks(comm_, values, local, what, [&](std::vector<double>& marked, bool failed_here) {
+    comms::failpoint(comms::kFailpointAllReduce);
+    const auto t0 = std::chrono::steady_clock::now();
+    // Every rank makes one all-reduce of the same length either way (a failed rank on the host).
+    if (!(on_device && !failed_here && compute().all_reduce_statistics(comm_, marked)))
+      comm_.all_reduce_sum(std::span<double>(marked));
+    collective_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
 }
 
 void DistributedEncodedData::check(const Model& model) {

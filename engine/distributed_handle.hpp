@@ -6,6 +6,7 @@
 #include "comms/communicator.hpp"
 #include "engine/local_handle.hpp"
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -58,13 +59,12 @@ class DistributedEncodedData final : public LocalEncodedData {
   std::size_t first_global_row() const override { return first_row_; }
 
  private:
-  /// Runs `local` (which fills `values`, the buffer to sum), then all-reduces `values` together
-  /// with an error slot, so a failure on one rank becomes an error on every rank instead of a
-  /// hang. The failing rank rethrows its own error; the others name it. With `on_device`, `local`
-  /// ran one accumulate of this rank's Compute into zeros: the sums are then taken where that
-  /// Compute holds them (Compute::all_reduce_statistics), on the host otherwise.
-  template <class Fn>
-  void reduce_with_errors(std::vector<double>& values, Fn&& local, const char* what, bool on_device = false);
+  /// all_reduce_with_marks (engine/error_marks.hpp) of `values` after `local`, timed into
+  /// collective_seconds: a failure on one rank becomes an error on every rank instead of a hang. With `on_device`,
+  /// `local` ran one accumulate of this rank's Compute into zeros: the sums are then taken where that Compute holds
+  /// them (Compute::all_reduce_statistics), on the host otherwise.
+  void reduce_with_errors(std::vector<double>& values, const std::function<void()>& local, const char* what,
+                          bool on_device = false);
 
   std::size_t global_rows_;
   std::size_t first_row_;

@@ -133,4 +133,24 @@ void raise_marks(double failed, const std::exception_ptr& error, comms::Communic
                         "; rank " + std::to_string(comm.rank()) + " stops too");
 }
 
+void all_reduce_with_marks(comms::Communicator& comm, std::vector<double>& values, const std::function<void()>& local,
+                           const char* what, const MarkedAllReduce& all_reduce) {
+  std::exception_ptr error;
+  try {
+    local();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  // One extra slot: Σ 2^rank over the failing ranks — the reduce stays a single collective and
+  // names who failed.
+  values.push_back(error_mark(error, comm.rank()));
+  if (all_reduce)
+    all_reduce(values, error != nullptr);
+  else
+    comm.all_reduce_sum(std::span<double>(values));
+  const double failed = values.back();
+  values.pop_back();
+  raise_marks(failed, error, comm, what);
+}
+
 }  // namespace mixle::engine

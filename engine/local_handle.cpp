@@ -5,8 +5,6 @@
 
 #include <mixle/error.hpp>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <limits>
 #include <span>
@@ -86,18 +84,10 @@ std::vector<double> LocalEncodedData::column_max() {
 }
 
 const Dataset& LocalEncodedData::encoded_for(Precision precision) {
-  // float64 rows computed in float32 on a GPU are converted on every pass they are streamed to
-  // it: encode them once (half the bytes to convert and copy), when the copy takes at most an
-  // eighth of memory. The CPU kernels convert each 128-row block as they read it, which costs
-  // less than the copy saves (10 iterations of 1e7 × 32 rows: 0.30 s per iteration without a
-  // copy, 0.33 s with it, and 1.2 GiB less memory).
-  if (precision == Precision::fp64 || data_.dtype() == DType::f32 || chunk_rows_ > 0 || !allow_f32_copy_ ||
-      compute_->name() == "cpu")
+  // Streamed rows are converted chunk by chunk: a whole copy is what streaming avoids.
+  if (chunk_rows_ > 0 || !allow_f32_copy_ || data_.empty() || f32_copy_bytes(compute_->name(), precision, data_) == 0)
     return data_;
-  if (encoded_f32_.rows() == data_.rows() && !data_.empty()) return encoded_f32_;
-  const double bytes = static_cast<double>(data_.rows()) * static_cast<double>(data_.cols()) * 4.0;
-  const double memory = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  if (data_.empty() || !(bytes <= memory / 8)) return data_;
+  if (encoded_f32_.rows() == data_.rows()) return encoded_f32_;
   std::vector<float> values(data_.rows() * data_.cols());
   const double* x = data_.as<double>();
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(x[i]);

@@ -262,26 +262,24 @@ Dataset read_rows(const std::string& path, const ReadOptions& read, const DataIn
 /// fit (`sharded`) keeps its rows resident: a given budget they exceed is refused.
 host::RowsMemory plan_on_ranks(const Dataset& local, const FitOptions& options, const host::LaunchEnv& env,
                                comms::Communicator& comm, bool sharded) {
-  std::exception_ptr error;
   host::RowsMemory memory;
-  try {
-    memory = host::plan_rows_memory(local, options, env.local_world_size);
-    if (sharded && memory.chunk_rows > 0) {
-      const std::string why = "a component-sharded fit holds its rows resident";
-      if (memory.given)
-        throw UsageError(local.source() + ": this rank's rows take " + host::bytes_text(memory.rows_bytes) +
-                         ", more than --memory-budget " + host::bytes_text(memory.budget) + ", and " + why +
-                         "; raise the budget or spread the rows over more ranks");
-      memory.chunk_rows = 0;
-      memory.chunk_bytes = 0;
-      memory.resident_because = why;
-    }
-  } catch (...) {
-    error = std::current_exception();
-  }
-  std::vector<double> mark{engine::error_mark(error, comm.rank())};
-  comm.all_reduce_sum(std::span<double>(mark));
-  engine::raise_marks(mark[0], error, comm, "planning the rows' memory");
+  std::vector<double> none;
+  engine::all_reduce_with_marks(
+      comm, none,
+      [&] {
+        memory = host::plan_rows_memory(local, options, env.local_world_size);
+        if (sharded && memory.chunk_rows > 0) {
+          const std::string why = "a component-sharded fit holds its rows resident";
+          if (memory.given)
+            throw UsageError(local.source() + ": this rank's rows take " + host::bytes_text(memory.rows_bytes) +
+                             ", more than --memory-budget " + host::bytes_text(memory.budget) + ", and " + why +
+                             "; raise the budget or spread the rows over more ranks");
+          memory.chunk_rows = 0;
+          memory.chunk_bytes = 0;
+          memory.resident_because = why;
+        }
+      },
+      "planning the rows' memory");
   return memory;
 }
 

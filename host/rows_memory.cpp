@@ -36,10 +36,7 @@ RowsMemory plan_rows_memory(const Dataset& rows, const FitOptions& options, int 
   const std::uint64_t row_bytes = rows.cols() * dtype_size(rows.dtype());
   const std::uint64_t weight_bytes = rows.weighted() ? sizeof(double) : 0;
   plan.rows_bytes = rows.rows() * (row_bytes + weight_bytes);
-  // Only a GPU Compute copies float64 rows to float32 for fp32 (LocalEncodedData::encoded_for).
-  const bool gpu = options.device.starts_with("cuda") || (options.device == "auto" && engine::cuda_device_count() > 0);
-  if (gpu && engine::precision_from_name(options.precision) != Precision::fp64 && rows.dtype() == DType::f64)
-    plan.copy_bytes = rows.rows() * rows.cols() * 4;
+  plan.copy_bytes = engine::f32_copy_bytes(options.device, engine::precision_from_name(options.precision), rows);
   if (plan.budget == 0 || plan.rows_bytes + plan.copy_bytes <= plan.budget) return plan;
   plan.f32_copy = false;
   if (plan.rows_bytes <= plan.budget) return plan;

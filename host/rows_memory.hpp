@@ -18,7 +18,7 @@ struct RowsMemory {
   std::uint64_t budget = 0;      ///< bytes the rows may take: FitOptions::memory_budget or the default
   bool given = false;            ///< the budget was FitOptions::memory_budget, not the default
   std::uint64_t rows_bytes = 0;  ///< the rows as mapped or read, with their weights
-  std::uint64_t copy_bytes = 0;  ///< a float32 copy of float64 rows computed in float32 on a GPU (0: none)
+  std::uint64_t copy_bytes = 0;  ///< the float32 copy the Compute would make (engine::f32_copy_bytes; 0: none)
   bool f32_copy = true;          ///< that copy may be made
   std::size_t chunk_rows = 0;    ///< > 0: streamed in chunks of this many rows
   std::uint64_t chunk_bytes = 0;

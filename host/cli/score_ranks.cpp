@@ -138,28 +138,29 @@ int score_on_ranks(const ScoreArgs& given, const Model& model, const LaunchEnv& 
   const std::vector<engine::RowRange> ranges = engine::align_row_ranges(bounds, info.rows);
   const engine::RowRange mine = ranges[static_cast<std::size_t>(comm->rank())];
   const std::string part = part_path(a, comm->rank());
-  double loglik = 0.0;
-  std::exception_ptr error;
+  // One all-reduce: the log-likelihood sum and every rank's error mark (engine/error_marks.hpp);
+  // when any rank failed, every rank removes its part before raising.
+  std::vector<double> sums{0.0};
   try {
-    if (mine.end > mine.begin) {
-      ReadOptions range = read;
-      range.row_begin = mine.begin;
-      range.row_end = mine.end;
-      const Dataset rows = read_data(a.data.path, range);
-      if (a.summary())
-        loglik = score_loglik_sum(a, model, rows);
-      else
-        score_rows_to(a, model, rows, part);
-    }
+    engine::all_reduce_with_marks(
+        *comm, sums,
+        [&] {
+          if (mine.end <= mine.begin) return;
+          ReadOptions range = read;
+          range.row_begin = mine.begin;
+          range.row_end = mine.end;
+          const Dataset rows = read_data(a.data.path, range);
+          if (a.summary())
+            sums[0] = score_loglik_sum(a, model, rows);
+          else
+            score_rows_to(a, model, rows, part);
+        },
+        "scoring the rows");
   } catch (...) {
-    error = std::current_exception();
+    std::error_code ignored;
+    std::filesystem::remove(part, ignored);
+    throw;
   }
-  // One all-reduce: the log-likelihood sum and every rank's error mark (engine/error_marks.hpp).
-  std::vector<double> sums{loglik, engine::error_mark(error, comm->rank())};
-  comm->all_reduce_sum(std::span<double>(sums));
-  std::error_code ignored;
-  if (sums[1] != 0.0) std::filesystem::remove(part, ignored);
-  engine::raise_marks(sums[1], error, *comm, "scoring the rows");
   if (comm->rank() != 0) return 0;
   if (a.summary()) {
     print_summary(a, model, sums[0], info.rows);

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace mixle {
@@ -150,6 +151,14 @@ TEST(ErrorMarks, EveryRankRaisesTheFailingRanksErrorType) {
     const ImpossibleEvidence e = expect_type<ImpossibleEvidence>(impossible[static_cast<std::size_t>(r)], r);
     EXPECT_EQ(e.rows(), (std::vector<std::size_t>{12, 99})) << "rank " << r;
   }
+  // The other ranks get the first 16 rows an error lists (the kernels list at most 8).
+  std::vector<std::size_t> twenty(20);
+  for (std::size_t i = 0; i < twenty.size(); ++i) twenty[i] = 100 + i;
+  auto many = raise_on_three([&] { throw ImpossibleEvidence("20 rows", twenty); });
+  for (int r = 0; r < 3; ++r) {
+    const ImpossibleEvidence e = expect_type<ImpossibleEvidence>(many[static_cast<std::size_t>(r)], r);
+    EXPECT_EQ(e.rows(), r == 1 ? twenty : std::vector<std::size_t>(twenty.begin(), twenty.begin() + 16)) << r;
+  }
   auto missing = raise_on_three([] { throw NotCompiled("nccl"); });
   for (int r = 0; r < 3; ++r) {
     try {
@@ -175,5 +184,61 @@ TEST(ErrorMarks, EveryRankRaisesTheFailingRanksErrorType) {
   }
 }
 
+TEST(ErrorMarks, AllReduceWithMarksSumsTheValuesOrRaisesOnEveryRank) {
+  auto members = comms::make_thread_group(3, 30s);
+  // Each rank fills two values; rank `failing` (−1: none) throws after filling them. `custom`
+  // sums through a given all-reduce, which sees the mark as the last value.
+  auto run = [&](int failing, bool custom) {
+    std::vector<std::vector<double>> sums(3);
+    std::vector<std::string> errors(3);
+    std::vector<int> failed_here(3, -1);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 3; ++r)
+      threads.emplace_back([&, r] {
+        const auto i = static_cast<std::size_t>(r);
+        comms::Communicator& comm = *members[i];
+        std::vector<double> values{0.0, 0.0};
+        engine::MarkedAllReduce reduce;
+        if (custom)
+          reduce = [&](std::vector<double>& marked, bool here) {
+            failed_here[i] = here;
+            sums[i].push_back(static_cast<double>(marked.size()));
+            comm.all_reduce_sum(std::span<double>(marked));
+          };
+        try {
+          engine::all_reduce_with_marks(
+              comm, values,
+              [&] {
+                values = {1.0 + r, 10.0 * r};
+                if (r == failing) throw InvalidInput("rank's own reason");
+              },
+              "the test", reduce);
+          sums[i].insert(sums[i].end(), values.begin(), values.end());
+        } catch (const InvalidInput& e) {
+          errors[i] = e.what();
+        }
+      });
+    for (auto& t : threads) t.join();
+    return std::tuple{sums, errors, failed_here};
+  };
+  for (bool custom : {false, true}) {
+    auto [sums, errors, here] = run(-1, custom);
+    for (std::size_t r = 0; r < 3; ++r) {
+      EXPECT_EQ(errors[r], "");
+      // The values come back summed and at their own length; a given all-reduce got the mark too.
+      EXPECT_EQ(sums[r], custom ? std::vector<double>({3.0, 6.0, 30.0}) : std::vector<double>({6.0, 30.0}));
+      if (custom) EXPECT_EQ(here[r], 0);
+    }
+    for (int failing : {0, 2}) {  // rank 0 too: the lowest failing rank broadcasts, whichever it is
+      std::tie(sums, errors, here) = run(failing, custom);
+      for (std::size_t r = 0; r < 3; ++r) {
+        EXPECT_NE(errors[r].find("rank's own reason"), std::string::npos) << r << ": " << errors[r];
+        if (static_cast<int>(r) != failing)
+          EXPECT_NE(errors[r].find("failed on rank " + std::to_string(failing)), std::string::npos) << errors[r];
+        if (custom) EXPECT_EQ(here[r], static_cast<int>(r) == failing ? 1 : 0);
+      }
+    }
+  }
+}
 }  // namespace
 }  // namespace mixle

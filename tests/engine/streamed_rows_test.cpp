@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -235,6 +237,27 @@ struct Probe : LocalEncodedData {
   using LocalEncodedData::encoded_for;
   using LocalEncodedData::LocalEncodedData;
 };
+
+TEST(StreamedRows, TheFloat32CopyRuleCountsWhatTheHandleCopies) {
+  const double x[6] = {1, 2, 3, 4, 5, 6};
+  const Dataset f64 = Dataset::view(x, 3, 2);
+  EXPECT_EQ(engine::f32_copy_bytes("cuda:1", Precision::fp32, f64), 3u * 2u * 4u);
+  EXPECT_EQ(engine::f32_copy_bytes("cuda", Precision::tf32, f64), 24u);
+  EXPECT_EQ(engine::f32_copy_bytes("cuda:0", Precision::fp64, f64), 0u);
+  EXPECT_EQ(engine::f32_copy_bytes("cpu", Precision::fp32, f64), 0u);
+  // "auto" is a GPU exactly when make_compute would pick one.
+  EXPECT_EQ(engine::f32_copy_bytes("auto", Precision::fp32, f64), engine::cuda_device_count() > 0 ? 24u : 0u);
+  const float y[6] = {1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(engine::f32_copy_bytes("cuda:0", Precision::fp32, Dataset::view(y, 3, 2)), 0u);
+  // No copy past an eighth of physical memory; exactly an eighth is copied. The views' shapes
+  // are all the rule reads: nothing reads past x.
+  const std::uint64_t eighth =
+      static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(sysconf(_SC_PAGE_SIZE)) / 8;
+  ASSERT_EQ(eighth % 4, 0u);
+  const std::uint64_t rows = eighth / 4;  // one column: 4 bytes a row
+  EXPECT_EQ(engine::f32_copy_bytes("cuda:0", Precision::fp32, Dataset::view(x, rows, 1)), rows * 4);
+  EXPECT_EQ(engine::f32_copy_bytes("cuda:0", Precision::fp32, Dataset::view(x, rows + 1, 1)), 0u);
+}
 
 TEST(StreamedRows, OnlyAResidentGpuHandleCopiesFloat64RowsToFloat32) {
   const Dataset f64 = sample(test::truth_model("mixed"), 300, 1);
