@@ -1,4 +1,5 @@
 #include "host/bench/comm_bench.hpp"
+#include "host/bench/bench.hpp"
 
 #include <mixle/version.hpp>
 
@@ -31,9 +32,8 @@ std::vector<CommBenchRow> run_comm_bench(comms::Communicator& comm, std::size_t 
       if (i >= warmup) times.push_back(t);
       row.correct = row.correct && std::all_of(buffer.begin(), buffer.end(), [&](double v) { return v == expected; });
     }
-    std::sort(times.begin(), times.end());
-    // The slowest rank defines the collective's time.
-    std::vector<double> median{times[times.size() / 2]};
+    // The slowest rank's median defines the collective's time.
+    std::vector<double> median{summarise(std::move(times)).median};
     comm.all_reduce_max(std::span<double>(median));
     row.seconds = median[0];
     std::vector<double> ok{row.correct ? 0.0 : 1.0};

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <vector>
 
 namespace mixle::kernels {
@@ -288,12 +289,9 @@ void normalise_external(int K, const double* log_norm, int n, Block<T>& block) {
 /// n hold 0 already). Returns the block's total weight.
 template <class T>
 double weigh_block(int K, const double* w, int n, Block<T>& block) {
-  T wt[kBlockRows];
-  double total = 0.0;
-  for (int b = 0; b < kBlockRows; ++b) {
-    wt[b] = b < n ? static_cast<T>(w[b]) : T(0);
-    total += b < n ? w[b] : 0.0;
-  }
+  T wt[kBlockRows] = {};  // rows past n weigh 0
+  std::transform(w, w + n, wt, [](double v) { return static_cast<T>(v); });
+  const double total = std::accumulate(w, w + n, 0.0);
   for (int k = 0; k < K; ++k) {
     T* l = block.logp(k);
 #pragma omp simd

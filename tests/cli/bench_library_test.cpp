@@ -158,7 +158,12 @@ TEST(BenchLibrary, CommBenchFlagsAReductionThatReturnsWrongBytes) {
   ShortSumCommunicator comm;
   const std::vector<mb::CommBenchRow> rows = mb::run_comm_bench(comm, 8, 8 << 10, 2, 1);
   ASSERT_EQ(rows.size(), 6u);  // 8 B … 8 KiB in ×4 steps: 1 … 1024 elements
-  for (const mb::CommBenchRow& r : rows) EXPECT_EQ(r.correct, r.count <= 64) << r.count << " elements";
+  for (const mb::CommBenchRow& r : rows) {
+    EXPECT_EQ(r.correct, r.count <= 64) << r.count << " elements";
+    // nccl-tests' algbw: bytes per rank over seconds, in GB of 1e9 bytes (0 when nothing timed).
+    EXPECT_DOUBLE_EQ(r.algbw_gbs, r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e9 : 0.0) << r.bytes;
+    EXPECT_GT(r.algbw_gbs, 0.0) << r.bytes;
+  }
   const std::string table = mb::format_comm_table(comm, rows);
   EXPECT_NE(table.find("WRONG"), std::string::npos) << table;
   EXPECT_NE(table.find(" ok"), std::string::npos) << table;

@@ -227,6 +227,11 @@ TEST(DataNpy, RejectsBigEndianAndOtherDtypes) {
   test::write_bytes(
       rec, make_npy(1, "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,), }", std::string(8, '\0')));
   test::expect_invalid_input([&] { read_data(rec); }, {rec, "unsupported dtype"});
+  // An empty string is read as one: the dtype '' is what is refused, not the header.
+  const std::string blank = dir.file("blank.npy");
+  test::write_bytes(blank,
+                    make_npy(1, "{'descr': '', 'fortran_order': False, 'shape': (2, 2), }", std::string(16, '\0')));
+  test::expect_invalid_input([&] { read_data(blank); }, {blank, "unsupported dtype ''", "'<f8'"});
 }
 
 TEST(DataNpy, RejectsTruncatedFiles) {

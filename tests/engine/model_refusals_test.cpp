@@ -19,6 +19,18 @@
 namespace mixle {
 namespace {
 
+TEST(ModelStructure, ColumnsEndWhereTheLastPartEndsWhateverTheOrder) {
+  EXPECT_EQ(Model{}.columns(), 0u);  // no parts read no columns
+  Model m = test::truth_model("mixed");
+  std::size_t end = 0;
+  for (const Part& p : m.parts) end = std::max(end, p.col_end);
+  EXPECT_EQ(m.columns(), end);
+  std::reverse(m.parts.begin(), m.parts.end());
+  EXPECT_EQ(m.columns(), end);
+  m.parts.resize(1);  // the last part of the file alone
+  EXPECT_EQ(m.columns(), m.parts[0].col_end);
+}
+
 TEST(ModelRefusals, WeightsColumnsAndOverlappingParts) {
   Model m = test::truth_model("mixed");
   ASSERT_NO_THROW(validate_model(m));

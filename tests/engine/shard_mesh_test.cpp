@@ -58,6 +58,31 @@ TEST(ShardMesh, SizesThatDoNotTileTheWorldAreRefused) {
 }
 
 // The largest shard sizes the chunks (its K_c) and their count (its rows), wherever it lies.
+std::vector<std::pair<std::size_t, std::size_t>> bounds(const std::vector<RowRange>& ranges) {
+  std::vector<std::pair<std::size_t, std::size_t>> out;
+  for (const RowRange& r : ranges) out.emplace_back(r.begin, r.end);
+  return out;
+}
+
+TEST(ComponentRanges, FollowTheResourcesThroughputAndGroupsBeyondThemTakeADefaultDevice) {
+  plan::DeviceSpec fast, slow;
+  fast.name = "fast";
+  fast.throughput = 3.0;
+  slow.name = "slow";
+  slow.throughput = 1.0;
+  const plan::Resources two({fast, slow});
+  // Two groups on the two devices: K = 16 split 3 : 1.
+  using Bounds = std::vector<std::pair<std::size_t, std::size_t>>;
+  EXPECT_EQ(bounds(component_ranges(16, 2, &two)), (Bounds{{0, 12}, {12, 16}}));
+  // A third group has no device in the resources: it is planned as a default device, exactly
+  // as if the resources had listed one.
+  plan::DeviceSpec third;
+  third.name = "rank:2";
+  const plan::Resources three({fast, slow, third});
+  EXPECT_EQ(bounds(component_ranges(20, 3, &two)), bounds(component_ranges(20, 3, &three)));
+  EXPECT_NE(bounds(component_ranges(20, 3, &three)), bounds(component_ranges(20, 3)));  // the throughputs count
+}
+
 TEST(ShardChunking, TheLargestRangeIsFoundWhereverItLies) {
   EXPECT_EQ(largest_range({}), 0u);
   EXPECT_EQ(largest_range({{0, 0}}), 0u);
@@ -98,6 +123,8 @@ TEST(ShardChunking, ChunksFollowTheKeptBudgetAndTheLargestGroup) {
   // Small data: the chunk shrinks to the largest group, rounded up to 128.
   const ShardChunking small = shard_chunking(4, Precision::fp32, true, {{0, 300}, {300, 1000}});
   EXPECT_EQ(small.rows, 768u);
+  // A largest group of whole blocks needs exactly its rows, not a block more.
+  EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 256}, {256, 1024}}).rows, 768u);
   EXPECT_EQ(small.count, 1u);
   EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 1}}).rows, 128u);
   EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 1}}).count, 1u);

@@ -110,6 +110,21 @@ TEST(RowsMemory, ABudgetThatCannotBeKeptSaysWhatToChange) {
   EXPECT_EQ(host::plan_rows_memory(rows, drop, 1).chunk_rows, 0u);
 }
 
+// Under the default budget, rows that cannot be streamed stay resident and the plan says why
+// (a given budget refuses them instead, above).
+TEST(RowsMemory, RowsOverTheDefaultBudgetThatCannotStreamStayResidentAndSayWhy) {
+  if (!host::usable_memory_bytes()) GTEST_SKIP() << "no readable memory limit here";
+  const double x = 0.0;
+  const Dataset huge = Dataset::view(&x, std::size_t{1} << 40, 1);  // 8 TiB in memory: only its shape is read
+  FitOptions cpu;
+  cpu.device = "cpu";
+  const host::RowsMemory m = host::plan_rows_memory(huge, cpu, 1);
+  EXPECT_FALSE(m.given);
+  EXPECT_EQ(m.chunk_rows, 0u);
+  EXPECT_NE(m.resident_because.find("cannot be streamed"), std::string::npos) << m.resident_because;
+  EXPECT_NE(m.summary().find(", over the budget: rows read into memory"), std::string::npos) << m.summary();
+}
+
 TEST(RowsMemory, TheDefaultBudgetIsHalfTheUsableMemorySharedByTheNodesRanks) {
   const std::optional<std::uint64_t> usable = host::usable_memory_bytes();
   if (!usable) GTEST_SKIP() << "no readable memory limit here";

@@ -324,6 +324,17 @@ TEST(ContractBackends, BuiltinsDescribeWhatTheyExecute) {
   EXPECT_NE(gloo.find(R"("axes":["dp_replicate","tp"])"), std::string::npos) << gloo;
   EXPECT_NE(gloo.find(R"("precisions":["fp32","fp64","tf32"])"), std::string::npos) << gloo;
   EXPECT_NE(fabric.to_json().find(R"("incompatible_axis_sets":[["dp_replicate","dp_shard"]])"), std::string::npos);
+  // What each needs installed or built: the Python packages a launcher imports, the build
+  // options of mixle's own communicators; one process needs nothing.
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(fabric.requirements, Names{"lightning"});
+  EXPECT_EQ(get_training_backend("ray_train")->capabilities().requirements, Names{"ray[train]"});
+  EXPECT_EQ(single.requirements, Names{});
+  for (const char* n : {"gloo", "mpi", "nccl"}) {
+    const Names needs = get_training_backend(n)->capabilities().requirements;
+    ASSERT_FALSE(needs.empty()) << n;
+    EXPECT_TRUE(needs[0].starts_with("mixle built with")) << n << ": " << needs[0];
+  }
 }
 
 namespace {

@@ -109,6 +109,9 @@ TEST(Resources, FromMpiThreeRanksSplitMemory) {
     EXPECT_EQ(r.devices()[i].name, "mpi:" + std::to_string(i));
     EXPECT_EQ(r.devices()[i].memory_bytes, 300u);
   }
+  // Fewer bytes than ranks: each slot still gets one byte (0 would mean no memory at all).
+  const Resources tiny = Resources::from_mpi(Environment{{"OMPI_COMM_WORLD_SIZE", "3"}}, {.memory_bytes = 2});
+  for (const DeviceSpec& d : tiny.devices()) EXPECT_EQ(d.memory_bytes, 1u) << d.name;
   // Variables are consulted in the reference order; none set → one slot.
   EXPECT_EQ(Resources::from_mpi(Environment{{"PMIX_SIZE", "5"}, {"MPI_LOCALNRANKS", "2"}}).size(), 5u);
   EXPECT_EQ(Resources::from_mpi(Environment{}).size(), 1u);
