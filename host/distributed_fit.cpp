@@ -10,7 +10,6 @@
 #include "engine/estimator.hpp"
 #include "engine/model_summary.hpp"
 #include "host/backend_shape.hpp"
-#include "host/bytes_text.hpp"
 #include "host/checkpoint.hpp"
 #include "host/distributed_backend.hpp"
 #include "host/fit_driver.hpp"
@@ -265,20 +264,7 @@ host::RowsMemory plan_on_ranks(const Dataset& local, const FitOptions& options, 
   host::RowsMemory memory;
   std::vector<double> none;
   engine::all_reduce_with_marks(
-      comm, none,
-      [&] {
-        memory = host::plan_rows_memory(local, options, env.local_world_size);
-        if (sharded && memory.chunk_rows > 0) {
-          const std::string why = "a component-sharded fit holds its rows resident";
-          if (memory.given)
-            throw UsageError(local.source() + ": this rank's rows take " + host::bytes_text(memory.rows_bytes) +
-                             ", more than --memory-budget " + host::bytes_text(memory.budget) + ", and " + why +
-                             "; raise the budget or spread the rows over more ranks");
-          memory.chunk_rows = 0;
-          memory.chunk_bytes = 0;
-          memory.resident_because = why;
-        }
-      },
+      comm, none, [&] { memory = host::plan_rows_memory(local, options, env.local_world_size, sharded); },
       "planning the rows' memory");
   return memory;
 }

@@ -29,7 +29,7 @@ std::uint64_t default_memory_budget(int local_ranks) {
   return *usable / 2 / static_cast<std::uint64_t>(std::max(local_ranks, 1));
 }
 
-RowsMemory plan_rows_memory(const Dataset& rows, const FitOptions& options, int local_ranks) {
+RowsMemory plan_rows_memory(const Dataset& rows, const FitOptions& options, int local_ranks, bool sharded) {
   RowsMemory plan;
   plan.given = options.memory_budget > 0;
   plan.budget = plan.given ? options.memory_budget : default_memory_budget(local_ranks);
@@ -45,7 +45,9 @@ RowsMemory plan_rows_memory(const Dataset& rows, const FitOptions& options, int 
   const std::string what = rows.source() + ": its " + std::to_string(rows.rows()) + " rows take " +
                            bytes_text(plan.rows_bytes) + ", more than " + budget_text;
   std::string cannot;
-  if (!rows.mapped())
+  if (sharded)
+    cannot = "a component-sharded fit holds its rows resident; raise the budget or spread the rows over more ranks";
+  else if (!rows.mapped())
     cannot =
         "rows read into memory (CSV, an integer or misaligned .npy) cannot be streamed; write them as a "
         "float32 or float64 .npy (or raw) file";

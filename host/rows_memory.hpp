@@ -41,10 +41,11 @@ std::uint64_t default_memory_budget(int local_ranks);
 /// default budget. Rows, weights and copy within the budget stay resident (the copy is dropped
 /// first); otherwise they are streamed in chunks of the most whole kernel tiles (2048 rows) that
 /// half the budget left by the weights holds. A given budget that cannot be kept throws
-/// UsageError naming what to change: below one chunk, rows that are not mapped (CSV, integer
-/// .npy) or `missing` other than "error" (it copies the rows it keeps); the default budget then
-/// keeps the rows resident instead and says why (resident_because).
-RowsMemory plan_rows_memory(const Dataset& rows, const FitOptions& options, int local_ranks);
+/// UsageError naming what to change: below one chunk, a component-sharded fit (`sharded`: its
+/// shards exchange every row's log-likelihoods, so it holds its rows resident), rows that are not
+/// mapped (CSV, integer .npy) or `missing` other than "error" (it copies the rows it keeps); the
+/// default budget then keeps the rows resident instead and says why (resident_because).
+RowsMemory plan_rows_memory(const Dataset& rows, const FitOptions& options, int local_ranks, bool sharded = false);
 
 /// Holds `handle`'s rows as `plan` says (LocalEncodedData::stream_rows, allow_f32_copy). A handle
 /// of another backend (a host program's) holds its rows its own way and is left alone.

@@ -81,6 +81,17 @@ TEST(CliScoreRanks, ARankWithoutRowsAddsNothing) {
   ASSERT_EQ(three.code, 0) << three.err;
   EXPECT_EQ(test::read_text(dir.file("one.npy")), test::read_text(dir.file("three.npy")));
   EXPECT_EQ(parts_left(dir), 0);
+  // Nor to a summary: the rank without rows adds 0 to the log-likelihood sum.
+  const std::string mean =
+      "score --model " + dir.file("model.json") + " --data " + dir.file("rows.npy") + " --what loglik-mean";
+  const test::CliRun one = test::run_cli(dir, mean);
+  ASSERT_EQ(one.code, 0) << one.err;
+  const test::CliRun on_three = test::run_cli(dir, "launch --nproc 3 -- " + std::string(MIXLE_CLI_PATH) + " " + mean);
+  ASSERT_EQ(on_three.code, 0) << on_three.err;
+  const auto value = [](const std::string& out) {
+    return std::stod(out.substr(out.find("loglik-mean:") + std::string("loglik-mean:").size()));
+  };
+  EXPECT_NEAR(value(on_three.out), value(one.out), 1e-9 * std::abs(value(one.out))) << on_three.out;
 }
 
 TEST(CliScoreRanks, ABadRowOnTheSecondRankLeavesNoOutput) {

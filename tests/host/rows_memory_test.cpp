@@ -37,14 +37,16 @@ FitOptions with_budget(std::uint64_t bytes, const char* precision = "fp32") {
   return o;
 }
 
-std::string usage_error(const Dataset& rows, const FitOptions& o) {
+std::string usage_error(const Dataset& rows, const FitOptions& o, bool sharded = false) {
   try {
-    host::plan_rows_memory(rows, o, 1);
+    host::plan_rows_memory(rows, o, 1, sharded);
   } catch (const UsageError& e) {
     return e.what();
   }
   return "no usage error";
 }
+
+std::string usage_error_sharded(const Dataset& rows, const FitOptions& o) { return usage_error(rows, o, true); }
 
 TEST(RowsMemory, RowsWithinTheBudgetStayResidentAndTheCopyGoesFirst) {
   test::TempDir dir("rows-memory-resident");
@@ -108,6 +110,13 @@ TEST(RowsMemory, ABudgetThatCannotBeKeptSaysWhatToChange) {
   EXPECT_NE(e.find("--missing drop copies the rows it keeps"), std::string::npos) << e;
   drop.memory_budget = 320000;  // within the budget: nothing to refuse
   EXPECT_EQ(host::plan_rows_memory(rows, drop, 1).chunk_rows, 0u);
+  // A component-sharded fit holds its rows resident, mapped or not.
+  e = usage_error_sharded(rows, with_budget(100000));
+  EXPECT_NE(e.find("more than --memory-budget 97.7 KiB: a component-sharded fit holds its rows resident; raise the "
+                   "budget or spread the rows over more ranks"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(host::plan_rows_memory(rows, with_budget(320000), 1, /*sharded=*/true).chunk_rows, 0u);  // within it
 }
 
 // Under the default budget, rows that cannot be streamed stay resident and the plan says why
@@ -123,6 +132,12 @@ TEST(RowsMemory, RowsOverTheDefaultBudgetThatCannotStreamStayResidentAndSayWhy) 
   EXPECT_EQ(m.chunk_rows, 0u);
   EXPECT_NE(m.resident_because.find("cannot be streamed"), std::string::npos) << m.resident_because;
   EXPECT_NE(m.summary().find(", over the budget: rows read into memory"), std::string::npos) << m.summary();
+  const host::RowsMemory sharded = host::plan_rows_memory(huge, cpu, 1, /*sharded=*/true);
+  EXPECT_EQ(sharded.chunk_rows, 0u);
+  EXPECT_EQ(sharded.chunk_bytes, 0u);
+  EXPECT_NE(sharded.summary().find(", over the budget: a component-sharded fit holds its rows resident"),
+            std::string::npos)
+      << sharded.summary();
 }
 
 TEST(RowsMemory, TheDefaultBudgetIsHalfTheUsableMemorySharedByTheNodesRanks) {
