@@ -86,6 +86,9 @@ std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers = 1
 std::unique_ptr<Compute> make_cuda_compute(int device);
 /// Number of CUDA devices (0 in a CPU-only build or without a driver/device).
 int cuda_device_count() noexcept;
+/// The device `device` names: "auto" is "cuda:0" when `count_gpus()` (asked only for "auto")
+/// finds a CUDA device and "cpu" otherwise; any other name is returned as given.
+std::string resolve_device(std::string_view device, int (*count_gpus)() = cuda_device_count);
 /// Parses "auto", "cpu", "cuda", "cuda:i": auto picks cuda:0 when a device is present.
 std::unique_ptr<Compute> make_compute(const std::string& device, int threads);
 /// The CUDA device a device name selects: 0 for "cuda", i for "cuda:i"; nullopt for any name that

@@ -180,15 +180,20 @@ std::optional<int> cuda_index(std::string_view device) {
   return index;
 }
 
-std::unique_ptr<Compute> make_compute(const std::string& device, int threads) {
+std::string resolve_device(std::string_view device, int (*count_gpus)()) {
+  if (device != "auto") return std::string(device);
+  return count_gpus() > 0 ? "cuda:0" : "cpu";
+}
+
+std::unique_ptr<Compute> make_compute(const std::string& given, int threads) {
+  const std::string device = resolve_device(given);
   if (device == "cpu") return make_cpu_compute(threads);
-  if (device == "auto") return cuda_device_count() > 0 ? make_cuda_compute(0) : make_cpu_compute(threads);
   if (const std::optional<int> index = cuda_index(device)) return make_cuda_compute(*index);
   throw InvalidInput("unknown device \"" + device + "\"; accepted: auto, cpu, cuda, cuda:<index>");
 }
 
 std::uint64_t f32_copy_bytes(std::string_view device, Precision precision, const Dataset& rows) {
-  const bool gpu = device.starts_with("cuda") || (device == "auto" && cuda_device_count() > 0);
+  const bool gpu = resolve_device(device).starts_with("cuda");
   if (!gpu || precision == Precision::fp64 || rows.dtype() != DType::f64) return 0;
   const std::uint64_t bytes = std::uint64_t{rows.rows()} * rows.cols() * sizeof(float);
   const auto memory =

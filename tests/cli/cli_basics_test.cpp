@@ -1,11 +1,19 @@
-// The CLI's exit-code contract: 0 success, 2 usage error.
+// The CLI's exit-code contract (0 success, 2 usage error) and what `mixle info` prints.
 #include "common/run_cli.hpp"
 
 #include "comms/comm_type.hpp"
+#include "host/resources_discovery.hpp"
+
+#include <mixle/version.hpp>
+
+#include <sched.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 using mixle::test::cli_exit_code;
@@ -25,8 +33,16 @@ TEST(Cli, InfoListsEveryCommunicatorAndTheCpu) {
     EXPECT_NE(run.out.find("\ncomm " + type->name + ": " + type->summary + "\n"), std::string::npos)
         << type->name << " in:\n"
         << run.out;
-  EXPECT_NE(run.out.find("\ncpu: "), std::string::npos) << run.out;
-  EXPECT_NE(run.out.find(" usable core(s), "), std::string::npos) << run.out;
+  // The cores this process may run on and the memory it may use (the least of MemTotal and the
+  // cgroup limits), in GiB of 2^30 bytes.
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const std::optional<std::uint64_t> memory = mixle::host::usable_memory_bytes();
+  char cpu[128];
+  std::snprintf(cpu, sizeof cpu, "\ncpu: %d usable core(s), %.1f GiB memory\n", CPU_COUNT(&set),
+                memory ? static_cast<double>(*memory) / (1024.0 * 1024.0 * 1024.0) : 0.0);
+  EXPECT_NE(run.out.find(cpu), std::string::npos) << cpu << " in:\n" << run.out;
+  EXPECT_EQ(run.out.find("mixle " MIXLE_VERSION_STRING "\nfeatures: cpu"), 0u) << run.out;
 }
 
 TEST(Cli, UnknownCommandIsUsageError) { EXPECT_EQ(cli_exit_code("no-such-command"), 2); }

@@ -25,6 +25,7 @@
 #include <memory>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -245,8 +246,17 @@ TEST(StreamedRows, TheFloat32CopyRuleCountsWhatTheHandleCopies) {
   EXPECT_EQ(engine::f32_copy_bytes("cuda", Precision::tf32, f64), 24u);
   EXPECT_EQ(engine::f32_copy_bytes("cuda:0", Precision::fp64, f64), 0u);
   EXPECT_EQ(engine::f32_copy_bytes("cpu", Precision::fp32, f64), 0u);
-  // "auto" is a GPU exactly when make_compute would pick one.
+  // "auto" is a GPU exactly when make_compute would pick one (engine::resolve_device).
   EXPECT_EQ(engine::f32_copy_bytes("auto", Precision::fp32, f64), engine::cuda_device_count() > 0 ? 24u : 0u);
+  const auto none = [] { return 0; };
+  const auto one = [] { return 1; };
+  const auto two = [] { return 2; };
+  const auto unasked = []() -> int { throw std::logic_error("the GPUs are counted only for auto"); };
+  EXPECT_EQ(engine::resolve_device("auto", none), "cpu");
+  EXPECT_EQ(engine::resolve_device("auto", one), "cuda:0");
+  EXPECT_EQ(engine::resolve_device("auto", two), "cuda:0");
+  EXPECT_EQ(engine::resolve_device("cpu", unasked), "cpu");
+  EXPECT_EQ(engine::resolve_device("cuda:1", unasked), "cuda:1");
   const float y[6] = {1, 2, 3, 4, 5, 6};
   EXPECT_EQ(engine::f32_copy_bytes("cuda:0", Precision::fp32, Dataset::view(y, 3, 2)), 0u);
   // No copy past an eighth of physical memory; exactly an eighth is copied. The views' shapes
