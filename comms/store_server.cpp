@@ -157,10 +157,12 @@ bool StoreServer::State::process(Connection& c) {
         break;
       }
       case Phase::handshake_token: {
-        std::string_view token(p, c.need - 4);
+        // Compared before the erase below moves any bytes that followed (a pipelined request)
+        // over where the token was.
+        const bool token_ok = std::string_view(p, c.need - 4) == this->token;
         int rank = static_cast<int>(wire::get_u32(p + c.need - 4));
         c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(c.need));
-        if (token != this->token) {
+        if (!token_ok) {
           c.out.push_back(static_cast<char>(wire::kRefused));
           c.closing = true;
           ++rejected;

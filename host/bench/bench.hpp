@@ -147,6 +147,9 @@ std::vector<FmaKernel> fma_kernels(engine::Precision precision);
 /// The floating-point operations k.run(trips) performs: two (a multiply and an add) per FMA, one
 /// FMA per trip in each lane of each of the kFmaChains chains.
 double fma_flops(const FmaKernel& k, long trips) noexcept;
+/// One trial's rate, flop/s: every thread's `flops` over the slowest thread's span (`spans`,
+/// seconds), so a descheduled thread lowers the figure instead of hiding; 0 when nothing was timed.
+double trial_rate(const std::vector<double>& flops, const std::vector<double>& spans);
 /// Peak FMA throughput of this CPU measured now: `threads` threads (0 = hardware concurrency)
 /// each run independent FMA chains with the widest vector ISA available, for about `seconds`.
 Peak measure_cpu_peak(engine::Precision precision, int threads, double seconds = 0.2);

@@ -88,6 +88,11 @@ double fma_flops(const FmaKernel& k, long trips) noexcept {
   return 2.0 * kFmaChains * k.lanes * static_cast<double>(trips);
 }
 
+double trial_rate(const std::vector<double>& flops, const std::vector<double>& spans) {
+  const double span = spans.empty() ? 0.0 : *std::max_element(spans.begin(), spans.end());
+  return span > 0.0 ? std::accumulate(flops.begin(), flops.end(), 0.0) / span : 0.0;
+}
+
 namespace {
 
 std::atomic<double> g_sink{0.0};  // keeps the kernels' results alive
@@ -119,12 +124,7 @@ double trial(const FmaKernel& k, int threads, double seconds) {
   while (ready.load() < threads) std::this_thread::yield();
   go = true;
   for (auto& th : pool) th.join();
-  double total = 0.0, span = 0.0;
-  for (std::size_t t = 0; t < flops.size(); ++t) {
-    total += flops[t];
-    span = std::max(span, spans[t]);
-  }
-  return span > 0.0 ? total / span : 0.0;
+  return trial_rate(flops, spans);
 }
 
 }  // namespace

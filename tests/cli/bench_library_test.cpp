@@ -248,6 +248,14 @@ TEST(BenchLibrary, EveryFmaKernelComputesItsRecurrence) {
   }
 }
 
+// A trial's rate: every thread's flops over the slowest thread's span, wherever it lies.
+TEST(BenchLibrary, ATrialsRateIsEveryThreadsFlopsOverTheSlowestSpan) {
+  EXPECT_EQ(mb::trial_rate({1e9, 2e9}, {0.5, 0.25}), 6e9);
+  EXPECT_EQ(mb::trial_rate({1e9, 2e9}, {0.25, 0.5}), 6e9);
+  EXPECT_EQ(mb::trial_rate({3e9}, {0.0}), 0.0);  // nothing timed
+  EXPECT_EQ(mb::trial_rate({}, {}), 0.0);
+}
+
 TEST(BenchLibrary, MachineInfoNamesThisCpu) {
   const mb::MachineInfo m = mb::machine_info();
   EXPECT_EQ(m.cpu_model, mb::cpu_model_name());

@@ -353,6 +353,36 @@ TEST(Store, GarbageBytesAreRefused) {
   expect_still_serving(server);
 }
 
+// Requests that arrive with the handshake are read in turn, each once the reply before it is
+// sent: a bad one closes the connection then, as it would have on arrival; a good one is served.
+TEST(Store, RequestsSentWithTheHandshakeAreReadInTurn) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  RawConnection raw(server.port());
+  std::vector<char> both = handshake(kToken, -1);  // accepted: a reply byte to send first
+  const std::vector<char> unknown = request_header(static_cast<wire::Op>(99), 0, 0);
+  both.insert(both.end(), unknown.begin(), unknown.end());
+  raw.send(both);
+  char accepted = 0;
+  ASSERT_EQ(recv_all(raw.fd.get(), &accepted, 1, Clock::now() + 3s), IoStatus::ok);
+  EXPECT_EQ(accepted, static_cast<char>(wire::kAccepted));
+  EXPECT_TRUE(raw.closed_by_server());
+  EXPECT_EQ(server.rejected_connections(), 1u);
+  // A good request sent with the handshake is served (the token was once compared after the
+  // request's bytes had moved over it, refusing such a client).
+  RawConnection pipelined(server.port());
+  std::vector<char> hello_and_set = handshake(kToken, -1);
+  const std::vector<char> set = request_header(wire::Op::set, 1, 2);
+  hello_and_set.insert(hello_and_set.end(), set.begin(), set.end());
+  for (char ch : std::string("kvv")) hello_and_set.push_back(ch);
+  pipelined.send(hello_and_set);
+  char replies[1 + 13] = {};
+  ASSERT_EQ(recv_all(pipelined.fd.get(), replies, sizeof replies, Clock::now() + 3s), IoStatus::ok);
+  EXPECT_EQ(replies[0], static_cast<char>(wire::kAccepted));
+  auto c = connect(server);
+  EXPECT_EQ(text(c->get("k", 1s)), "vv");
+  EXPECT_EQ(server.rejected_connections(), 1u);
+}
+
 TEST(Store, RankThatDisconnectsWithoutGoodbyeIsLost) {
   StoreServer server("127.0.0.1", 0, kToken);
   auto observer = connect(server, 0);
