@@ -383,6 +383,29 @@ TEST(Store, RequestsSentWithTheHandshakeAreReadInTurn) {
   EXPECT_EQ(server.rejected_connections(), 1u);
 }
 
+// A client waiting for keys must not send: anything it does is a protocol violation that
+// closes its connection at once (its wait would otherwise hold it for ten seconds).
+TEST(Store, AClientThatSendsWhileItWaitsIsDropped) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  RawConnection raw(server.port());
+  raw.send(handshake(kToken, -1));
+  char accepted = 0;
+  ASSERT_EQ(recv_all(raw.fd.get(), &accepted, 1, Clock::now() + 3s), IoStatus::ok);
+  ASSERT_EQ(accepted, static_cast<char>(wire::kAccepted));
+  const std::vector<char> keys = wire::encode_keys({"never-set"});
+  std::vector<char> wait{static_cast<char>(wire::Op::wait)};
+  wire::put_i64(wait, 10000);  // milliseconds
+  wire::put_u32(wait, 0);
+  wire::put_u32(wait, static_cast<std::uint32_t>(keys.size()));
+  wait.insert(wait.end(), keys.begin(), keys.end());
+  raw.send(wait);
+  std::this_thread::sleep_for(250ms);  // the server reads the wait alone and starts waiting
+  raw.send({'x'});
+  EXPECT_TRUE(raw.closed_by_server(5s));
+  EXPECT_EQ(server.rejected_connections(), 1u);
+  expect_still_serving(server);
+}
+
 TEST(Store, RankThatDisconnectsWithoutGoodbyeIsLost) {
   StoreServer server("127.0.0.1", 0, kToken);
   auto observer = connect(server, 0);
