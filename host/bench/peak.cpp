@@ -89,7 +89,8 @@ double fma_flops(const FmaKernel& k, long trips) noexcept {
 }
 
 double trial_rate(const std::vector<double>& flops, const std::vector<double>& spans) {
-  const double span = spans.empty() ? 0.0 : *std::max_element(spans.begin(), spans.end());
+  double span = 0.0;
+  for (const double s : spans) span = std::max(span, s);
   return span > 0.0 ? std::accumulate(flops.begin(), flops.end(), 0.0) / span : 0.0;
 }
 
