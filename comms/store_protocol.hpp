@@ -4,7 +4,9 @@
 //   client → server: magic u32 kHandshakeMagic, version u32, token_len u32 (≤ kMaxTokenBytes),
 //                    token bytes, rank i32 (−1 for a client that is not a rank)
 //   server → client: status u8 (kAccepted or kRefused); on kRefused the server closes.
-// Then requests, each answered by one reply, strictly in turn:
+// Then requests, each answered by one reply, in the order they were sent (a client may send
+// requests before reading the replies to earlier ones — except during a wait, when a client
+// that sends anything is dropped):
 //   request: op u8, arg i64, key_len u32 (≤ kMaxKeyBytes), value_len u32 (≤ kMaxValueBytes),
 //            key bytes, value bytes
 //   reply:   status u8, arg i64, value_len u32, value bytes

@@ -310,14 +310,18 @@ ShardEStep ShardedEstimator::e_step(const Model& shard, const EstimatorOptions& 
   // each of them, so their M-steps agree). Skipped when D = 1.
   if (D > 1) data_comm_->all_reduce_sum(std::span<double>(out.stats));
   // Global scalars: the non-empty components' mass from data group 0 (its shard statistics are
-  // now the reduced ones), log-likelihood and rows from component group 0, and every rank's
-  // error mark.
+  // now the reduced ones), log-likelihood and rows from component group 0 — summed with every
+  // rank's error mark, the error kept above raised on every rank.
   double nonempty = 0.0;
   for (std::size_t k = 0; k < K; ++k)
     if (const double w = out.stats[kernels::kStatHeader + k]; !is_empty_mass(w)) nonempty += w;
-  std::vector<double> scalars{d == 0 ? nonempty : 0.0, out.loglik, out.rows, error_mark(error, comm_.rank())};
-  comm_.all_reduce_sum(std::span<double>(scalars));
-  raise_marks(scalars[3], error, comm_, "the sharded E-step");
+  std::vector<double> scalars{d == 0 ? nonempty : 0.0, out.loglik, out.rows};
+  all_reduce_with_marks(
+      comm_, scalars,
+      [&] {
+        if (error) std::rethrow_exception(error);
+      },
+      "the sharded E-step");
   out.nonempty_mass = scalars[0];
   out.loglik = scalars[1];
   out.rows = scalars[2];

@@ -17,7 +17,8 @@ namespace mixle::host::bench {
 namespace {
 
 // Memory the float32 data may take before we refuse (the float64 draw is twice this, briefly).
-constexpr double kMaxDataBytes = 32.0 * (1ull << 30);
+constexpr double kGiB = 1ull << 30;
+constexpr double kMaxDataBytes = 32 * kGiB;
 
 std::vector<double> uniform_weights(std::size_t K, std::mt19937_64& rng) {
   // Mildly unequal weights (0.5..1.5 before normalising) so no component is negligible.
@@ -66,9 +67,8 @@ void validate_case(const BenchCase& c) {
                                 " needs ≥ 2 (one category is never worth a benchmark)");
   const double bytes = 4.0 * static_cast<double>(c.rows) * static_cast<double>(c.dims);
   need(bytes <= kMaxDataBytes, "--rows " + std::to_string(c.rows) + " × --dims " + std::to_string(c.dims) + " needs " +
-                                   std::to_string(bytes / 1e9) +
-                                   " GB of float32 data; the "
-                                   "benchmark allows at most 32 GiB");
+                                   std::to_string(bytes / kGiB) +
+                                   " GiB of float32 data; the benchmark allows at most 32 GiB");
 }
 
 PreparedCase prepare_case(const BenchCase& c) {

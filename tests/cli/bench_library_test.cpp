@@ -507,8 +507,8 @@ TEST(BenchLibrary, BadCasesAreRefusedBeforeAnyWork) {
         c.categories = 1;
       },
       "--categories 1: categorical needs ≥ 2");
-  // 10^9 rows of 9 float32 columns are 36 GB, past the 32 GiB allowed: refused by
-  // validate_case, before prepare_case would try to draw them.
+  // 10^9 rows of 9 float32 columns are 36·10^9 bytes = 33.53 GiB, past the 32 GiB allowed:
+  // refused by validate_case, before prepare_case would try to draw them, in the unit it allows.
   mb::BenchCase huge;
   huge.rows = 1'000'000'000;
   huge.dims = 9;
@@ -517,6 +517,7 @@ TEST(BenchLibrary, BadCasesAreRefusedBeforeAnyWork) {
     ADD_FAILURE() << "a 36 GB case was accepted";
   } catch (const mixle::InvalidInput& e) {
     EXPECT_NE(std::string(e.what()).find("at most 32 GiB"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("needs 33.527"), std::string::npos) << e.what();
   }
   huge.dims = 8;  // 32 GB: under 32 GiB
   EXPECT_NO_THROW(mb::validate_case(huge));

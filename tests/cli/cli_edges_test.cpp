@@ -181,6 +181,22 @@ TEST(CliEdges, FormatsCommunicatorsAndOutputNames) {
   ASSERT_EQ(
       test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.csv")).code, 0);
   const Dataset d = read_data(dir.file("d.npy"));
+  // float32 unless --dtype f64 asks for the draws themselves, which the float32 file rounds.
+  ASSERT_EQ(d.dtype(), DType::f32);
+  ASSERT_EQ(test::run_cli(
+                dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 --dtype f64 -o " + dir.file("d64.npy"))
+                .code,
+            0);
+  const Dataset d64 = read_data(dir.file("d64.npy"));
+  ASSERT_EQ(d64.dtype(), DType::f64);
+  ASSERT_EQ(d64.rows(), d.rows());
+  bool wider = false;  // some draw is not a float32 value
+  for (std::size_t i = 0; i < d.rows() * d.cols(); ++i) {
+    const double x = d64.at(i / 2, i % 2);
+    EXPECT_EQ(d.at(i / 2, i % 2), static_cast<double>(static_cast<float>(x))) << i;
+    wider |= static_cast<double>(static_cast<float>(x)) != x;
+  }
+  EXPECT_TRUE(wider) << "the f64 file holds float32 values only";
   std::vector<float> raw(d.rows() * d.cols());
   for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = static_cast<float>(d.at(i / 2, i % 2));
   test::write_bytes(dir.file("d.dat"), std::string(reinterpret_cast<const char*>(raw.data()), raw.size() * 4));

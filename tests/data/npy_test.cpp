@@ -115,6 +115,27 @@ TEST(DataNpy, HandWrittenV2V3AndOneDimensional) {
   EXPECT_EQ(d.at(2, 1), 6.0);
 }
 
+// The header is a Python dict literal: other writers order its keys as they like and may leave
+// out the trailing comma, so each key may come last, its value directly before the '}'.
+TEST(DataNpy, KeysInAnyOrderWithoutATrailingComma) {
+  TempDir dir;
+  const std::vector<double> v = {1, 2, 3, 4, 5, 6};
+  const std::vector<std::string> dicts = {
+      "{'descr': '<f8', 'shape': (3, 2), 'fortran_order': False}",
+      "{'shape': (3, 2), 'fortran_order': False, 'descr': '<f8'}",
+      "{'fortran_order': False, 'descr': '<f8', 'shape': (3, 2)}",
+  };
+  for (std::size_t i = 0; i < dicts.size(); ++i) {
+    SCOPED_TRACE(dicts[i]);
+    const std::string path = dir.file("order" + std::to_string(i) + ".npy");
+    test::write_bytes(path, make_npy(1, dicts[i], test::bytes_of(v.data(), v.size())));
+    const Dataset d = read_data(path);
+    ASSERT_EQ(d.rows(), 3u);
+    ASSERT_EQ(d.cols(), 2u);
+    EXPECT_EQ(d.at(2, 1), 6.0);
+  }
+}
+
 // numpy writes int32 for np.array([...], dtype=np.int32) and on platforms whose default int
 // is 32-bit: read as exact float64, negatives and the extremes included.
 TEST(DataNpy, Int32ReadsAsExactF64) {

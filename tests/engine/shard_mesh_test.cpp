@@ -150,6 +150,31 @@ TEST(ShardChunking, TheCpuKernelsKeepLogDensitiesBetweenTheirPasses) {
   }
 }
 
+// An E-step that folded no responsibility mass into any shard (every row weighted 0, say) leaves
+// nothing to divide the weights by: the M-step refuses, as the unsharded one does, rather than
+// setting every weight to 0.
+TEST(ShardedMStep, NoResponsibilityMassAtAllIsAnError) {
+  auto world = comms::make_thread_group(1, std::chrono::seconds(10));
+  const Dataset rows = Dataset::from_vector(std::vector<double>(20, 0.5), 10, 2);
+  ShardedEstimator estimator(rows, 0, {{0, 10}}, make_shard_mesh(1, 0, 1), 2, *world[0], make_cpu_compute(1));
+  Model shard;
+  shard.weights = {0.5, 0.5};
+  Part p = test::make_part(Family::bernoulli, 0, 2);
+  p.prob = {0.25, 0.5, 0.75, 0.5};
+  shard.parts = {p};
+  EstimatorOptions o;
+  o.precision = Precision::fp64;
+  ShardEStep step;
+  step.stats.assign(static_cast<std::size_t>(stat_layout(shard).size), 0.0);
+  test::expect_invalid_input([&] { (void)estimator.m_step(shard, step, o); }, {"no responsibility mass"});
+  // The same statistics with mass: the weights are each component's share of it.
+  step.stats[kernels::kStatHeader] = 3.0;
+  step.stats[kernels::kStatHeader + 1] = 1.0;
+  step.nonempty_mass = 4.0;
+  const MStepResult r = estimator.m_step(shard, step, o);
+  EXPECT_EQ(r.model.weights, (std::vector<double>{0.75, 0.25}));
+}
+
 /// The CPU kernels, except that scoring fails: a rank whose backend breaks in the E-step.
 class FailingScore final : public Compute {
  public:

@@ -169,6 +169,25 @@ TEST(MissingRows, OnlyModelledColumnsCountAndNothingIsCopiedWithoutThem) {
       {"parts[0] (gaussian_full, columns 0-2)", "--missing drop"});
 }
 
+// The parts whose columns count are the initial model's when the fit starts from it, and the
+// layout's otherwise — an initial model left in the options by an earlier run included.
+TEST(MissingRows, TheModelledPartsAreTheStartingModelsOnlyWhenTheFitStartsFromIt) {
+  FitOptions o = from_start("drop");
+  o.layout = "poisson";
+  const std::vector<PartSpec> from_model = host::modelled_parts(o, 5);
+  ASSERT_EQ(from_model.size(), 3u);
+  EXPECT_EQ(from_model[1].family, Family::categorical);
+  EXPECT_EQ(from_model[1].col_begin, 3u);
+  EXPECT_EQ(from_model[1].col_end, 4u);
+  EXPECT_EQ(from_model[1].categories, 3u);
+  o.init = InitMethod::kmeanspp;  // init_model still set, but not the start
+  const std::vector<PartSpec> from_layout = host::modelled_parts(o, 5);
+  ASSERT_EQ(from_layout.size(), 1u);
+  EXPECT_EQ(from_layout[0].family, Family::poisson);
+  EXPECT_EQ(from_layout[0].col_begin, 0u);
+  EXPECT_EQ(from_layout[0].col_end, 5u);
+}
+
 // Two ranks under `mixle launch`, NaN rows in both ranks' halves: the model of the one-process
 // drop (which the test above ties to the rows deleted by hand), and one warning naming every
 // rank's rows in file order.

@@ -92,5 +92,36 @@ void check_partial_ties() {
 TEST(CpuPassTies, OnlyTheComponentsAtPlusInfinityShareTheRowFp64) { check_partial_ties<double>(); }
 TEST(CpuPassTies, OnlyTheComponentsAtPlusInfinityShareTheRowFp32) { check_partial_ties<float>(); }
 
+// A weighted pass: a weight-0 row at +inf adds nothing to the log-likelihood or the total weight
+// (not 0 · inf = NaN), so they are those of the other rows, each times its weight.
+template <class T>
+void check_weight_zero_tie() {
+  Model m;
+  m.weights = {0.4, 0.6};
+  Part g;
+  g.family = Family::gamma;
+  g.col_begin = 0;
+  g.col_end = 1;
+  g.shape = {0.5, 3.0};  // x = 0: +inf under the first, −inf under the second
+  g.rate = {1.0, 2.0};
+  m.parts = {g};
+  const auto packed = engine::pack_model<T>(m, 1);
+  const std::vector<double> x = {1.0, 0.0, 2.0}, w = {2.0, 0.0, 0.5};
+  std::vector<double> loglik(3);
+  kernels::cpu::Options o;
+  o.threads = 1;
+  kernels::cpu::score(packed.view, x.data(), 3, 1, loglik.data(), nullptr, o);
+  ASSERT_EQ(loglik[1], std::numeric_limits<double>::infinity());
+  o.weights = w.data();
+  std::vector<double> stats(static_cast<std::size_t>(packed.view.stat_size), 0.0);
+  kernels::cpu::accumulate(packed.view, x.data(), 3, 1, stats.data(), o);
+  const double want = 2.0 * loglik[0] + 0.5 * loglik[2];
+  EXPECT_NEAR(stats[0], want, 1e-12 * std::abs(want)) << "Σ weight · log-likelihood";
+  EXPECT_EQ(stats[1], 2.5) << "Σ weight";
+}
+
+TEST(CpuPassTies, AWeightZeroRowAtPlusInfinityAddsNothingFp64) { check_weight_zero_tie<double>(); }
+TEST(CpuPassTies, AWeightZeroRowAtPlusInfinityAddsNothingFp32) { check_weight_zero_tie<float>(); }
+
 }  // namespace
 }  // namespace mixle
