@@ -106,13 +106,15 @@ PackedModel<T> pack_model(const Model& model, std::size_t data_columns, bool zer
   // gives −1/(2 var) = −inf in float32, a rate of 1e300 is +inf): the kernels would then make
   // NaN log-densities and misreport the rows. Only log-probabilities (categorical, bernoulli)
   // and log weights may be −inf (probability 0); nothing may be NaN or +inf.
-  const char* precision = sizeof(T) == 8 ? "fp64" : "fp32";
+  // In float32 the way out is float64; in float64, only larger floors are left.
+  const bool fp64 = sizeof(T) == 8;
+  const std::string precision = fp64 ? "fp64" : "fp32";
   auto out_of_range = [&](std::size_t part, std::size_t k, const std::string& what, double value) {
     const Part& p = model.parts[part];
-    return InvalidInput("model parts[" + std::to_string(part) + "] (" + family_name(p.family) + "), component " +
-                        std::to_string(k) + ": " + what + " " + std::to_string(value) +
-                        " is outside the range of the compute precision " + precision +
-                        "; use --precision fp64 (or raise --reg-covar / --rate-floor)");
+    return InvalidInput(
+        "model parts[" + std::to_string(part) + "] (" + family_name(p.family) + "), component " + std::to_string(k) +
+        ": " + what + " " + std::to_string(value) + " is outside the range of the compute precision " + precision +
+        (fp64 ? "; raise --reg-covar / --rate-floor" : "; use --precision fp64 (or raise --reg-covar / --rate-floor)"));
   };
   for (std::size_t i = 0; i < model.parts.size(); ++i) {
     const Part& p = model.parts[i];
@@ -135,7 +137,7 @@ PackedModel<T> pack_model(const Model& model, std::size_t data_columns, bool zer
     if (std::isnan(packed.log_const[k]) || packed.log_const[k] == std::numeric_limits<T>::infinity())
       throw InvalidInput("model component " + std::to_string(k) + ": its normalising constant " +
                          std::to_string(log_const[k]) + " is outside the range of the compute precision " + precision +
-                         "; use --precision fp64");
+                         (fp64 ? "" : "; use --precision fp64"));
 
   for (std::size_t i = 0; i < model.parts.size(); ++i) {
     const Part& p = model.parts[i];

@@ -183,18 +183,18 @@ class GlooCommunicator final : public Communicator {
   }
 
   // Runs one Gloo call, converting Gloo's exceptions into a CommunicationError naming the lost rank.
+  // A call that throws anything leaves the communicator broken.
   template <class F>
   void run(const char* what, F&& call) {
     if (broken_)
       throw CommunicationError("gloo communicator of rank " + std::to_string(rank()) +
                                " is unusable after an earlier failure");
+    broken_ = true;  // until the call returns
     try {
       call();
     } catch (const mixle::Error&) {
-      broken_ = true;
-      throw;
+      throw;  // the store's own errors (while connecting) already say what failed
     } catch (const std::exception& e) {
-      broken_ = true;
       std::vector<int> members(static_cast<std::size_t>(size()));
       for (int r = 0; r < size(); ++r) members[static_cast<std::size_t>(r)] = world_rank(r);
       throw CommunicationError("gloo " + std::string(what) + " failed on rank " + std::to_string(rank()) + " of " +
@@ -203,6 +203,7 @@ class GlooCommunicator final : public Communicator {
                                                    !is_world(), std::min(timeout(), kReportPatience)) +
                                " [timeout " + std::to_string(timeout().count()) + " ms; gloo: " + e.what() + "]");
     }
+    broken_ = false;
   }
 
   CommOptions options_;  // a world communicator's creation options (for leave_rendezvous)

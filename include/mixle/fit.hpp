@@ -48,8 +48,9 @@ struct FitOptions {
   /// precisions — inverse covariances, K×D (diag), K (spherical), K×D×D (full), D×D (tied) —
   /// of the model's one Gaussian part; row-major.
   std::vector<double> init_weights, init_means, init_precisions;
-  int n_init =
-      1;  // restarts (restart 0 seeded with seed, restart r by a hash of (seed, r)); the best final fit is kept
+  /// Restarts: restart 0 seeded with `seed`, restart r by a hash of (seed, r); the fit with the
+  /// best final log-likelihood is kept (the first of equals: FitResult::best_restart).
+  int n_init = 1;
   double reg_covar = 1e-6;     // added to variances / covariance diagonals
   double pseudo_count = 1e-3;  // categorical / bernoulli prior counts
   double rate_floor = 1e-6;    // poisson rate and exponential mean floor

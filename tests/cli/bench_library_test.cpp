@@ -275,6 +275,12 @@ TEST(BenchLibrary, PeakSourcesAreStated) {
   const mb::Peak cpu = mb::measure_cpu_peak(Precision::fp32, 1, 0.03);
   EXPECT_EQ(cpu.source, "measured");
   EXPECT_GT(cpu.gflop_per_s, 0.0);
+  // The detail says how it was measured: precision, threads (in the singular for one), trials.
+  EXPECT_EQ(cpu.detail.rfind("fp32 FMA micro-benchmark, ", 0), 0u) << cpu.detail;
+  EXPECT_NE(cpu.detail.find(", 1 thread, best of 3"), std::string::npos) << cpu.detail;
+  const mb::Peak two = mb::measure_cpu_peak(Precision::fp64, 2, 0.03);
+  EXPECT_EQ(two.detail.rfind("fp64 FMA micro-benchmark, ", 0), 0u) << two.detail;
+  EXPECT_NE(two.detail.find(", 2 threads, best of 3"), std::string::npos) << two.detail;
 }
 
 // Every GPU the datasheet table knows, in every precision (NVIDIA's dense figures, TFLOP/s:

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -206,6 +208,34 @@ TEST(Socket, SendAllAndRecvAllMoveEveryByteEvenOneAtATime) {
   EXPECT_EQ(back, many);
   ::close(pair[0]);
   EXPECT_EQ(recv_all(pair[1], &got, 1, deadline), IoStatus::closed);
+  ::close(pair[1]);
+}
+
+// A signal that interrupts the wait for data (poll fails with EINTR) is not a failure: the read
+// waits on and returns the bytes sent after it.
+TEST(Socket, ASignalDuringTheWaitIsNotAFailure) {
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  ASSERT_EQ(::fcntl(pair[1], F_SETFL, ::fcntl(pair[1], F_GETFL) | O_NONBLOCK), 0);
+  struct sigaction quiet {
+  }, previous{};
+  quiet.sa_handler = [](int) {};
+  sigemptyset(&quiet.sa_mask);
+  quiet.sa_flags = 0;  // no SA_RESTART: the wait sees EINTR
+  ASSERT_EQ(::sigaction(SIGUSR1, &quiet, &previous), 0);
+  char got = 0;
+  IoStatus status = IoStatus::failed;
+  std::thread reader([&] { status = recv_all(pair[1], &got, 1, Clock::now() + 10s); });
+  std::this_thread::sleep_for(200ms);  // the reader is waiting in poll by now
+  ::pthread_kill(reader.native_handle(), SIGUSR1);
+  std::this_thread::sleep_for(100ms);
+  const char one = 'z';
+  EXPECT_EQ(send_all(pair[0], &one, 1, Clock::now() + 5s), IoStatus::ok);
+  reader.join();
+  ::sigaction(SIGUSR1, &previous, nullptr);
+  EXPECT_EQ(status, IoStatus::ok);
+  EXPECT_EQ(got, 'z');
+  ::close(pair[0]);
   ::close(pair[1]);
 }
 

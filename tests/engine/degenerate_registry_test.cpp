@@ -6,6 +6,7 @@
 #include "engine/encoded_data.hpp"
 #include "engine/families/family_ops.hpp"
 #include "engine/local_handle.hpp"
+#include "engine/row_hash.hpp"
 
 #include <mixle/error.hpp>
 #include <mixle/fit.hpp>
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace mixle {
 namespace {
@@ -121,6 +123,39 @@ TEST(EngineDegenerate, IdenticalRowsSelectInit) {
   const FitResult r = fit(Dataset::from_vector(v, N, 1), o);
   EXPECT_TRUE(test::all_finite(r.model)) << model_to_json(r.model);
   EXPECT_NO_THROW(validate_model(r.model));
+}
+
+// The select initialisation (init_p = 1: every row drawn) refuses a component that drew no row,
+// and takes one that drew a single row. Which component a row draws is the hash of (seed, row):
+// the seeds below are found from it, one that leaves a component empty and one that gives a
+// component exactly one of the three rows.
+TEST(EngineDegenerate, SelectRefusesAComponentWithoutRowsAndTakesOneWithOne) {
+  const std::vector<double> v = {-1.0, 0.5, 2.0};
+  const Dataset data = Dataset::from_vector(v, 3, 1);
+  auto counts_of = [](std::uint64_t seed) {
+    std::vector<int> counts(2, 0);
+    for (std::uint64_t row = 0; row < 3; ++row) ++counts[engine::row_draw(seed, 2, row) % 2];
+    return counts;
+  };
+  std::optional<std::uint64_t> empty, single;
+  for (std::uint64_t seed = 1; seed < 200 && !(empty && single); ++seed) {
+    const std::vector<int> c = counts_of(seed);
+    if (!empty && (c[0] == 0 || c[1] == 0)) empty = seed;
+    if (!single && (c[0] == 1 || c[1] == 1)) single = seed;
+  }
+  ASSERT_TRUE(empty && single);
+  FitOptions o;
+  o.components = 2;
+  o.init = InitMethod::select;
+  o.init_p = 1.0;
+  o.max_iter = 2;
+  o.precision = "fp64";
+  o.seed = *single;
+  const FitResult r = fit(data, o);
+  EXPECT_TRUE(test::all_finite(r.model)) << model_to_json(r.model);
+  o.seed = *empty;
+  test::expect_invalid_input([&] { fit(data, o); },
+                             {"initialisation 'select' with p = 1", "no rows (3 rows, K = 2)", "--init-p"});
 }
 
 TEST(EngineDegenerate, FarComponentCapturesNothing) {

@@ -163,6 +163,19 @@ TEST(EngineEm, RestartsKeepTheBest) {
   EXPECT_EQ(best.final_mean_loglik, top);  // the same fit, bit for bit
 }
 
+// Restarts from one initial model run the same fit: equal log-likelihoods, and the first is kept.
+TEST(EngineEm, RestartsThatTieKeepTheFirst) {
+  const Dataset data = sample(two_blobs(), 500, 6);
+  FitOptions o;
+  o.init = InitMethod::model;
+  o.init_model = two_blobs();
+  o.components = 2;
+  o.max_iter = 3;
+  o.n_init = 3;
+  const FitResult r = fit(data, o);
+  EXPECT_EQ(r.best_restart, 0);
+}
+
 // Restart 0 keeps the fit's seed; the others hash (seed, r), so fits with neighbouring seeds
 // share no start (seed + r made --seed 0 and --seed 1 share all but one of five).
 TEST(EngineEm, NeighbouringSeedsShareNoRestart) {

@@ -93,6 +93,27 @@ TEST(EnginePrecisionRange, TheRefusalNamesThePartAndItsOwnCoefficient) {
   EXPECT_GT(std::abs(value), static_cast<double>(std::numeric_limits<float>::max())) << message;
 }
 
+// float64 has a range too: a subnormal variance's −1/(2 var) overflows it. The refusal names
+// fp64 and does not send the user to the precision already in use.
+TEST(EnginePrecisionRange, ASubnormalVarianceIsOutsideFp64) {
+  Model m;
+  m.weights = {1.0};
+  Part g = make_part(Family::gaussian_diag, 0, 1);
+  g.mean = {0.0};
+  g.var = {1e-320};
+  m.parts = {g};
+  std::string message;
+  try {
+    (void)score_samples(m, Dataset::from_vector(std::vector<double>{0.0}, 1, 1), "cpu", 1, "fp64");
+  } catch (const InvalidInput& e) {
+    message = e.what();
+  }
+  ASSERT_FALSE(message.empty()) << "fp64 scored a variance whose inverse it cannot hold";
+  EXPECT_NE(message.find("outside the range of the compute precision fp64; raise --reg-covar"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find("use --precision fp64"), std::string::npos) << message;
+}
+
 TEST(EnginePrecisionRange, HugeExponentialRateInFp32) {
   Model m;
   m.weights = {1.0};

@@ -103,6 +103,9 @@ TEST(ShardChunking, RowRangesAreRoundedToWholeBlocks) {
   EXPECT_EQ(pairs(align_row_ranges({0, 100, 300, 1000}, 1000)), (P{{0, 128}, {128, 256}, {256, 1000}}));
   EXPECT_EQ(pairs(align_row_ranges({0, 90, 100}, 100)), (P{{0, 100}, {100, 100}}));
   EXPECT_EQ(pairs(align_row_ranges({0, 7}, 7)), (P{{0, 7}}));
+  // Half a block and more rounds up, less rounds down: 192 = 1.5 blocks, 319 = 2.49 blocks.
+  EXPECT_EQ(pairs(align_row_ranges({0, 192, 319, 1000}, 1000)), (P{{0, 256}, {256, 256}, {256, 1000}}));
+  EXPECT_EQ(pairs(align_row_ranges({0, 191, 320, 1000}, 1000)), (P{{0, 128}, {128, 384}, {384, 1000}}));
 }
 
 // Kept log-densities take 16 MiB per chunk (chunk × K_c values), in multiples of 128 rows, from

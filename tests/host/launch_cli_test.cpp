@@ -220,6 +220,22 @@ TEST(LaunchCli, MaxRestartsIsBoundedAtOneThousand) {
   EXPECT_TRUE(contains(p.output(), "--max-restarts")) << p.output();
 }
 
+// --master-port takes every TCP port, 1 to 65535, and passes it on as MASTER_PORT.
+TEST(LaunchCli, MasterPortTakesEveryTcpPort) {
+  TempDir dir;
+  const std::string file = dir.path.string() + "/port";
+  for (const char* port : {"1", "65535"}) {
+    Process p = launch({"--master-port", port, "--", "sh", "-c", "echo $MASTER_PORT > " + file}, dir);
+    ASSERT_EQ(p.exit_code(), 0) << port << ": " << p.output();
+    EXPECT_EQ(read_file(file), std::string(port) + "\n");
+  }
+  for (const char* port : {"0", "65536"}) {
+    Process p = launch({"--master-port", port, "--", "true"}, dir);
+    EXPECT_EQ(p.exit_code(), 2) << port << ": " << p.output();
+    EXPECT_TRUE(contains(p.output(), "--master-port")) << p.output();
+  }
+}
+
 TEST(LaunchCli, UnrunnableCommandFails) {
   TempDir dir;
   Process p = launch({"--nproc", "2", "--", "/nonexistent/program"}, dir);
