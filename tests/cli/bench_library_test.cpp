@@ -527,6 +527,10 @@ TEST(BenchLibrary, BadCasesAreRefusedBeforeAnyWork) {
   }
   huge.dims = 8;  // 32 GB: under 32 GiB
   EXPECT_NO_THROW(mb::validate_case(huge));
+  huge.rows = std::size_t{1} << 30;  // 2^30 rows × 8 float32 columns: exactly 32 GiB, the most allowed
+  EXPECT_NO_THROW(mb::validate_case(huge));
+  ++huge.rows;
+  EXPECT_THROW(mb::validate_case(huge), mixle::InvalidInput);
   mb::BenchCase one;
   one.rows = 100;
   one.dims = 2;
