@@ -204,8 +204,8 @@ MStepResult m_step(const Model& prev, const std::vector<double>& stats, const Sh
       if (marginalised) {
         const double* missing = stats.data() + layout.size + static_cast<std::int64_t>(k * C + p.col_begin);
         column_mass.resize(p.dims());
-        // A column's mass is a difference of sums: below 1e-10 of the component's mass it is
-        // rounding, not rows, and the column keeps its parameters (a mass of 0).
+        // A column's mass is a difference of sums: at most 1e-10 of the component's mass (and
+        // at most kEmptyMass) it is rounding, not rows, and the column keeps its parameters.
         const double floor = std::max(kEmptyMass, 1e-10 * mass);
         for (std::size_t d = 0; d < p.dims(); ++d) column_mass[d] = mass - missing[d] > floor ? mass - missing[d] : 0.0;
       }

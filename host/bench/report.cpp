@@ -187,4 +187,11 @@ std::string failed_checks_line(const std::vector<BenchResult>& results) {
   return std::to_string(failed) + " device check" + (failed == 1 ? "" : "s") + " FAILED (see the table)";
 }
 
+int report_failed_checks(const std::vector<BenchResult>& results, std::FILE* err) {
+  const std::string failed = failed_checks_line(results);
+  if (failed.empty()) return 0;
+  std::fprintf(err, "mixle: bench: %s\n", failed.c_str());
+  return 1;
+}
+
 }  // namespace mixle::host::bench

@@ -5,6 +5,7 @@
 #include "host/bench/bench.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ std::string format_table(const PreparedCase& prepared, const std::vector<BenchRe
 
 /// "N device check(s) FAILED (see the table)" when any result's check failed, else "".
 std::string failed_checks_line(const std::vector<BenchResult>& results);
+/// What `mixle bench` ends with: the failed-checks line on `err` ("mixle: bench: …") and exit
+/// status 1 when a device check failed; nothing and 0 otherwise.
+int report_failed_checks(const std::vector<BenchResult>& results, std::FILE* err);
 
 /// The JSON document {"format":"mixle-bench","schema_version":1,…}, indented.
 std::string format_json(const PreparedCase& prepared, const std::vector<BenchResult>& results);

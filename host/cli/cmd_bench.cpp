@@ -131,11 +131,7 @@ std::function<int()> setup_bench(CLI::App& app) {
       write_file_atomic(a->json, bench::format_json(prepared, results));
       std::fprintf(stderr, "mixle: bench: results written to %s\n", a->json.c_str());
     }
-    if (const std::string failed = bench::failed_checks_line(results); !failed.empty()) {
-      std::fprintf(stderr, "mixle: bench: %s\n", failed.c_str());
-      return 1;
-    }
-    return 0;
+    return bench::report_failed_checks(results, stderr);
   };
 }
 

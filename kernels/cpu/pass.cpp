@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <span>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -34,12 +35,17 @@ enum class Mode { accumulate, score, given, normalised };
 /// Whether a part's terms read log x (Block::log_column).
 inline bool reads_log(PartKind kind) { return kind == PartKind::gamma || kind == PartKind::lognormal; }
 
+/// The model's parts, for range-for (no index bound to get wrong).
+template <class T>
+std::span<const PartView<T>> parts_of(const ModelView<T>& model) {
+  return {model.parts, static_cast<std::size_t>(model.num_parts)};
+}
+
 template <class T>
 int scratch_size(const ModelView<T>& model) {
   int size = 0;
-  for (int p = 0; p < model.num_parts; ++p)
-    if (model.parts[p].kind == PartKind::gaussian_full)
-      size = std::max(size, (2 * model.parts[p].dims + 1) * kBlockRows);
+  for (const PartView<T>& part : parts_of(model))
+    if (part.kind == PartKind::gaussian_full) size = std::max(size, (2 * part.dims + 1) * kBlockRows);
   return size;
 }
 
@@ -58,8 +64,8 @@ struct Workspace {
 
   Workspace(const ModelView<T>& model, int component_workers) : workers(component_workers) {
     block.reserve(model.columns, model.components);
-    for (int p = 0; p < model.num_parts; ++p)
-      if (reads_log(model.parts[p].kind)) block.lx.assign(block.xt.size(), T(0));
+    for (const PartView<T>& part : parts_of(model))
+      if (reads_log(part.kind)) block.lx.assign(block.xt.size(), T(0));
     block_acc.assign(static_cast<std::size_t>(model.stat_size), T(0));
     active.reserve(model.components);
     acc_ptrs.resize(model.components);
@@ -104,13 +110,12 @@ void load_block(const ModelView<T>& model, const X* x, std::size_t ld, int n, Bl
       block.xt[static_cast<std::size_t>(c) * kBlockRows + b] = v;
     }
   }
-  for (int p = 0; p < model.num_parts; ++p) {
-    const PartView<T>& part = model.parts[p];
+  for (const PartView<T>& part : parts_of(model)) {
     if (!reads_log(part.kind)) continue;
     for (int c = part.col_begin; c < part.col_begin + part.dims; ++c) {
       const T* v = block.column(c);
       T* lv = block.lx.data() + static_cast<std::size_t>(c) * kBlockRows;
-      for (int b = 0; b < kBlockRows; ++b) lv[b] = log_of(v[b]);
+      std::transform(v, v + kBlockRows, lv, [](T x) { return log_of(x); });
     }
   }
 }
@@ -121,11 +126,11 @@ void log_densities(const ModelView<T>& model, Workspace<T>& ws) {
   const int K = model.components;
   if (model.row_offset) {
     std::fill(block.row_offset.begin(), block.row_offset.end(), T(0));
-    for (int p = 0; p < model.num_parts; ++p)
-      if (model.parts[p].kind == PartKind::poisson)
-        poisson_row_offset(model.parts[p], block);
-      else if (model.parts[p].kind == PartKind::lognormal)
-        lognormal_row_offset(model.parts[p], block);
+    for (const PartView<T>& part : parts_of(model))
+      if (part.kind == PartKind::poisson)
+        poisson_row_offset(part, block);
+      else if (part.kind == PartKind::lognormal)
+        lognormal_row_offset(part, block);
   }
   for_component_ranges(K, ws.workers, [&](int w, int k0, int k1) {
     for (int k = k0; k < k1; ++k) {
@@ -138,8 +143,7 @@ void log_densities(const ModelView<T>& model, Workspace<T>& ws) {
       }
     }
     T* scratch = ws.worker_scratch(w);
-    for (int p = 0; p < model.num_parts; ++p) {
-      const PartView<T>& part = model.parts[p];
+    for (const PartView<T>& part : parts_of(model)) {
       switch (part.kind) {
         case PartKind::gaussian_diag: gaussian_diag_log_density(part, k0, k1, block, scratch); break;
         case PartKind::gaussian_full: gaussian_full_log_density(part, k0, k1, block, scratch); break;
@@ -352,8 +356,7 @@ void fold_block(const ModelView<T>& model, Workspace<T>& ws, double* tile) {
     const int* act = ws.active.data() + a0;
     const int n = a1 - a0;
     T* scratch = ws.worker_scratch(w);
-    for (int p = 0; p < model.num_parts; ++p) {
-      const PartView<T>& part = model.parts[p];
+    for (const PartView<T>& part : parts_of(model)) {
       T** ptrs = ws.acc_ptrs.data() + a0;
       for (int a = 0; a < n; ++a) {
         T* acc = ws.block_acc.data() + part.stat_offset + static_cast<std::int64_t>(act[a]) * part.stat_stride;

@@ -197,6 +197,22 @@ TEST(BenchLibrary, FailedChecksAreCounted) {
   EXPECT_EQ(mb::failed_checks_line(results), "1 device check FAILED (see the table)");
   results[2].check.passed = false;
   EXPECT_EQ(mb::failed_checks_line(results), "2 device checks FAILED (see the table)");
+  // `mixle bench` ends with that line on stderr and exit status 1, or with nothing and 0.
+  auto reported = [](const std::vector<mb::BenchResult>& r, int& status) {
+    std::FILE* err = std::tmpfile();
+    status = mb::report_failed_checks(r, err);
+    std::rewind(err);
+    std::string text(256, '\0');
+    text.resize(std::fread(text.data(), 1, text.size(), err));
+    std::fclose(err);
+    return text;
+  };
+  int status = -1;
+  EXPECT_EQ(reported(results, status), "mixle: bench: 2 device checks FAILED (see the table)\n");
+  EXPECT_EQ(status, 1);
+  for (auto& r : results) r.check.passed = true;
+  EXPECT_EQ(reported(results, status), "");
+  EXPECT_EQ(status, 0);
 }
 
 // The CPU peak is measured over about the time asked for (three trials of a third each).

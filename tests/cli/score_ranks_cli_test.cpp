@@ -67,6 +67,24 @@ TEST(CliScoreRanks, TwoRanksWriteWhatOneProcessWrites) {
   }
 }
 
+// Rank 0 prints the summary: each rank's standard output to its own file, through a shell that
+// names the file by its RANK.
+TEST(CliScoreRanks, RankZeroPrintsTheSummary) {
+  TempDir dir("cli-score-ranks-rank0");
+  test::write_bytes(dir.file("model.json"), kModel);
+  const Dataset rows = sample(model_from_json(kModel), 3000, 4);
+  const std::vector<double> v = rows.values();
+  write_matrix(dir.file("rows.npy"), v.data(), rows.rows(), rows.cols());
+  const std::string score = std::string(MIXLE_CLI_PATH) + " score --model " + dir.file("model.json") + " --data " +
+                            dir.file("rows.npy") + " --what bic";
+  const test::CliRun two =
+      test::run_cli(dir, "launch --nproc 2 -- sh -c 'exec " + score + " > " + dir.file("out.") + "$RANK'",
+                    "MIXLE_SCORE_CHUNK_ROWS=1000");
+  ASSERT_EQ(two.code, 0) << two.err;
+  EXPECT_NE(test::read_text(dir.file("out.0")).find("bic:"), std::string::npos) << test::read_text(dir.file("out.0"));
+  EXPECT_EQ(test::read_text(dir.file("out.1")), "");
+}
+
 TEST(CliScoreRanks, ARankWithoutRowsAddsNothing) {
   TempDir dir("cli-score-ranks-empty");
   test::write_bytes(dir.file("model.json"), kModel);

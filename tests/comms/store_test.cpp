@@ -296,6 +296,42 @@ TEST(Store, WrongTokenIsRefusedAndOthersUnaffected) {
   expect_still_serving(server);
 }
 
+// The server closes a connection once its last reply is out: the refusal of a wrong token, and
+// the answer to a goodbye.
+TEST(Store, ARefusalOrAGoodbyeIsFollowedByTheClose) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  {
+    RawConnection raw(server.port());
+    raw.send(handshake("another-job", 1));
+    char answer = 0;
+    ASSERT_EQ(recv_all(raw.fd.get(), &answer, 1, Clock::now() + 3s), IoStatus::ok);
+    EXPECT_EQ(answer, static_cast<char>(wire::kRefused));
+    EXPECT_TRUE(raw.closed_by_server());
+  }
+  {
+    RawConnection raw(server.port());
+    raw.send(handshake(kToken, 2));
+    raw.send(request_header(wire::Op::bye, 0, 0));
+    char reply[1 + wire::kReplyHeaderBytes] = {};
+    ASSERT_EQ(recv_all(raw.fd.get(), reply, sizeof reply, Clock::now() + 3s), IoStatus::ok);
+    EXPECT_EQ(reply[0], static_cast<char>(wire::kAccepted));
+    EXPECT_EQ(reply[1], static_cast<char>(wire::Status::ok));
+    EXPECT_TRUE(raw.closed_by_server());
+  }
+  expect_still_serving(server);
+}
+
+// A client whose connect deadline is already spent when it reaches the server (a connect
+// timeout of 0) still waits a moment for the handshake's answer.
+TEST(Store, TheHandshakeIsAnsweredAfterAnExpiredConnectDeadline) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  for (int i = 0; i < 5; ++i) {
+    StoreClient client("127.0.0.1", server.port(), kToken, -1, 0ms, 5s);
+    client.set("k", "v");
+  }
+  EXPECT_EQ(server.rejected_connections(), 0u);
+}
+
 TEST(Store, HugeLengthFieldsCloseTheConnection) {
   StoreServer server("127.0.0.1", 0, kToken);
   auto good = connect(server, 0);

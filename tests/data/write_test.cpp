@@ -155,6 +155,36 @@ TEST(DataAtomicWrite, FailedWriteKeepsOldFile) {
   expect_only(dir, 1);
 }
 
+// The same failure when the temporary file got descriptor 0: that descriptor is closed too, not
+// leaked because it is 0.
+TEST(DataAtomicWrite, AFailedWriteClosesDescriptorZero) {
+  TempDir dir;
+  const std::string path = dir.file("model.npy");
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto* old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = saved;
+  small.rlim_cur = 1024;
+  const int stdin_copy = ::dup(0);
+  ASSERT_GE(stdin_copy, 0);
+  ::close(0);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  bool threw = false;
+  try {
+    write_file_atomic(path, std::string(1 << 20, 'x'));
+  } catch (const Error&) {
+    threw = true;
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  const bool zero_closed = ::fcntl(0, F_GETFD) == -1;
+  ::dup2(stdin_copy, 0);
+  ::close(stdin_copy);
+  EXPECT_TRUE(threw);
+  EXPECT_TRUE(zero_closed) << "the temporary file's descriptor 0 was left open";
+  expect_only(dir, 0);
+}
+
 TEST(DataWriteMatrix, ArgumentChecks) {
   TempDir dir;
   const std::vector<double> v = {1, 2, 3, 4};

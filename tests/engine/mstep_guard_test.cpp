@@ -40,6 +40,34 @@ TEST(EngineMStep, NoResponsibilityMassAtAllIsAnError) {
   }
 }
 
+// Marginalised, a column's mass is its component's less the mass of the rows that miss it; at
+// 1e-10 of the component's mass or less that difference is rounding, and the column keeps its
+// parameters. Exactly at the floor: a mass of 10^10 (whose floor, 1e-10 · 10^10, rounds to 1
+// exactly) less 10^10 − 1 missing is 1, held exactly.
+TEST(EngineMStep, AColumnMassAtTheRoundingFloorKeepsItsParameters) {
+  Model m;
+  m.weights = {1.0};
+  Part g = make_part(Family::gaussian_diag, 0, 1);
+  g.mean = {0.0};
+  g.var = {1.0};
+  m.parts = {g};
+  const engine::StatLayout layout = engine::stat_layout(m);
+  const double mass = 1e10, missing = 1e10 - 1.0;
+  ASSERT_EQ(1e-10 * mass, 1.0);
+  ASSERT_EQ(mass - missing, 1.0);
+  engine::EstimatorOptions o;
+  o.precision = engine::Precision::fp64;
+  for (const double observed_by : {1.0, 2.0}) {  // the column's mass: at the floor, then above it
+    std::vector<double> stats(static_cast<std::size_t>(layout.size + engine::missing_mass_size(m)), 0.0);
+    stats[kernels::kStatHeader] = mass;
+    stats[static_cast<std::size_t>(layout.part_offset[0])] = 5.0 * observed_by;       // Σ r (x − 0): x = 5
+    stats[static_cast<std::size_t>(layout.part_offset[0]) + 1] = 25.0 * observed_by;  // Σ r x²
+    stats[static_cast<std::size_t>(layout.size)] = mass - observed_by;
+    const MStepResult r = engine::m_step(m, stats, engine::shift_table(m, o.precision), o);
+    EXPECT_EQ(r.model.parts[0].mean[0], observed_by > 1.0 ? 5.0 : 0.0) << "column mass " << observed_by;
+  }
+}
+
 // Every entry is checked, the first and the last included.
 TEST(EngineValidate, BernoulliProbabilityOutsideTheUnitIntervalAnywhere) {
   for (const std::size_t i : {std::size_t{0}, std::size_t{3}}) {

@@ -55,6 +55,18 @@ TEST(LaunchEnv, NoLauncherIsSingle) {
   EXPECT_EQ(detect_launch_env(fake({{"TORCHELASTIC_USE_AGENT_STORE", "True"}})).store_port, 0);
 }
 
+// Only RANK and WORLD_SIZE are required: a launcher that sets no LOCAL_* or GROUP_RANK (a script
+// of the user's own) runs one rank per node, each node's rank 0 on its first device.
+TEST(LaunchEnv, TorchrunVariablesLeftOutTakeTheirDefaults) {
+  const LaunchEnv e = detect_launch_env(fake({{"RANK", "3"}, {"WORLD_SIZE", "4"}}));
+  EXPECT_EQ(e.launcher, Launcher::torchrun);
+  EXPECT_EQ(e.rank, 3);
+  EXPECT_EQ(e.world_size, 4);
+  EXPECT_EQ(e.local_rank, 0);
+  EXPECT_EQ(e.local_world_size, 1);
+  EXPECT_EQ(e.node_rank, 0);
+}
+
 // Each launcher has the name messages and receipts show (what `mixle fit` prints as "launcher").
 TEST(LaunchEnv, LaunchersAreNamed) {
   EXPECT_EQ(to_string(Launcher::torchrun), "torchrun");

@@ -127,6 +127,8 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
       if (G > 1) {
         EXPECT_EQ(extra.at("update.shard_log_likelihoods.collective"), "all_gather");
         EXPECT_EQ(extra.at("update.shard_log_likelihoods.mesh_axes"), "tp");
+        // Gathered, not summed: exact by contract (every rank combines the same bytes).
+        EXPECT_EQ(extra.at("update.shard_log_likelihoods.contract_exact"), true);
         // The global scalars go over the whole world: both axes when there are two data groups.
         EXPECT_EQ(extra.at("update.em_scalars.payload"), "sufficient_statistic");
         EXPECT_EQ(extra.at("update.em_scalars.collective"), "all_reduce");

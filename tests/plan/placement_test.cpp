@@ -176,6 +176,12 @@ TEST(Placement, MemoryCapSplitsLargeShard) {
   Placement q = plan(tight, {.rows = 200, .model = gmm(1, 4), .rows_per_chunk = 16, .safety_factor = 1.0});
   expect_tiles(q);
   for (const PlacementShard& s : q.shards) EXPECT_LE(s.total_bytes(), 700u);
+  // A shard that needs exactly the memory fits: 100 rows take 20 · 100 + 160 = 2160 bytes.
+  Resources exact({device("cpu:0", 1, 2160)});
+  Placement e = plan(exact, {.rows = 200, .model = gmm(1, 4), .rows_per_chunk = 0, .safety_factor = 1.0});
+  ASSERT_EQ(e.shards.size(), 2u);
+  EXPECT_EQ(e.shards[0].size(), 100u);
+  EXPECT_EQ(e.shards[0].total_bytes(), 2160u);
 }
 
 TEST(Placement, FixedStateThatCannotFitFails) {
