@@ -30,12 +30,13 @@ constexpr int kChains = kFmaChains;
 constexpr long kChunk = 1 << 16;  // loop trips between clock reads
 
 // Each kernel is an FmaKernel (bench.hpp): its sum depends on every chain, so the compiler keeps
-// them all. a ← a·b + c converges; nothing overflows.
+// them all. a ← a·b + c converges to its fixed point c/(1 − b) = 1; nothing overflows. Chains
+// start at 2, 3, …: one started at 1 would stay there, and a chain left out would go unseen.
 #if MIXLE_BENCH_X86
 #define MIXLE_FMA_KERNEL(NAME, TARGET, VEC, SET1, FMA, STORE_T, LANES, SCALAR)              \
   __attribute__((target(TARGET))) double NAME(long trips) {                                 \
     VEC a[kChains];                                                                         \
-    for (int j = 0; j < kChains; ++j) a[j] = SET1(static_cast<SCALAR>(1 + j));              \
+    for (int j = 0; j < kChains; ++j) a[j] = SET1(static_cast<SCALAR>(2 + j));              \
     const VEC b = SET1(static_cast<SCALAR>(0.999999)), c = SET1(static_cast<SCALAR>(1e-6)); \
     for (long i = 0; i < trips; ++i) {                                                      \
       /* fully unrolled, so the chains live in registers, not in memory */                  \
@@ -58,7 +59,7 @@ MIXLE_FMA_KERNEL(fma_avx2_f64, "avx2,fma", __m256d, _mm256_set1_pd, _mm256_fmadd
 
 double fma_scalar(long trips) {
   std::array<double, kChains> a{};
-  for (int j = 0; j < kChains; ++j) a[j] = 1 + j;
+  for (int j = 0; j < kChains; ++j) a[j] = 2 + j;
   for (long i = 0; i < trips; ++i) {
 #pragma GCC unroll 16
     for (int j = 0; j < kChains; ++j) a[j] = std::fma(a[j], 0.999999, 1e-6);

@@ -15,6 +15,7 @@
 #include "kernels/model_view.hpp"
 
 #include <cstddef>
+#include <cstdint>
 
 namespace mixle::kernels::cpu {
 
@@ -36,6 +37,12 @@ struct Options {
   /// stats[1] is the rows' total weight. score() ignores them (its outputs are per row).
   const double* weights = nullptr;
 };
+
+/// Tiles whose float64 sums a pass keeps at once before it adds them in tile order: up to 64,
+/// fewer when the statistics are large (≤ 512 MiB of tile buffers), at least one. Depends only
+/// on the problem's `stat_size` (float64 values), never on the thread count, so the summation
+/// order is fixed.
+std::int64_t tiles_per_round(std::int64_t stat_size);
 
 /// E-step: adds the statistics of rows [0, rows) of `x` (host, row-major, leading dimension
 /// `ld` ≥ model.columns elements) to `stats` (host, model.stat_size float64 values).

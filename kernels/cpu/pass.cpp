@@ -384,14 +384,6 @@ void fold_block(const ModelView<T>& model, Workspace<T>& ws, double* tile) {
   (void)num_active;
 }
 
-/// Tiles whose float64 sums are kept at once before they are added in tile order: up to 64,
-/// fewer when the statistics are large (≤ 512 MiB of tile buffers). Depends only on the
-/// problem, never on the thread count, so the summation order is fixed.
-std::int64_t tiles_per_round(std::int64_t stat_size) {
-  const std::int64_t budget = (std::int64_t{512} << 20) / (8 * std::max<std::int64_t>(stat_size, 1));
-  return std::clamp<std::int64_t>(budget, 1, 64);
-}
-
 template <class T, class X>
 PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, double* stats,
                     double* loglik, double* resp, const double* given, const Options& options, T* cache = nullptr) {
@@ -505,6 +497,11 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
 }
 
 }  // namespace
+
+std::int64_t tiles_per_round(std::int64_t stat_size) {
+  const std::int64_t budget = (std::int64_t{512} << 20) / (8 * std::max<std::int64_t>(stat_size, 1));
+  return std::clamp<std::int64_t>(budget, 1, 64);
+}
 
 template <class T, class X>
 PassReport accumulate(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, double* stats,

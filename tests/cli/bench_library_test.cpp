@@ -232,7 +232,7 @@ double fma_recurrence(int lanes, long trips, double& fmas) {
   double sum = 0.0;
   fmas = 0.0;
   for (int j = 0; j < mb::kFmaChains; ++j) {
-    T a = static_cast<T>(1 + j);
+    T a = static_cast<T>(2 + j);  // chains start off the fixed point 1, so each one counts
     for (long i = 0; i < trips; ++i) {
       a = std::fma(a, static_cast<T>(0.999999), static_cast<T>(1e-6));
       fmas += lanes;

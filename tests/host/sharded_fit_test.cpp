@@ -330,6 +330,37 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
   EXPECT_FALSE(fs::exists(dir.path / "tiny-out.json"));
 }
 
+// `mixle plan --shard-components` plans a component-sharded run's rows in the precision asked
+// for: the working set of a float64 run takes 8 bytes a value, of a float32 run 4.
+TEST(ShardedFit, PlanOfAShardedRunUsesThePrecisionAskedFor) {
+  TempDir dir;
+  const fs::path data = make_data(dir, 2000);
+  plan::ModelSummary m;
+  m.parts = {{"gaussian_diag", 3, 0}, {"categorical", 1, 3}, {"poisson", 1, 0}};
+  auto fixed_state = [&](std::size_t K) {
+    m.components = K;
+    return static_cast<double>(m.parameter_bytes() + m.statistic_bytes()) * 1.25;  // × the safety factor
+  };
+  // Two devices that hold half the model's fixed state, but not all of it: two shards.
+  std::vector<plan::DeviceSpec> devices(2);
+  for (int r = 0; r < 2; ++r) {
+    devices[r].name = "cpu:" + std::to_string(r);
+    devices[r].memory_bytes = static_cast<std::uint64_t>((fixed_state(4) + fixed_state(2)) / 2);
+  }
+  std::ofstream(dir.path / "resources.json") << plan::Resources(devices).to_json();
+  for (const auto& [precision, bytes] : {std::pair<std::string, int>{"float64", 8}, {"float32", 4}}) {
+    SCOPED_TRACE(precision);
+    Process plan =
+        run_process({kCli, "plan", "--data", data.string(), "--layout", kLayout, "--components", "4", "--precision",
+                     precision, "--resources", (dir.path / "resources.json").string(), "--shard-components", "--json"},
+                    {}, dir.path / ("plan-" + precision + ".log"), 60s);
+    ASSERT_EQ(plan.exit_code(), 0) << plan.output();
+    const auto doc = nlohmann::json::parse(plan.output());
+    EXPECT_EQ(doc.at("run").at("shard_components"), 2) << doc.dump();
+    EXPECT_EQ(doc.at("placement").at("dtype_bytes"), bytes) << doc.dump();
+  }
+}
+
 // Two data groups × two component shards: data group g runs on the device of its first rank,
 // g·2. With rank 2's device three times as fast as rank 0's, group 0 (ranks 0 and 1) takes a
 // quarter of the rows — rank 0 prints its range.
