@@ -117,6 +117,21 @@ TEST(DataCsv, Utf8ByteOrderMarkIsSkipped) {
   EXPECT_EQ(d.at(0, 1), 2.0);
 }
 
+// The shortest CSV there is: one byte, a single value without a newline — mapped and read
+// like any other (one row, one column), and probed the same.
+TEST(DataCsv, AOneByteFileIsOneValue) {
+  TempDir dir;
+  const std::string path = dir.file("one.csv");
+  test::write_bytes(path, "7");
+  const Dataset d = read_data(path);
+  ASSERT_EQ(d.rows(), 1u);
+  ASSERT_EQ(d.cols(), 1u);
+  EXPECT_EQ(d.at(0, 0), 7.0);
+  const DataInfo info = probe_data(path);
+  EXPECT_EQ(info.rows, 1u);
+  EXPECT_EQ(info.cols, 1u);
+}
+
 TEST(DataCsv, TabAndWhitespaceDelimiters) {
   TempDir dir;
   const std::string tsv = dir.file("t.tsv");

@@ -384,6 +384,40 @@ TEST(EngineInit, TheFirstCentreIsDrawnInProportionToWeight) {
   }
 }
 
+// The first centre's draw in proportion to weight, counted over seeds: three points far apart
+// with weights 1, 2, 1 and K = 3, so every point becomes a centre and Lloyd leaves each alone —
+// the first centre is the point drawn first. Over 400 seeds each point comes first at about its
+// share of the weight (¼, ½, ¼; the bounds are four standard deviations), the middle one too,
+// which is reached only after the draw has passed the first point's weight.
+TEST(EngineInit, TheFirstCentreComesFirstAtItsShareOfTheWeight) {
+  constexpr std::size_t K = 3, C = 2, N = 3, kSeeds = 400;
+  const std::vector<double> v = {0.0, 0.0, 10.0, 0.0, 0.0, 10.0};
+  const std::vector<double> weights = {1.0, 2.0, 1.0};
+  const Dataset rows = Dataset::from_vector(v, N, C).with_weights(weights);
+  const auto handle = engine::encoded_data(rows, {});
+  std::vector<std::size_t> first(N, 0);
+  for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    const engine::KmeansStart start = engine::kmeans_on_sample(*handle, diag_shape(K, C), seed, 1);
+    ASSERT_EQ(start.centres.size(), K * C);
+    std::size_t nearest = N;
+    double best = std::numeric_limits<double>::infinity();
+    std::vector<double> x(C);
+    for (std::size_t r = 0; r < N; ++r) {
+      start.coordinates.embed(rows, r, x.data());
+      const double d2 =
+          (start.centres[0] - x[0]) * (start.centres[0] - x[0]) + (start.centres[1] - x[1]) * (start.centres[1] - x[1]);
+      if (d2 < best) best = d2, nearest = r;
+    }
+    ASSERT_LT(best, 1e-20) << "seed " << seed << ": the first centre is not a point";
+    ++first[nearest];
+  }
+  for (std::size_t r = 0; r < N; ++r) {
+    const double share = weights[r] / 4.0, seen = static_cast<double>(first[r]) / kSeeds;
+    const double sd = std::sqrt(share * (1.0 - share) / kSeeds);
+    EXPECT_NEAR(seen, share, 4.0 * sd) << "point " << r << " came first " << first[r] << " times of " << kSeeds;
+  }
+}
+
 // Hard assignments fold each component's rows and nothing else: labels that leave some rows
 // out, weights, and chunks of 4,096 rows (K = 257), against a naive weighted mean and variance
 // per component; the left-out rows count in the header's weight only.

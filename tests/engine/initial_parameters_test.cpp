@@ -129,6 +129,33 @@ TEST(InitialParameters, AsymmetryIsJudgedByThePairsOwnSize) {
   expect_invalid_input([&] { engine::apply_initial_parameters(m, given); }, {"not symmetric at (2, 1)"});
 }
 
+// A symmetric positive-definite precision whose entries all differ is taken, every pair
+// compared with its own mirror, and becomes the covariance P⁻¹: P · cov = I.
+TEST(InitialParameters, ASymmetricPrecisionBecomesItsInverse) {
+  constexpr std::size_t D = 3;
+  Model m;
+  m.weights = {1.0};
+  Part p;
+  p.family = Family::gaussian_full;
+  p.col_begin = 0;
+  p.col_end = D;
+  p.mean.assign(D, 0.0);
+  p.cov = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+  m.parts = {p};
+  engine::InitialParameters given;
+  given.precisions = {4.0, 1.0, 0.5,  //
+                      1.0, 3.0, 0.25, 0.5, 0.25, 2.0};
+  engine::apply_initial_parameters(m, given);
+  const std::vector<double>& cov = m.parts[0].cov;
+  ASSERT_EQ(cov.size(), D * D);
+  for (std::size_t i = 0; i < D; ++i)
+    for (std::size_t j = 0; j < D; ++j) {
+      double v = 0.0;
+      for (std::size_t q = 0; q < D; ++q) v += given.precisions[i * D + q] * cov[q * D + j];
+      EXPECT_NEAR(v, i == j ? 1.0 : 0.0, 1e-12) << i << "," << j;
+    }
+}
+
 TEST(InitialParameters, BadValuesAreNamed) {
   const Dataset data = two_clusters();
   FitOptions o;

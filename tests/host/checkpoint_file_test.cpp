@@ -8,6 +8,7 @@
 #include <mixle/model.hpp>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <functional>
@@ -95,6 +96,19 @@ TEST(CheckpointFile, RoundTripsEveryFieldAndTheBestRestart) {
   plain.best.reset();
   host::save_checkpoint(folder, plain);
   EXPECT_FALSE(host::load_checkpoint(folder)->best.has_value());
+}
+
+// The file is the JSON text and nothing after it — written in two halves around the failpoint,
+// the second half ends where the text does: the last bytes are "}\n", no byte is NUL.
+TEST(CheckpointFile, TheFileIsTheTextAndNothingAfterIt) {
+  TempDir dir;
+  const std::string folder = (dir.path / "run").string();
+  host::save_checkpoint(folder, with_best());
+  const std::string bytes = read_file(host::checkpoint_path(folder));
+  ASSERT_GE(bytes.size(), 2u);
+  EXPECT_EQ(bytes.substr(bytes.size() - 2), "}\n");
+  EXPECT_EQ(bytes.find('\0'), std::string::npos);
+  EXPECT_NO_THROW((void)nlohmann::json::parse(bytes));
 }
 
 struct Corruption {

@@ -115,6 +115,8 @@ TEST(LaunchCli, FailingRankFailsTheGroupAndIsNamed) {
   EXPECT_EQ(p.exit_code(), 7) << out;
   EXPECT_TRUE(contains(out, "rank 2")) << out;
   EXPECT_TRUE(contains(out, "exited with status 7")) << out;
+  // Without --max-restarts there were none to use up: the failure says nothing of restarts.
+  EXPECT_FALSE(contains(out, "restart")) << out;
   EXPECT_LT(p.seconds(), 10.0);
 }
 
@@ -203,6 +205,26 @@ TEST(LaunchCli, ForwardsSigtermToTheRanks) {
   EXPECT_EQ(p.exit_code(), 128 + SIGTERM) << p.output();
   EXPECT_TRUE(std::filesystem::exists(dir.path / "term.0"));
   EXPECT_TRUE(std::filesystem::exists(dir.path / "term.1"));
+}
+
+// An interrupted launch whose ranks ignore the forwarded signal kills them once the grace
+// period is over, as it does after a failed rank.
+TEST(LaunchCli, AnInterruptedLaunchKillsRanksIgnoringTheSignalAfterTheGracePeriod) {
+  TempDir dir;
+  const std::string d = dir.path.string();
+  Process p = Process::start({MIXLE_CLI_PATH, "launch", "--nproc", "2", "--grace-period", "1", "--", "sh", "-c",
+                              "trap '' TERM; touch " + d + "/ready.$RANK; sleep 60"},
+                             {}, dir.path / "launch.log");
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!(std::filesystem::exists(dir.path / "ready.0") && std::filesystem::exists(dir.path / "ready.1")) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  const auto interrupted = std::chrono::steady_clock::now();
+  p.signal(SIGTERM);
+  ASSERT_TRUE(p.wait_until(interrupted + 20s)) << "the ranks were not killed: " << p.output();
+  EXPECT_EQ(p.exit_code(), 128 + SIGTERM) << p.output();
+  EXPECT_TRUE(contains(p.output(), "sending SIGKILL")) << p.output();
+  EXPECT_LT(std::chrono::duration<double>(p.ended - interrupted).count(), 10.0);
 }
 
 TEST(LaunchCli, MissingCommandIsAUsageError) {
