@@ -163,8 +163,7 @@ class MpiCommunicator final : public Communicator {
     auto pause = std::chrono::microseconds(1);
     for (int spins = 0;; ++spins) {
       int done = 0;
-      int code = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-      if (code != MPI_SUCCESS) check(code, what.c_str());
+      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), what.c_str());
       if (done) return;
       if (std::chrono::steady_clock::now() >= deadline) {
         mark_broken();

@@ -133,7 +133,14 @@ TEST_P(SampleWeights, IntegerWeightsEqualRepeatedRows) {
     FitOptions b = o;
     b.backend = backend;
     b.num_workers = 2;
-    EXPECT_LT(max_relative_difference(fit(w.data, b).model, weighted.model), 1e-9) << backend;
+    const FitResult other = fit(w.data, b);
+    EXPECT_LT(max_relative_difference(other.model, weighted.model), 1e-9) << backend;
+    // The weighted log-likelihood too, iteration by iteration: each row counts w times.
+    ASSERT_EQ(other.mean_loglik.size(), weighted.mean_loglik.size()) << backend;
+    for (std::size_t i = 0; i < other.mean_loglik.size(); ++i)
+      EXPECT_NEAR(other.mean_loglik[i], weighted.mean_loglik[i], 1e-9 * std::abs(weighted.mean_loglik[i]))
+          << backend << ", iteration " << i;
+    EXPECT_EQ(other.total_weight, weighted.total_weight) << backend;
   }
 }
 

@@ -385,3 +385,22 @@ TEST(ResourcesRefusals, DevicesAreObjectsWithCanonicalPrecisions) {
   expect_mentions(message_of<InvalidInput>([] { Resources::from_json(R"({"devices": ["cpu:0"]})"); }),
                   {"devices[0]=\"cpu:0\"", "not an object"});
 }
+
+// A model whose sizes overflow 64 bits is refused, never planned from a wrapped-around count:
+// a gaussian_full part of 2^33 columns (D² = 2^66 values), and one of 2^31 (D² = 2^62 values,
+// whose float64 bytes are 2^65). Just inside, 2^30 columns plan to their exact size.
+TEST(ModelSummaryRefusals, SizesOverSixtyFourBitsAreRefused) {
+  ModelSummary m;
+  m.components = 1;
+  m.parts = {PartSummary{"gaussian_full", std::size_t{1} << 33, 0}};
+  expect_mentions(message_of<InvalidInput>([&] { (void)m.parameter_bytes(); }),
+                  {"parameter count overflows 64 bits", "too large to plan"});
+  expect_mentions(message_of<InvalidInput>([&] { (void)m.statistic_bytes(); }),
+                  {"statistic count overflows 64 bits", "too large to plan"});
+  m.parts = {PartSummary{"gaussian_full", std::size_t{1} << 31, 0}};
+  expect_mentions(message_of<InvalidInput>([&] { (void)m.parameter_bytes(); }), {"overflows 64 bits"});
+  m.parts = {PartSummary{"gaussian_full", std::size_t{1} << 30, 0}};
+  const std::uint64_t D = std::uint64_t{1} << 30;
+  EXPECT_EQ(m.parameter_values_per_component(), 1 + D + D * D);  // weight, mean, covariance
+  EXPECT_EQ(m.parameter_bytes(), 8 * (1 + D + D * D));
+}
