@@ -75,6 +75,27 @@ std::string line_after(const std::string& output, const std::string& label) {
   return output.substr(at + label.size(), output.find('\n', at) - at - label.size());
 }
 
+/// Bytes of the fixed state (parameters and statistics) of the fits' model with K components,
+/// × the planner's safety factor 1.25: what a device must hold besides any rows.
+double fixed_state(std::size_t K) {
+  plan::ModelSummary m;
+  m.components = K;
+  m.parts = {{"gaussian_diag", 3, 0}, {"categorical", 1, 3}, {"poisson", 1, 0}};
+  return static_cast<double>(m.parameter_bytes() + m.statistic_bytes()) * 1.25;
+}
+
+/// A Resources file of `ranks` CPU devices, cpu:0…, each of `bytes` memory.
+void write_resources(const fs::path& path, std::uint64_t bytes, int ranks = 2) {
+  std::vector<plan::DeviceSpec> devices;
+  for (int r = 0; r < ranks; ++r) {
+    plan::DeviceSpec d;
+    d.name = "cpu:" + std::to_string(r);
+    d.memory_bytes = bytes;
+    devices.push_back(d);
+  }
+  std::ofstream(path) << plan::Resources(devices).to_json();
+}
+
 /// `mixle plan --shard-components` for the fits' model over `resources`: what it says a run
 /// on one rank per device does.
 std::string planned_run(const TempDir& dir, const fs::path& data, const fs::path& resources) {
@@ -281,25 +302,8 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
   const fs::path data = make_data(dir, 20000);
   Process one = run_process(fit_args(data, dir.path / "one.json"), {}, dir.path / "one.log", 120s);
   ASSERT_EQ(one.exit_code(), 0) << one.output();
-  // Devices that hold half the model's fixed state (× the planner's safety factor 1.25) and
-  // some rows, but not the whole model.
-  auto summary = [](std::size_t K) {
-    plan::ModelSummary m;
-    m.components = K;
-    m.parts = {{"gaussian_diag", 3, 0}, {"categorical", 1, 3}, {"poisson", 1, 0}};
-    return static_cast<double>(m.parameter_bytes() + m.statistic_bytes()) * 1.25;
-  };
-  const auto memory = static_cast<std::uint64_t>((summary(4) + summary(2)) / 2);
-  auto write_resources = [&](const fs::path& path, std::uint64_t bytes, int ranks = 2) {
-    std::vector<plan::DeviceSpec> devices;
-    for (int r = 0; r < ranks; ++r) {
-      plan::DeviceSpec d;
-      d.name = "cpu:" + std::to_string(r);
-      d.memory_bytes = bytes;
-      devices.push_back(d);
-    }
-    std::ofstream(path) << plan::Resources(devices).to_json();
-  };
+  // Devices that hold half the model's fixed state and some rows, but not the whole model.
+  const auto memory = static_cast<std::uint64_t>((fixed_state(4) + fixed_state(2)) / 2);
   write_resources(dir.path / "resources.json", memory);
   Process p = launch(2, {"--resources", (dir.path / "resources.json").string()}, data, dir.path / "auto.json",
                      dir.path / "auto.log");
@@ -312,7 +316,7 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
   EXPECT_EQ(planned_run(dir, data, dir.path / "resources.json"), line_after(p.output(), "parallel: "));
 
   // Four devices that each hold one component but not two: four shards of one component.
-  write_resources(dir.path / "four.json", static_cast<std::uint64_t>((summary(1) + summary(2)) / 2), 4);
+  write_resources(dir.path / "four.json", static_cast<std::uint64_t>((fixed_state(1) + fixed_state(2)) / 2), 4);
   Process four = launch(4, {"--resources", (dir.path / "four.json").string()}, data, dir.path / "four-out.json",
                         dir.path / "four.log");
   ASSERT_EQ(four.exit_code(), 0) << four.output();
@@ -322,7 +326,7 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
   EXPECT_EQ(planned_run(dir, data, dir.path / "four.json"), line_after(four.output(), "parallel: "));
 
   // Devices too small for even half the model: refused, naming why — no silent fallback.
-  write_resources(dir.path / "tiny.json", static_cast<std::uint64_t>(summary(1)));
+  write_resources(dir.path / "tiny.json", static_cast<std::uint64_t>(fixed_state(1)));
   Process tiny = launch(2, {"--resources", (dir.path / "tiny.json").string()}, data, dir.path / "tiny-out.json",
                         dir.path / "tiny.log");
   EXPECT_NE(tiny.exit_code(), 0) << tiny.output();
@@ -335,19 +339,8 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
 TEST(ShardedFit, PlanOfAShardedRunUsesThePrecisionAskedFor) {
   TempDir dir;
   const fs::path data = make_data(dir, 2000);
-  plan::ModelSummary m;
-  m.parts = {{"gaussian_diag", 3, 0}, {"categorical", 1, 3}, {"poisson", 1, 0}};
-  auto fixed_state = [&](std::size_t K) {
-    m.components = K;
-    return static_cast<double>(m.parameter_bytes() + m.statistic_bytes()) * 1.25;  // × the safety factor
-  };
   // Two devices that hold half the model's fixed state, but not all of it: two shards.
-  std::vector<plan::DeviceSpec> devices(2);
-  for (int r = 0; r < 2; ++r) {
-    devices[r].name = "cpu:" + std::to_string(r);
-    devices[r].memory_bytes = static_cast<std::uint64_t>((fixed_state(4) + fixed_state(2)) / 2);
-  }
-  std::ofstream(dir.path / "resources.json") << plan::Resources(devices).to_json();
+  write_resources(dir.path / "resources.json", static_cast<std::uint64_t>((fixed_state(4) + fixed_state(2)) / 2));
   for (const auto& [precision, bytes] : {std::pair<std::string, int>{"float64", 8}, {"float32", 4}}) {
     SCOPED_TRACE(precision);
     Process plan =
