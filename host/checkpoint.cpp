@@ -2,6 +2,7 @@
 
 #include "comms/failpoint.hpp"
 #include "host/data/atomic_file.hpp"
+#include "plan/json_fields.hpp"
 
 #include <mixle/data.hpp>
 #include <mixle/error.hpp>
@@ -63,9 +64,11 @@ std::optional<Checkpoint> load_checkpoint(const std::string& dir) {
   if (!in) return std::nullopt;
   std::ostringstream ss;
   ss << in.rdbuf();
+  const std::string text = ss.str();
+  plan::detail::refuse_nul_bytes(text, path);
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ss.str());
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {  // syntax, or a number beyond double's range
     throw InvalidInput(path + ": not valid JSON: " + e.what());
   }

@@ -1,5 +1,7 @@
 // Model JSON: {"format":"mixle-model","version":1,"weights":[K],"parts":[…]} (docs/formats.md).
 // Arrays are nested as their shapes say (mean K×D, cov K×D×D, prob K×V or K×D×V, …).
+#include "plan/json_fields.hpp"
+
 #include <mixle/data.hpp>
 #include <mixle/error.hpp>
 #include <mixle/family.hpp>
@@ -120,6 +122,7 @@ std::string model_to_json(const Model& model, int indent) {
 }
 
 Model model_from_json(const std::string& text, const std::string& source) {
+  plan::detail::refuse_nul_bytes(text, source);
   json j;
   try {
     j = json::parse(text);

@@ -24,7 +24,16 @@ std::string describe(const Json& value) {
   return text;
 }
 
+void refuse_nul_bytes(std::string_view text, std::string_view what) {
+  const std::size_t at = text.find('\0');
+  if (at == std::string_view::npos) return;
+  throw InvalidInput(std::string(what) + ": a NUL byte at byte offset " + std::to_string(at) + " (of " +
+                     std::to_string(text.size()) +
+                     "); a JSON text has none — the file may be padded or torn by a crash");
+}
+
 Json parse_object(std::string_view text, std::string_view what) {
+  refuse_nul_bytes(text, what);
   Json doc;
   try {
     doc = Json::parse(text.begin(), text.end());

@@ -18,6 +18,10 @@ std::string field_path(std::string_view context, std::string_view field);
 /// A short rendering of a JSON value for messages.
 std::string describe(const Json& value);
 
+/// A JSON text holds no NUL byte, yet the JSON reader stops at the first one as if the text
+/// ended there: a file padded with zeros after a crash, or a valid document followed by
+/// anything behind a NUL, would read as valid. InvalidInput naming `what` and the byte's offset.
+void refuse_nul_bytes(std::string_view text, std::string_view what);
 /// Parses text as one JSON object; InvalidInput naming `what` otherwise.
 Json parse_object(std::string_view text, std::string_view what);
 /// obj[field] must exist.

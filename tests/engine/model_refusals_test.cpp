@@ -252,6 +252,13 @@ TEST(ModelFileRefusals, TheSourceIsNamedWithWhatIsWrong) {
         model_from_json(R"({"format":"mixle-model","version":1,"weights":[1e400],"parts":[)" + part + "]}", "big.json");
       },
       {"big.json: not valid JSON", "overflow"});
+  // The JSON reader stops at a NUL as at the end of the text: a valid model padded with zeros, or
+  // followed by anything behind a NUL, must not read as valid.
+  const std::string ok = file("\"mixle-model\"", part);
+  test::expect_invalid_input([&] { model_from_json(ok + std::string(64, '\0'), "padded.json"); },
+                             {"padded.json: a NUL byte at byte offset " + std::to_string(ok.size())});
+  test::expect_invalid_input([&] { model_from_json(ok + std::string("\0garbage", 8), "tail.json"); },
+                             {"tail.json: a NUL byte at byte offset " + std::to_string(ok.size())});
   test::expect_invalid_input([&] { model_from_json(file("\"mixle-checkpoint\"", part), "m.json"); },
                              {"m.json: \"format\" is \"mixle-checkpoint\"", "expected \"mixle-model\""});
   test::expect_invalid_input(

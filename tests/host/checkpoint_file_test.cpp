@@ -135,6 +135,10 @@ TEST(CheckpointFile, MalformedFilesAreRefusedNamingWhatIsWrong) {
        "\"restart\": 2",
        {"best.restart 2 is not a restart finished before restart 2"}},
       {"best from no restart", "\"restart\": 1", "\"restart\": -1", {"best.restart -1"}},
+      // The JSON reader stops at a NUL as at the end of the text: without the check, this file
+      // would read as the document {"a": 1} and fail on its fields, and one ending in a valid
+      // checkpoint followed by a crash's zero padding would be resumed from.
+      {"a NUL byte inside", "{", std::string("{\"a\": 1}\0{", 10), {"checkpoint.json: a NUL byte at byte offset 8"}},
   };
   for (const Corruption& k : cases) {
     SCOPED_TRACE(k.name);
@@ -144,6 +148,15 @@ TEST(CheckpointFile, MalformedFilesAreRefusedNamingWhatIsWrong) {
     rewrite(folder, k.from, k.to);
     expect_refused(folder, k.fragments);
   }
+}
+
+TEST(CheckpointFile, ZerosPaddingAValidCheckpointAreRefused) {
+  TempDir dir;
+  const std::string folder = dir.path.string();
+  host::save_checkpoint(folder, with_best());
+  const std::size_t size = read_file(host::checkpoint_path(folder)).size();
+  std::ofstream(host::checkpoint_path(folder), std::ios::app) << std::string(4096, '\0');
+  expect_refused(folder, {"a NUL byte at byte offset " + std::to_string(size), "of " + std::to_string(size + 4096)});
 }
 
 }  // namespace

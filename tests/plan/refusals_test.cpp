@@ -42,6 +42,11 @@ TEST(JsonFields, ReadersNameTheFieldTheValueAndWhatIsAccepted) {
   // Found by scripts/fuzz: a number past double's range escaped as a JSON library exception.
   expect_mentions(message_of<InvalidInput>([] { parse_object(R"({"a": 2.6e03418132})", "the test document"); }),
                   {"the test document is not valid JSON", "overflow"});
+  // The JSON reader stops at a NUL as at the end of the text; a Resources file padded with zeros
+  // is refused, not read as its first part.
+  expect_mentions(
+      message_of<InvalidInput>([] { parse_object(std::string_view("{}\0{\"x\"", 7), "the test document"); }),
+      {"the test document: a NUL byte at byte offset 2 (of 7)"});
   expect_mentions(message_of<InvalidInput>([] { parse_object("[1, 2]", "the test document"); }),
                   {"the test document must be a JSON object", "got [1,2]"});
   const Json doc = parse_object(R"({"big": 9223372036854775808, "word": "x", "blank": "  ", "number": 3,
