@@ -32,6 +32,11 @@ int main(int argc, char** argv) {
   CLI::App app{"mixle — finite mixture models by EM on CPUs and GPUs", "mixle"};
   app.set_version_flag("--version", std::string("mixle ") + MIXLE_VERSION_STRING);
   app.require_subcommand(1);
+  // Option errors found while parsing read like the ones found after it: one "mixle: usage
+  // error:" line naming the option and what it accepts (exit 2).
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("mixle: usage error: ") + e.what() + "\nrun with --help for more information.\n";
+  });
   app.fallthrough(false);
 
   auto commands = command_registry();
