@@ -287,6 +287,8 @@ TEST(BenchLibrary, PeakSourcesAreStated) {
   const mb::Peak unknown = mb::datasheet_peak("Some Future GPU", Precision::fp32);
   EXPECT_EQ(unknown.source, "unknown");
   EXPECT_EQ(unknown.gflop_per_s, 0.0);
+  // The report says which device had no entry, so the user can tell a misnamed device from a new one.
+  EXPECT_EQ(unknown.detail, "no datasheet entry for \"Some Future GPU\"");
 
   const mb::Peak cpu = mb::measure_cpu_peak(Precision::fp32, 1, 0.03);
   EXPECT_EQ(cpu.source, "measured");

@@ -237,11 +237,6 @@ TEST(CliRoundTrip, GenerateFitScore) {
   EXPECT_GE(static_cast<double>(best) / static_cast<double>(N), kMinAgreement);
 }
 
-// -k A:B fits every K and keeps the one the criterion picks: on three clusters eight standard
-// deviations apart, BIC and AIC both pick 3; the table has a row per K whose BIC is
-// −2·N·(mean log-likelihood) + p·ln N, and `mixle score --what bic` gives the selected
-// model's from the data again. A range with a model file, a backwards range, --select without
-// a range and per-row scores without --out are usage errors.
 // --init-means / --init-weights / --init-precisions (CSV or .npy) replace what k-means++ draws:
 // means given in either order give that labelling; a wrong count is a clear error writing nothing.
 TEST(CliInitialParameters, GivenMeansOrderTheComponents) {
@@ -306,6 +301,11 @@ TEST(CliEmptyComponents, ReseedRestartsAComponentThatKeepLeavesAtWeightZero) {
   EXPECT_NE(help.out.find("--missing TEXT:{error,drop,marginalise}=error"), std::string::npos) << help.out;
 }
 
+// -k A:B fits every K and keeps the one the criterion picks: on three clusters eight standard
+// deviations apart, BIC and AIC both pick 3; the table has a row per K whose BIC is
+// −2·N·(mean log-likelihood) + p·ln N, and `mixle score --what bic` gives the selected
+// model's from the data again. A range with a model file, a backwards range, --select without
+// a range, a criterion other than bic or aic and per-row scores without --out are usage errors.
 TEST(CliModelSelection, RangeOfComponentsPicksTheTrueK) {
   TempDir dir("cli-select");
   test::write_bytes(dir.file("truth.json"), R"({"format": "mixle-model", "version": 1, "weights": [0.3, 0.3, 0.4],
@@ -355,7 +355,7 @@ TEST(CliModelSelection, RangeOfComponentsPicksTheTrueK) {
   ASSERT_EQ(mean_score.out.rfind("loglik-mean: ", 0), 0u) << mean_score.out;
   EXPECT_NEAR(std::stod(mean_score.out.substr(13)), mean, 2e-6) << mean_score.out;  // the table prints 6 decimals
   for (const std::string& args :
-       {base + " -k 5:2", base + " -k 3 --select bic",
+       {base + " -k 5:2", base + " -k 3 --select bic", base + " -k 2:3 --select hqc",
         "fit --data " + dir.file("d.npy") + " --init " + dir.file("truth.json") + " -k 1:3",
         "score --data " + dir.file("d.npy") + " -m " + dir.file("bic.json") + " --what resp"}) {
     const CliRun bad = run_lowered(dir, args);

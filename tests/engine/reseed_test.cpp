@@ -390,6 +390,17 @@ TEST(Reseed, ComponentShardingRefusesIt) {
   o.num_workers = 2;
   test::expect_invalid_input([&] { fit(Dataset::from_vector(v, 3 * kPerCluster, 2), o); },
                              {"'reseed'", "component sharding", "'keep'"});
+  // Refused before any work: with fewer rows than components it is the option, not the
+  // initialisation's shortfall, that the fit names.
+  FitOptions drawn = o;
+  drawn.init = InitMethod::kmeanspp;
+  drawn.init_model.reset();
+  drawn.components = 3;
+  test::expect_invalid_input(
+      [&] {
+        fit(Dataset::from_vector(std::vector<double>{0.0, 0.0, 1.0, 1.0}, 2, 2), drawn);
+      },
+      {"'reseed'", "component sharding"});
 }
 
 }  // namespace

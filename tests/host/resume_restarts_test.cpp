@@ -80,8 +80,22 @@ TEST(ResumeRestarts, AResumedFitRunsTheRestartsLeftAndKeepsTheBest) {
 
   DistributedOptions resume = dist;
   resume.resume_dir = dist.checkpoint_dir;
+  // Resumed and stopped again before restart 1 ends: the checkpoints written meanwhile still
+  // carry restart 0 — the resumed run holds the best it read, not only the restarts it ran.
+  FitOptions stopping_again = options;
+  stopping_again.progress = [](const FitProgress& p) {
+    if (p.restart == 1 && p.iteration == 4) throw Interrupted();
+  };
+  EXPECT_THROW(fit_distributed(data, {}, stopping_again, resume), Interrupted);
+  const auto again = host::load_checkpoint(dist.checkpoint_dir);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->iteration, 4);
+  ASSERT_TRUE(again->best) << "the checkpoint written after resuming lost restart 0";
+  EXPECT_EQ(again->best->best_restart, 0);
+  EXPECT_EQ(model_to_json(again->best->model, -1), model_to_json(checkpoint->best->model, -1));
+
   const DistributedFitResult resumed = fit_distributed(data, {}, options, resume);
-  EXPECT_EQ(resumed.resumed_from_iteration, 3);
+  EXPECT_EQ(resumed.resumed_from_iteration, 4);
   EXPECT_EQ(resumed.fit.best_restart, whole.fit.best_restart);
   EXPECT_EQ(resumed.fit.final_mean_loglik, whole.fit.final_mean_loglik);
   EXPECT_EQ(resumed.fit.mean_loglik, whole.fit.mean_loglik);
