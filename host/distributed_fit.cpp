@@ -481,6 +481,11 @@ RankRows gather_rank_rows(const Dataset& local, comms::Communicator& comm) {
 /// while it still exists (dist.on_error), and every error goes to TORCHELASTIC_ERROR_FILE.
 template <class Body>
 DistributedFitResult in_process_group(const FitOptions& options, const DistributedOptions& dist, Body&& body) {
+  // 0 or less would write no checkpoint at all: a run that asked for them would learn so only
+  // when it had to resume.
+  if (!dist.checkpoint_dir.empty() && dist.checkpoint_every < 1)
+    throw UsageError("--checkpoint-every " + std::to_string(dist.checkpoint_every) + " with --checkpoint-dir " +
+                     dist.checkpoint_dir + ": accepted: the iterations between checkpoints, ≥ 1");
   if (options.batch_size > 0) {
     host::validate_stepwise(options);
     if (!dist.checkpoint_dir.empty() || !dist.resume_dir.empty() || !dist.receipts_file.empty() ||

@@ -2,6 +2,7 @@
 #include "host/cli/command.hpp"
 #include "comms/comm_type.hpp"
 #include "host/cli/data_args.hpp"
+#include "host/cli/option_checks.hpp"
 #include "host/progress.hpp"
 
 #include <mixle/error.hpp>
@@ -309,7 +310,7 @@ std::function<int()> setup_fit(CLI::App& app) {
       ->add_option("--batch-size", args->options.batch_size,
                    "Rows per step: after each batch the running statistics move by ρ_t toward the batch's and the "
                    "M-step runs (0 = full-batch EM)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0, "0 (full-batch EM) or the rows per step, ≥ 1"))
       ->capture_default_str();
   stepwise->add_option("--step-decay", args->options.step_decay, "α in ρ_t = (t + t0)^−α, in (0.5, 1]")
       ->capture_default_str();

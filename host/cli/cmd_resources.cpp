@@ -1,5 +1,6 @@
 // `mixle resources`: describe the devices a run can use, as Resources JSON (docs/planning.md).
 #include "host/cli/command.hpp"
+#include "host/cli/option_checks.hpp"
 #include "host/bench/bench.hpp"
 
 #include <mixle/calibrate.hpp>
@@ -117,7 +118,7 @@ std::function<int()> setup_resources(CLI::App& app) {
   source->require_option(0, 1);
   app.add_option("--out", args->out, "Write the JSON here (atomically) instead of stdout");
   app.add_option("--cpu-workers", args->cpu_workers, "CPU slots for --discover (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1, "the CPU slots to list, ≥ 1"));
   app.add_flag("--no-cuda", args->no_cuda, "--discover: leave GPUs out");
   app.add_option("--precision", args->precision, "Pin a compute precision (float32, float64, …)");
   auto* cal = app.add_option_group("calibrate", "Measure each device's throughput with mixle bench");

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -107,6 +108,26 @@ TEST(ResumeRestarts, AResumedFitRunsTheRestartsLeftAndKeepsTheBest) {
   EXPECT_EQ(last_resumed->restart, 2);
   EXPECT_EQ(last_resumed->best->best_restart, last_whole->best->best_restart);
   EXPECT_EQ(model_to_json(last_resumed->best->model, -1), model_to_json(last_whole->best->model, -1));
+}
+
+// A checkpoint folder with an interval below 1 would never be written to: refused before the
+// group forms, and no folder is made.
+TEST(ResumeRestarts, ACheckpointFolderNeedsAnIntervalOfAtLeastOneIteration) {
+  TempDir dir;
+  const std::string data = write_data(dir);
+  for (int every : {0, -2}) {
+    DistributedOptions dist = checkpoints_in(dir, "never");
+    dist.checkpoint_every = every;
+    try {
+      fit_distributed(data, {}, three_restarts(), dist);
+      ADD_FAILURE() << "checkpoint_every = " << every << " accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("--checkpoint-every " + std::to_string(every)), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("≥ 1"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(dist.checkpoint_dir));
+  }
 }
 
 TEST(ResumeRestarts, ACheckpointThatDoesNotMatchTheOptionsIsRefused) {

@@ -1,0 +1,76 @@
+// Every option whose values the command line checks: a bad value is a usage error (exit 2) on one
+// "mixle: usage error:" line that names the option, the value and what would be accepted, and
+// nothing runs — no model, checkpoint or output is written.
+#include "common/run_cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mixle::test {
+namespace {
+
+struct BadOption {
+  std::string args;                // after `mixle`; DATA, MODEL and OUT are replaced by paths
+  std::vector<std::string> words;  // the message must contain each
+};
+
+std::string with_paths(std::string args, const TempDir& dir) {
+  for (const auto& [name, path] : {std::pair<std::string, std::string>{"DATA", dir.file("d.npy")},
+                                   {"MODEL", dir.file("m.json")},
+                                   {"OUT", dir.file("out")}}) {
+    for (auto at = args.find(name); at != std::string::npos; at = args.find(name, at + path.size()))
+      args.replace(at, name.size(), path);
+  }
+  return args;
+}
+
+TEST(CliOptionChecks, EachRefusalNamesTheOptionTheValueAndWhatIsAccepted) {
+  TempDir dir("cli-option-checks");
+  write_bytes(dir.file("m.json"), R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
+    {"family":"gaussian_diag","columns":[0,2],"mean":[[0,0],[6,0]],"var":[[1,1],[1,1]]}]})");
+  ASSERT_EQ(run_cli(dir, with_paths("generate -m MODEL -n 200 -o DATA", dir)).code, 0);
+  const std::vector<BadOption> cases = {
+      {"fit --data DATA -k 2 --empty drop -o OUT", {"--empty: drop not in {keep,reseed}"}},
+      {"fit --data DATA -k 2 --missing skip -o OUT", {"--missing: skip not in {error,drop,marginalise}"}},
+      {"fit --data DATA -k 2:3 --select hqc -o OUT", {"--select: hqc not in {bic,aic}"}},
+      {"fit --data DATA -k 2 --batch-size -5 -o OUT",
+       {"--batch-size: -5 is below 0", "accepted: 0 (full-batch EM) or the rows per step"}},
+      {"fit --data DATA -k 2 --comm tcp -o OUT", {"--comm: unknown communicator 'tcp'", "accepted: auto, single"}},
+      {"fit --data DATA -k 2 --format xls -o OUT", {"--format: xls not in {auto,npy,csv,raw}"}},
+      {"fit --data DATA -k 2 --raw-dtype f16 -o OUT", {"--raw-dtype: f16 not in {f32,f64}"}},
+      // Found by the library, not the parser: a checkpoint folder with no interval would have
+      // written no checkpoint at all.
+      {"fit --data DATA -k 2 --checkpoint-dir OUT --checkpoint-every 0",
+       {"--checkpoint-every 0 with --checkpoint-dir", "the iterations between checkpoints, ≥ 1"}},
+      {"generate -m MODEL -n 5 -o OUT --dtype f16", {"--dtype: f16 not in {f32,f64}"}},
+      {"score --data DATA -m MODEL --what probs -o OUT",
+       {"--what: probs not in {loglik,resp,labels,loglik-mean,bic,aic}"}},
+      {"plan --model MODEL --rows 100 --dtype f16", {"--dtype: f16 not in {f32,f64}"}},
+      {"launch --nproc 0 -- true", {"--nproc: value 0 not in range 1 to 4096"}},
+      {"launch --master-port 70000 -- true", {"--master-port: value 70000 not in range 1 to 65535"}},
+      {"launch --max-restarts -1 -- true", {"--max-restarts: value -1 not in range 0 to 1000"}},
+      {"resources --discover --cpu-workers 0 --out OUT", {"--cpu-workers: 0 is below 1", "accepted: the cpu slots"}},
+  };
+  for (const BadOption& c : cases) {
+    const std::string args = with_paths(c.args, dir);
+    SCOPED_TRACE(args);
+    std::filesystem::remove_all(dir.file("out"));
+    CliRun r = run_cli(dir, args);
+    for (char& ch : r.err) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("mixle: usage error: ", 0), 0u) << r.err;
+    for (std::string w : c.words) {
+      for (char& ch : w) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      EXPECT_NE(r.err.find(w), std::string::npos) << "\"" << r.err << "\" lacks " << w;
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir.file("out"))) << "a refused command wrote its output";
+  }
+}
+
+}  // namespace
+}  // namespace mixle::test
