@@ -66,5 +66,23 @@ TEST(BenchComm, OneRankStartsAtEightBytes) {
   }
 }
 
+// --min-bytes equal to --max-bytes measures that one size; above it is a usage error (exit 2).
+TEST(BenchComm, OneSizeWhenTheBoundsMeetAndARefusalWhenTheyCross) {
+  TempDir dir;
+  const auto json = dir.path / "comm.json";
+  Process one = run_process({MIXLE_CLI_PATH, "bench", "--comm", "--min-bytes", "128", "--max-bytes", "128", "--iters",
+                             "1", "--warmup", "0", "--json", json.string()},
+                            {}, dir.path / "one.txt", 60s);
+  ASSERT_EQ(one.exit_code(), 0) << one.output();
+  const auto j = nlohmann::json::parse(read_file(json));
+  ASSERT_EQ(j["results"].size(), 1u);
+  EXPECT_EQ(j["results"][0]["bytes"], 128);
+  Process crossed =
+      run_process({MIXLE_CLI_PATH, "bench", "--comm", "--min-bytes", "512", "--max-bytes", "128", "--iters", "1"}, {},
+                  dir.path / "crossed.txt", 60s);
+  EXPECT_EQ(crossed.exit_code(), 2) << crossed.output();
+  EXPECT_NE(crossed.output().find("--min-bytes ≤ --max-bytes"), std::string::npos) << crossed.output();
+}
+
 }  // namespace
 }  // namespace mixle::test

@@ -1,5 +1,5 @@
 // Edges of the CLI's options that a mutation run showed no test touched: the smallest accepted
-// values (one row), a device index accepted by the syntax check, the options a local fit accepts,
+// values (one row; zero is refused), a device index accepted by the syntax check, the options a local fit accepts,
 // and what the fit summary and the bench report always print.
 #include "common/run_cli.hpp"
 
@@ -54,6 +54,11 @@ TEST(CliEdges, OneRowIsTheSmallestGenerateAndBench) {
       test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 1 --seed 1 -o " + dir.file("one.npy"));
   ASSERT_EQ(g.code, 0) << g.err;
   EXPECT_EQ(read_data(dir.file("one.npy")).rows(), 1u);
+  const test::CliRun none =
+      test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 0 --seed 1 -o " + dir.file("none.npy"));
+  EXPECT_EQ(none.code, 1) << none.err;
+  EXPECT_NE(none.err.find("--rows 0: draw at least 1 row"), std::string::npos) << none.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("none.npy")));
   const test::CliRun b = test::run_cli(dir, "bench --rows 1 --dims 2 --components 2 --iters 1");
   EXPECT_EQ(b.code, 0) << b.err;
 }

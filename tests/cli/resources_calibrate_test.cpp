@@ -20,6 +20,9 @@ TEST(CliResourcesCalibrate, WritesMeasuredThroughputAndAppendsToTheCatalog) {
   for (int run = 1; run <= 2; ++run) {
     Process p = run_process(argv, {}, dir.path / "log.txt", 120s);
     ASSERT_EQ(p.exit_code(), 0) << p.output();
+    // The case measured is the one asked for: its size is stated before the measuring starts.
+    EXPECT_NE(p.output().find("on gaussian_diag N=4096 D=4 K=3, 2 EM iteration(s) each"), std::string::npos)
+        << p.output();
     const auto resources = nlohmann::json::parse(read_file(out));
     ASSERT_EQ(resources["devices"].size(), 1u);
     const double throughput = resources["devices"][0]["throughput"].get<double>();

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -116,6 +117,31 @@ TEST(ThreadGroup, AMemberThatNeverArrivesIsNamedAtTheTimeout) {
         << errors[static_cast<std::size_t>(r)];
     EXPECT_NE(errors[static_cast<std::size_t>(r)].find("member(s) 2 did not arrive"), std::string::npos)
         << errors[static_cast<std::size_t>(r)];
+  }
+}
+
+// A split child that its member destroys while unwinding an error breaks at once for the
+// others; one destroyed on a normal return claims no error: the member still waiting on it is
+// told, at the timeout, who did not arrive.
+TEST(ThreadGroup, AChildLeftOnAnErrorBreaksAtOnceAndOneLeftNormallyTimesOut) {
+  for (const bool fail : {true, false}) {
+    SCOPED_TRACE(fail ? "left on an error" : "left normally");
+    const auto start = std::chrono::steady_clock::now();
+    const auto errors = run_group(2, fail ? 30s : 300ms, [&](int r, Communicator& c) {
+      const std::unique_ptr<Communicator> child = c.split(0, r);
+      if (r == 1) {
+        if (fail) throw InvalidInput("member 1's own failure");
+        return;  // the child is destroyed here, with no error
+      }
+      child->barrier();
+    });
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+    if (fail) {
+      EXPECT_NE(errors[0].find("member 1 left the group with an error"), std::string::npos) << errors[0];
+    } else {
+      EXPECT_EQ(errors[1], "");
+      EXPECT_NE(errors[0].find("member(s) 1 did not arrive"), std::string::npos) << errors[0];
+    }
   }
 }
 

@@ -314,6 +314,14 @@ TEST(ShardedFit, SmallDeviceMemoryMakesThePlannerCutTheModel) {
   EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "auto.json"), kShardRtol);
   // `mixle plan` prints the run's own choice, word for word.
   EXPECT_EQ(planned_run(dir, data, dir.path / "resources.json"), line_after(p.output(), "parallel: "));
+  // Stepwise EM runs data parallel: a run the planner shards is refused, down to one row a step.
+  Process stepwise = launch(2, {"--resources", (dir.path / "resources.json").string(), "--batch-size", "1"}, data,
+                            dir.path / "stepwise.json", dir.path / "stepwise.log");
+  EXPECT_NE(stepwise.exit_code(), 0) << stepwise.output();
+  EXPECT_NE(stepwise.output().find("stepwise EM (batch_size 1) runs data parallel"), std::string::npos)
+      << stepwise.output();
+  EXPECT_NE(stepwise.output().find("does not fit one device"), std::string::npos) << stepwise.output();
+  EXPECT_FALSE(fs::exists(dir.path / "stepwise.json"));
 
   // Four devices that each hold one component but not two: four shards of one component.
   write_resources(dir.path / "four.json", static_cast<std::uint64_t>((fixed_state(1) + fixed_state(2)) / 2), 4);

@@ -370,6 +370,13 @@ TEST(LauncherRefusals, TorchrunSlurmDaskAndSparkNameTheVariable) {
   beyond["SLURM_PROCID"] = "4";
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(beyond); }),
                   {"SLURM_PROCID=4 is outside the world", "SLURM_NTASKS=4"});
+  // A node with no tasks is no node of the job: its count, like its repeat, must be ≥ 1.
+  for (const char* layout : {"2,0,2", "0(x2),4", "2(x0),4"}) {
+    Environment empty_node = four;
+    empty_node["SLURM_TASKS_PER_NODE"] = layout;
+    expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(empty_node); }),
+                    {"SLURM_TASKS_PER_NODE=0 is out of range", "accepted: an integer ≥ 1"});
+  }
   const Environment alone{{"SLURM_NTASKS", "1"}, {"SLURM_PROCID", "0"}, {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "0"}};
   EXPECT_EQ(Resources::from_slurm(alone).size(), 1u);  // one task needs no per-node counts
   expect_mentions(message_of<InvalidInput>([] { Resources::from_dask(R"({"workers": {"tcp://a:1": 4}})"); }),
