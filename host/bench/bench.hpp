@@ -57,6 +57,10 @@ struct PhaseTimings {
 };
 PhaseTimings summarise(std::vector<double> samples);
 
+/// A rate in units of 1e9 a second (GFLOP/s, GB/s): the one unit every bench figure is
+/// reported in, as nccl-tests' and the datasheets' are.
+constexpr double giga(double per_second) noexcept { return per_second / 1e9; }
+
 /// The work model of one phase (bench/README.md "Metrics") and the rates derived from its
 /// median time.
 struct PhaseMetrics {

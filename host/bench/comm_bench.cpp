@@ -39,7 +39,7 @@ std::vector<CommBenchRow> run_comm_bench(comms::Communicator& comm, std::size_t 
     std::vector<double> ok{row.correct ? 0.0 : 1.0};
     comm.all_reduce_max(std::span<double>(ok));
     row.correct = ok[0] == 0.0;
-    row.algbw_gbs = row.seconds > 0 ? static_cast<double>(row.bytes) / row.seconds / 1e9 : 0.0;
+    row.algbw_gbs = row.seconds > 0 ? giga(static_cast<double>(row.bytes) / row.seconds) : 0.0;
     row.busbw_gbs = row.algbw_gbs * 2.0 * (n - 1) / n;  // 0 in a world of one
     out.push_back(row);
   }

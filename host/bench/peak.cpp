@@ -140,7 +140,7 @@ Peak measure_cpu_peak(engine::Precision precision, int threads, double seconds) 
   std::vector<double> trials;  // FLOP/s of each; the detail counts those that ran
   for (int i = 0; i < kTrials; ++i) trials.push_back(trial(k, threads, seconds / kTrials));
   Peak p;
-  p.gflop_per_s = *std::max_element(trials.begin(), trials.end()) / 1e9;
+  p.gflop_per_s = giga(*std::max_element(trials.begin(), trials.end()));
   p.source = "measured";
   p.detail = std::string(fp64 ? "fp64" : "fp32") + " FMA micro-benchmark, " + k.isa + ", " + std::to_string(threads) +
              " thread" + (threads == 1 ? "" : "s") + ", best of " + std::to_string(trials.size());

@@ -37,8 +37,8 @@ PhaseMetrics metrics_of(const PhaseTimings& t, const WorkModel& w, const BenchCa
   const double N = static_cast<double>(c.rows);
   m.rows_per_s = N / t.median;
   m.nkd_per_s = N * static_cast<double>(c.components) * static_cast<double>(c.dims) / t.median;
-  m.gflop_per_s = w.flops / t.median / 1e9;
-  m.gb_per_s = w.bytes / t.median / 1e9;
+  m.gflop_per_s = giga(w.flops / t.median);
+  m.gb_per_s = giga(w.bytes / t.median);
   m.peak_fraction = peak.gflop_per_s > 0.0 ? m.gflop_per_s / peak.gflop_per_s : 0.0;
   return m;
 }
