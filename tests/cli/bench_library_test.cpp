@@ -164,6 +164,13 @@ TEST(BenchLibrary, CommBenchFlagsAReductionThatReturnsWrongBytes) {
     EXPECT_DOUBLE_EQ(r.algbw_gbs, r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e9 : 0.0) << r.bytes;
     EXPECT_GT(r.algbw_gbs, 0.0) << r.bytes;
   }
+  // With no timed repetition a row says 0 s and 0 GB/s, not a rate over zero seconds.
+  ShortSumCommunicator untimed_comm;
+  const std::vector<mb::CommBenchRow> untimed = mb::run_comm_bench(untimed_comm, 8, 8, 0, 0);
+  ASSERT_EQ(untimed.size(), 1u);
+  EXPECT_EQ(untimed[0].seconds, 0.0);
+  EXPECT_EQ(untimed[0].algbw_gbs, 0.0);
+  EXPECT_EQ(untimed[0].busbw_gbs, 0.0);
   const std::string table = mb::format_comm_table(comm, rows);
   EXPECT_NE(table.find("WRONG"), std::string::npos) << table;
   EXPECT_NE(table.find(" ok"), std::string::npos) << table;
