@@ -29,7 +29,8 @@ std::optional<int> get_int(const EnvLookup& env, const std::string& name) {
     if (used != v->size() && name != "SLURM_TASKS_PER_NODE") throw std::invalid_argument(name);
     return static_cast<int>(x);
   } catch (const std::exception&) {
-    throw InvalidInput("environment variable " + name + "='" + *v + "' is not an integer");
+    throw InvalidInput("environment variable " + name + "='" + *v +
+                       "' is not an integer; accepted: a whole number below 2^31, as launchers set it");
   }
 }
 

@@ -15,6 +15,8 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace mixle::host {
 namespace {
@@ -254,6 +256,16 @@ TEST(LaunchEnv, SlurmVariables) {
   if (comms::find_comm_type("gloo")->built) EXPECT_EQ(resolve_comm("auto", e, false), "gloo");
 }
 
+/// detect_launch_env on `vars` throws InvalidInput whose message holds every fragment.
+void expect_launch_refusal(const std::map<std::string, std::string>& vars, const std::vector<std::string>& fragments) {
+  try {
+    detect_launch_env(fake(vars));
+    ADD_FAILURE() << "accepted";
+  } catch (const InvalidInput& e) {
+    for (const std::string& f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
+  }
+}
+
 TEST(LaunchEnv, MalformedValuesNameTheVariable) {
   auto vars = torchrun_vars();
   vars["RANK"] = "one";
@@ -263,11 +275,17 @@ TEST(LaunchEnv, MalformedValuesNameTheVariable) {
   } catch (const InvalidInput& e) {
     EXPECT_NE(std::string(e.what()).find("RANK='one'"), std::string::npos) << e.what();
   }
+  // Trailing text, a fraction and a value past 32 bits are no integer a launcher sets either.
+  for (const char* bad : {"1x", "1.0", "4294967297"}) {
+    vars["RANK"] = bad;
+    expect_launch_refusal(vars, {std::string("environment variable RANK='") + bad + "' is not an integer",
+                                 "accepted: a whole number below 2^31"});
+  }
   vars["RANK"] = "2";  // ≥ WORLD_SIZE
-  EXPECT_THROW(detect_launch_env(fake(vars)), InvalidInput);
+  expect_launch_refusal(vars, {"launch environment (torchrun): rank 2 is not in [0, 2)"});
   vars["RANK"] = "0";
   vars["MASTER_PORT"] = "70000";
-  EXPECT_THROW(detect_launch_env(fake(vars)), InvalidInput);
+  expect_launch_refusal(vars, {"port 70000/", "is not in [0, 65535]"});
 }
 
 TEST(LaunchEnv, ExplicitCommChoices) {
