@@ -297,7 +297,14 @@ TEST(BenchLibrary, PeakSourcesAreStated) {
   // The report says which device had no entry, so the user can tell a misnamed device from a new one.
   EXPECT_EQ(unknown.detail, "no datasheet entry for \"Some Future GPU\"");
 
-  const mb::Peak cpu = mb::measure_cpu_peak(Precision::fp32, 1, 0.03);
+  // The measurement takes the time it is given, split between its trials: each trial runs
+  // until its share has passed (wall clock), so the whole is at least the time asked and, a
+  // last chunk of FMAs aside, not much more — never a multiple of it.
+  const auto t0 = std::chrono::steady_clock::now();
+  const mb::Peak cpu = mb::measure_cpu_peak(Precision::fp32, 1, 0.3);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(took, 0.3);
+  EXPECT_LT(took, 1.2) << "the trials took more than the 0.3 s asked";
   EXPECT_EQ(cpu.source, "measured");
   EXPECT_GT(cpu.gflop_per_s, 0.0);
   // The detail says how it was measured: precision, threads (in the singular for one), trials.
