@@ -1,6 +1,7 @@
 // auto_parallel_estimator (engine/auto_parallel.hpp): plain when plan() places the rows with the
 // whole model on each device; sharded when the fixed state only fits once cut and the world can
 // run the shards; UnrealizedModelPlacement otherwise (never a silent fallback).
+#include "common/cpu_resources.hpp"
 #include "engine/auto_parallel.hpp"
 
 #include <mixle/error.hpp>
@@ -26,17 +27,6 @@ std::uint64_t fixed_bytes(const plan::ModelSummary& m) {
   return static_cast<std::uint64_t>(std::ceil(static_cast<double>(m.parameter_bytes() + m.statistic_bytes()) * 1.25));
 }
 
-plan::Resources devices(int n, std::optional<std::uint64_t> memory) {
-  std::vector<plan::DeviceSpec> d;
-  for (int i = 0; i < n; ++i) {
-    plan::DeviceSpec s;
-    s.name = "cpu:" + std::to_string(i);
-    s.memory_bytes = memory;
-    d.push_back(s);
-  }
-  return plan::Resources(d);
-}
-
 EstimatorOptions fp64() {
   EstimatorOptions e;
   e.precision = Precision::fp64;
@@ -45,11 +35,11 @@ EstimatorOptions fp64() {
 
 TEST(AutoParallel, PlainWhenTheModelFitsEveryDevice) {
   const auto m = diag_model(64, 8);
-  const ParallelChoice unknown = auto_parallel_estimator(fp64(), m, devices(2, std::nullopt), 10000);
+  const ParallelChoice unknown = auto_parallel_estimator(fp64(), m, test::cpu_devices(2, std::nullopt), 10000);
   EXPECT_EQ(unknown.kind, "plain");
   EXPECT_EQ(unknown.shard_components, 1);
   EXPECT_TRUE(unknown.shards.empty());
-  const ParallelChoice roomy = auto_parallel_estimator(fp64(), m, devices(2, fixed_bytes(m) * 4), 10000);
+  const ParallelChoice roomy = auto_parallel_estimator(fp64(), m, test::cpu_devices(2, fixed_bytes(m) * 4), 10000);
   EXPECT_EQ(roomy.kind, "plain");
   EXPECT_EQ(roomy.placement.total_rows, 10000u);
 }
@@ -59,7 +49,7 @@ TEST(AutoParallel, ShardedWhenOnlyHalfTheModelFits) {
   // Room for half the model's state plus some rows, not for the whole model.
   const std::uint64_t memory = (fixed_bytes(full) + fixed_bytes(half)) / 2;
   ASSERT_LT(memory, fixed_bytes(full));
-  const ParallelChoice c = auto_parallel_estimator(fp64(), full, devices(2, memory), 10000);
+  const ParallelChoice c = auto_parallel_estimator(fp64(), full, test::cpu_devices(2, memory), 10000);
   EXPECT_EQ(c.kind, "sharded");
   EXPECT_TRUE(c.sharded());
   EXPECT_EQ(c.shard_components, 2);
@@ -71,11 +61,11 @@ TEST(AutoParallel, ShardedWhenOnlyHalfTheModelFits) {
   EXPECT_NE(c.reason.find("does not fit one device"), std::string::npos) << c.reason;
   // A world of 4 ranks on 4 such devices: 4 shards of 16 fit too (model_sharding_plan uses
   // every device), one data group.
-  const ParallelChoice four = auto_parallel_estimator(fp64(), full, devices(4, memory), 10000);
+  const ParallelChoice four = auto_parallel_estimator(fp64(), full, test::cpu_devices(4, memory), 10000);
   EXPECT_EQ(four.shard_components, 4);
   // A world of 4 ranks with the 2 devices: 2 data groups of 2 shards, whose rows are planned
   // over the devices of ranks 0 and 2 — the list has no third, so its last stands in.
-  const ParallelChoice wide = auto_parallel_estimator(fp64(), full, devices(2, memory), 10000, 1, 4);
+  const ParallelChoice wide = auto_parallel_estimator(fp64(), full, test::cpu_devices(2, memory), 10000, 1, 4);
   EXPECT_EQ(wide.shard_components, 2);
   ASSERT_FALSE(wide.placement.shards.empty());
   std::set<std::string> named;
@@ -87,7 +77,7 @@ TEST(AutoParallel, UnrealizedWhenEvenAShardDoesNotFit) {
   const auto full = diag_model(64, 8), quarter = diag_model(16, 8);
   // Less than a half model's state: two devices cannot hold it in two shards.
   try {
-    auto_parallel_estimator(fp64(), full, devices(2, fixed_bytes(quarter)), 10000);
+    auto_parallel_estimator(fp64(), full, test::cpu_devices(2, fixed_bytes(quarter)), 10000);
     FAIL() << "expected UnrealizedModelPlacement";
   } catch (const UnrealizedModelPlacement& e) {
     EXPECT_NE(std::string(e.what()).find("does not fit one device"), std::string::npos) << e.what();
@@ -99,18 +89,19 @@ TEST(AutoParallel, UnrealizedWhenNoExecutorCanRunTheShards) {
   const auto full = diag_model(64, 8), half = diag_model(32, 8);
   const std::uint64_t memory = (fixed_bytes(full) + fixed_bytes(half)) / 2;
   // min_components_per_shard = K leaves one shard: nothing to run it on one device.
-  EXPECT_THROW(auto_parallel_estimator(fp64(), full, devices(2, memory), 10000, 64), UnrealizedModelPlacement);
+  EXPECT_THROW(auto_parallel_estimator(fp64(), full, test::cpu_devices(2, memory), 10000, 64),
+               UnrealizedModelPlacement);
   // Two shards, but a world of 3 ranks does not divide into groups of 2: the message carries
   // the shards (JSON) and the plan's error.
   try {
-    auto_parallel_estimator(fp64(), full, devices(2, memory), 10000, 1, 3);
+    auto_parallel_estimator(fp64(), full, test::cpu_devices(2, memory), 10000, 1, 3);
     FAIL() << "expected UnrealizedModelPlacement";
   } catch (const UnrealizedModelPlacement& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("world of 3"), std::string::npos) << what;
     EXPECT_NE(what.find("component_start"), std::string::npos) << what;
     // plan(): the planner's shards, the ones model_sharding_plan gives.
-    const auto shards = plan::model_sharding_plan(full, devices(2, memory), {});
+    const auto shards = plan::model_sharding_plan(full, test::cpu_devices(2, memory), {});
     const nlohmann::json chosen = nlohmann::json::parse(e.plan());
     ASSERT_EQ(chosen.size(), shards.size()) << e.plan();
     for (std::size_t i = 0; i < shards.size(); ++i)
@@ -123,7 +114,7 @@ TEST(AutoParallel, UnrealizedWhenTheModelFitsOneDeviceButNoRowFitsBesideIt) {
   // cannot help (one device gives one shard), and the choice says so instead of planning a shard.
   const auto m = diag_model(64, 8);
   try {
-    auto_parallel_estimator(fp64(), m, devices(1, fixed_bytes(m) + 1), 10000);
+    auto_parallel_estimator(fp64(), m, test::cpu_devices(1, fixed_bytes(m) + 1), 10000);
     FAIL() << "expected UnrealizedModelPlacement";
   } catch (const UnrealizedModelPlacement& e) {
     const std::string what = e.what();
@@ -138,7 +129,7 @@ TEST(AutoParallel, UnrealizedWhenAShardFitsButNoRowFitsBesideIt) {
   // not one row beside it: two shards, and no rows to give them.
   const auto full = diag_model(64, 8), half = diag_model(32, 8);
   try {
-    auto_parallel_estimator(fp64(), full, devices(2, fixed_bytes(half) + 1), 10000);
+    auto_parallel_estimator(fp64(), full, test::cpu_devices(2, fixed_bytes(half) + 1), 10000);
     FAIL() << "expected UnrealizedModelPlacement";
   } catch (const UnrealizedModelPlacement& e) {
     const std::string what = e.what();

@@ -2,6 +2,7 @@
 // --shard-components G` equals the one-process fit at G = 1, 2, 4, each rank holds only its
 // shard's parameters, and a Resources file whose devices cannot hold the whole model makes the
 // planner cut it and the fit run sharded. Every wait is bounded.
+#include "common/cpu_resources.hpp"
 #include "common/require.hpp"
 #include "host/fit_process_util.hpp"
 #include "comms/socket.hpp"
@@ -86,14 +87,7 @@ double fixed_state(std::size_t K) {
 
 /// A Resources file of `ranks` CPU devices, cpu:0…, each of `bytes` memory.
 void write_resources(const fs::path& path, std::uint64_t bytes, int ranks = 2) {
-  std::vector<plan::DeviceSpec> devices;
-  for (int r = 0; r < ranks; ++r) {
-    plan::DeviceSpec d;
-    d.name = "cpu:" + std::to_string(r);
-    d.memory_bytes = bytes;
-    devices.push_back(d);
-  }
-  std::ofstream(path) << plan::Resources(devices).to_json();
+  std::ofstream(path) << cpu_devices(ranks, bytes).to_json();
 }
 
 /// `mixle plan --shard-components` for the fits' model over `resources`: what it says a run
