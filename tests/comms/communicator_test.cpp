@@ -250,6 +250,23 @@ TEST(GlooInProcess, WorldSizeOneWorks) {
   });
 }
 
+// Gloo listens at the address CommOptions::gloo_hostname names: one this machine does not
+// have (192.0.2.1, a documentation address) fails the rendezvous, and the error says which.
+TEST(GlooInProcess, ListensAtTheAddressItIsGiven) {
+  auto server = std::make_shared<StoreServer>("127.0.0.1", 0, "tok");
+  CommOptions o;
+  o.timeout = 5s;
+  o.store = std::make_shared<StoreClient>("127.0.0.1", server->port(), "tok", 0, 5s, o.timeout);
+  o.store_prefix = "inproc/";
+  o.gloo_hostname = "192.0.2.1";
+  try {
+    (void)make_communicator("gloo", std::move(o));
+    ADD_FAILURE() << "gloo formed a communicator at an address this machine does not have";
+  } catch (const CommunicationError& e) {
+    EXPECT_NE(std::string(e.what()).find("192.0.2.1"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GlooInProcess, DeviceBuffersAreRefused) {
   on_gloo_ranks(2, [](Communicator& c) {
     EXPECT_TRUE(c.accepts(MemorySpace::host));

@@ -15,6 +15,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <string>
 #include <thread>
 
 namespace mixle::comms {
@@ -61,6 +64,15 @@ TEST(Socket, AnUnresolvableHostIsNamedInTheError) {
   const FileDescriptor fd = try_connect("no-such-host.invalid", 29500, error);
   EXPECT_FALSE(fd.valid());
   EXPECT_NE(error.find("cannot resolve 'no-such-host.invalid'"), std::string::npos) << error;
+}
+
+// A port nobody listens on refuses the connection: the error names the address and the reason.
+TEST(Socket, ARefusedConnectionNamesTheAddressAndTheReason) {
+  const int port = find_free_port();
+  std::string error;
+  const FileDescriptor fd = try_connect("127.0.0.1", port, error);
+  EXPECT_FALSE(fd.valid());
+  EXPECT_EQ(error, "connect to 127.0.0.1:" + std::to_string(port) + " failed: " + std::strerror(ECONNREFUSED));
 }
 
 // A raw connection for speaking broken protocol at the server. Non-blocking, as the store's own
