@@ -73,6 +73,8 @@ struct Scored {
 
 Scored run_score(const Model& model, const Dataset& data, const std::string& device, int threads,
                  const std::string& precision, bool want_loglik, bool want_resp) {
+  if (threads < 0)
+    throw InvalidInput("threads = " + std::to_string(threads) + " must be ≥ 0 (0 = all available cores)");
   validate_model(model);
   engine::check_data_against(model, data);
   auto compute = engine::make_compute(device, threads);

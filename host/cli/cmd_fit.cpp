@@ -225,7 +225,6 @@ int run_fit(FitArgs& args) {
     throw UsageError("--checkpoint-dir, --resume and --receipts describe one fit; with -k A:B fit the chosen K again");
   const std::string by = args.select.empty() ? "bic" : args.select;
   o.layout = args.layout.empty() ? args.family : args.layout;
-  if (!(args.timeout_s > 0)) throw InvalidInput("--timeout must be > 0 seconds");
   args.dist.timeout = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000.0));
 
   // Only rank 0 prints progress and writes outputs (docs/design.md §8).
@@ -279,21 +278,29 @@ std::function<int()> setup_fit(CLI::App& app) {
                  "Number of components K, or a range A:B to fit each K and keep the one --select picks");
   app.add_option("--select", args->select, "With -k A:B: the criterion that picks K, bic (default) or aic")
       ->check(CLI::IsMember({"bic", "aic"}));
-  app.add_option("--max-iter", args->options.max_iter, "Maximum EM iterations")->capture_default_str();
-  app.add_option("--tol", args->options.tol, "Stop when |Δ mean log-likelihood| < tol")->capture_default_str();
+  app.add_option("--max-iter", args->options.max_iter, "Maximum EM iterations")
+      ->check(at_least(1, "the most EM iterations of a restart, ≥ 1"))
+      ->capture_default_str();
+  app.add_option("--tol", args->options.tol, "Stop when |Δ mean log-likelihood| < tol")
+      ->check(number_at_least(0, "a change of the mean log-likelihood ≥ 0 (0: run --max-iter iterations)"))
+      ->capture_default_str();
   app.add_option("--seed", args->options.seed, "Random seed")->capture_default_str();
   app.add_option("--init", args->init,
                  "Initialisation: kmeans++ (on a sample), kmeans (Lloyd on all rows after kmeans++), select, or a "
                  "model JSON file")
       ->capture_default_str();
-  app.add_option("--init-p", args->options.init_p, "select: probability that a row is kept")->capture_default_str();
+  app.add_option("--init-p", args->options.init_p, "select: probability that a row is kept")
+      ->check(number_in(0, true, 1, "the probability that a row is kept, in (0, 1]"))
+      ->capture_default_str();
   app.add_option("--init-weights", args->init_weights,
                  "Initial weights (K values, .npy or CSV), replacing the drawn ones");
   app.add_option("--init-means", args->init_means, "Initial means of the Gaussian part (K×D, .npy or CSV)");
   app.add_option("--init-precisions", args->init_precisions,
                  "Initial precisions (inverse covariances) of the Gaussian part: K×D diag, K spherical, (K·D)×D "
                  "full, D×D tied");
-  app.add_option("--n-init", args->options.n_init, "Restarts; the best final fit is kept")->capture_default_str();
+  app.add_option("--n-init", args->options.n_init, "Restarts; the best final fit is kept")
+      ->check(at_least(1, "the restarts, ≥ 1"))
+      ->capture_default_str();
   app.add_option("--empty", args->options.empty,
                  "A component that captures no rows: keep (weight 0, parameters unchanged) or reseed (restarted "
                  "once from the worst-explained rows)")
@@ -313,26 +320,35 @@ std::function<int()> setup_fit(CLI::App& app) {
       ->check(at_least(0, "0 (full-batch EM) or the rows per step, ≥ 1"))
       ->capture_default_str();
   stepwise->add_option("--step-decay", args->options.step_decay, "α in ρ_t = (t + t0)^−α, in (0.5, 1]")
+      ->check(number_in(0.5, true, 1, "α in (0.5, 1], where ρ_t = (t + t0)^−α converges"))
       ->capture_default_str();
   stepwise->add_option("--step-offset", args->options.step_offset, "t0 in ρ_t = (t + t0)^−α, ≥ 0")
+      ->check(number_at_least(0, "t0 ≥ 0"))
       ->capture_default_str();
   stepwise->add_option("--epochs", args->options.epochs, "Passes over the rows (--tol between epochs ends earlier)")
+      ->check(at_least(1, "the passes over the rows, ≥ 1"))
       ->capture_default_str();
   stepwise->add_flag("--shuffle", args->options.shuffle, "Visit the batches in a new order each epoch (from --seed)");
   stepwise
       ->add_option("--full-batch-iterations", args->options.full_batch_iterations,
                    "Full-batch EM iterations after the epochs")
+      ->check(at_least(0, "the full-batch iterations after the epochs, ≥ 0"))
       ->capture_default_str();
   app.add_option("--reg-covar", args->options.reg_covar, "Added to variances and covariance diagonals")
+      ->check(number_at_least(0, "a variance ≥ 0"))
       ->capture_default_str();
   app.add_option("--pseudo-count", args->options.pseudo_count, "Categorical/bernoulli prior count")
+      ->check(number_at_least(0, "a prior count ≥ 0"))
       ->capture_default_str();
   app.add_option("--rate-floor", args->options.rate_floor, "Poisson rate / exponential mean floor")
+      ->check(number_above(0, "a floor > 0"))
       ->capture_default_str();
   app.add_option("--precision", args->options.precision, "Compute precision: fp32, fp64, tf32 (CUDA)")
       ->capture_default_str();
   app.add_option("--device", args->options.device, "auto, cpu, cuda, cuda:i")->capture_default_str();
-  app.add_option("--threads", args->options.threads, "CPU threads (0 = all)")->capture_default_str();
+  app.add_option("--threads", args->options.threads, "CPU threads (0 = all)")
+      ->check(at_least(0, "CPU threads, or 0 for all"))
+      ->capture_default_str();
   app.add_option("--memory-budget", args->options.memory_budget,
                  "Bytes this process's rows may take (e.g. 256M, 4G): rows of a float .npy or raw file beyond it "
                  "are streamed from the file in chunks on every pass, with the same result (0 = half the usable "
@@ -341,7 +357,8 @@ std::function<int()> setup_fit(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--backend", args->options.backend, "Encoded-data backend (local, component_parallel, …)")
       ->capture_default_str();
-  app.add_option("--workers", args->options.num_workers, "component_parallel backend: component threads (0 = all)");
+  app.add_option("--workers", args->options.num_workers, "component_parallel backend: component threads (0 = all)")
+      ->check(at_least(0, "component threads, or 0 for all"));
   app.add_option("-o,--out", args->out, "Write the fitted model JSON here (atomically)");
   app.add_option("--receipts", args->dist.receipts_file, "Rank 0 writes one JSON StepReceipt per iteration here");
   app.add_flag("-q,--quiet", args->quiet, "No progress on stderr");
@@ -356,6 +373,7 @@ std::function<int()> setup_fit(CLI::App& app) {
           "COMM"))
       ->capture_default_str();
   dist->add_option("--timeout", args->timeout_s, "Seconds before a lost or hung rank fails the run")
+      ->check(number_above(0, "seconds > 0"))
       ->capture_default_str();
   dist->add_option("--checkpoint-dir", args->dist.checkpoint_dir, "Rank 0 writes checkpoint.json here");
   dist->add_option("--checkpoint-every", args->dist.checkpoint_every, "Iterations between checkpoints")

@@ -1,6 +1,7 @@
 // `mixle generate`: sample rows (and their components) from a model file.
 #include "host/cli/command.hpp"
 #include "host/cli/data_args.hpp"
+#include "host/cli/option_checks.hpp"
 
 #include <mixle/error.hpp>
 #include <mixle/fit.hpp>
@@ -20,7 +21,7 @@ struct GenerateArgs {
 std::function<int()> setup_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   app.add_option("-m,--model", a->model, "Model JSON")->required();
-  app.add_option("-n,--rows", a->rows, "Rows to draw")->required();
+  app.add_option("-n,--rows", a->rows, "Rows to draw")->required()->check(at_least(1, "the rows to draw, ≥ 1"));
   app.add_option("-o,--out", a->out, "Output .npy or .csv")->required();
   app.add_option("--labels", a->labels, "Also write each row's component (.npy or .csv)");
   app.add_option("--seed", a->seed, "Random seed")->capture_default_str();
@@ -28,7 +29,6 @@ std::function<int()> setup_generate(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "f64"}))
       ->capture_default_str();
   return [a]() -> int {
-    if (a->rows < 1) throw InvalidInput("--rows " + std::to_string(a->rows) + ": draw at least 1 row");
     const DataFormat format = output_format(a->out);
     const DataFormat label_format = a->labels.empty() ? DataFormat::npy : output_format(a->labels);
     const Model model = load_model(a->model);

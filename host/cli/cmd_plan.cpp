@@ -1,6 +1,7 @@
 // `mixle plan`: show how rows (and, with --shard-components, components) map onto devices.
 #include "host/cli/command.hpp"
 #include "host/cli/data_args.hpp"
+#include "host/cli/option_checks.hpp"
 
 #include "engine/auto_parallel.hpp"
 #include "engine/model_summary.hpp"
@@ -129,21 +130,27 @@ std::function<int()> setup_plan(CLI::App& app) {
   app.add_option("--family", a->family, "Family of a one-part model: " + family_names());
   app.add_option("--layout", a->layout,
                  "Parts of a model, as mixle fit --layout takes them (e.g. gaussian_diag:0-4,categorical:4-5:3)");
-  app.add_option("--components", a->components, "K, with --family or --layout");
-  app.add_option("--dims", a->dims, "Columns of the one-part model (default 1)");
+  app.add_option("--components", a->components, "K, with --family or --layout")
+      ->check(at_least(1, "the components K, ≥ 1"));
+  app.add_option("--dims", a->dims, "Columns of the one-part model (default 1)")
+      ->check(at_least(1, "the columns, ≥ 1"));
   app.add_option("--categories", a->categories, "Categories per column, for --family categorical");
   app.add_option("--resources", a->resources_file, "A Resources JSON file (mixle resources --out)")
       ->required()
       ->check(CLI::ExistingFile);
-  app.add_option("--num-chunks", a->num_chunks, "Exact number of row ranges (default: one per device)");
-  app.add_option("--safety-factor", a->safety_factor, "Multiplier on every byte estimate (default 1.25)");
+  app.add_option("--num-chunks", a->num_chunks, "Exact number of row ranges (default: one per device)")
+      ->check(at_least(1, "the row ranges, ≥ 1"));
+  app.add_option("--safety-factor", a->safety_factor, "Multiplier on every byte estimate (default 1.25)")
+      ->check(number_above(0, "a multiplier > 0"));
   app.add_option("--rows-per-chunk", a->rows_per_chunk,
                  "Rows of one N×K working-set block (default 65536; 0 = a whole shard)");
-  app.add_option("--sub-chunks", a->sub_chunks, "Pieces each shard is streamed in (default 1)");
+  app.add_option("--sub-chunks", a->sub_chunks, "Pieces each shard is streamed in (default 1)")
+      ->check(at_least(1, "the pieces of a shard, ≥ 1"));
   app.add_option("--dtype", a->dtype, "Data element type: f32 (default) or f64")->check(CLI::IsMember({"f32", "f64"}));
   app.add_option("--precision", a->precision, "Compute precision of the working set (default float32)");
   app.add_flag("--shard-components", a->shard_components, "Also plan the component axis (ModelShards)");
-  app.add_option("--min-components-per-shard", a->min_components_per_shard, "With --shard-components (default 1)");
+  app.add_option("--min-components-per-shard", a->min_components_per_shard, "With --shard-components (default 1)")
+      ->check(at_least(1, "the fewest components a shard holds, ≥ 1"));
   app.add_flag("--json", a->json, "Print JSON instead of a table");
   return [a] {
     if (!a->data.path.empty()) {

@@ -127,10 +127,18 @@ std::function<int()> setup_resources(CLI::App& app) {
   cal->add_option("--catalog", args->catalog,
                   "Calibration catalog to append to (default: beside --out, or ./mixle-calibration.json)");
   cal->add_option("--family", args->family, "Calibration workload family")->capture_default_str();
-  cal->add_option("--rows", args->rows, "Calibration rows")->capture_default_str();
-  cal->add_option("--dims", args->dims, "Calibration columns")->capture_default_str();
-  cal->add_option("--components", args->components, "Calibration components")->capture_default_str();
-  cal->add_option("--iters", args->iters, "Timed repetitions per device")->capture_default_str();
+  cal->add_option("--rows", args->rows, "Calibration rows")
+      ->check(at_least(1, "the rows benchmarked, ≥ 1"))
+      ->capture_default_str();
+  cal->add_option("--dims", args->dims, "Calibration columns")
+      ->check(at_least(1, "the columns, ≥ 1"))
+      ->capture_default_str();
+  cal->add_option("--components", args->components, "Calibration components")
+      ->check(at_least(1, "the components, ≥ 1"))
+      ->capture_default_str();
+  cal->add_option("--iters", args->iters, "Timed repetitions per device")
+      ->check(at_least(1, "the timed repetitions, ≥ 1"))
+      ->capture_default_str();
   return [args] {
     plan::Resources resources = build(*args);
     if (args->calibrate) {

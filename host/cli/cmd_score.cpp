@@ -3,6 +3,7 @@
 // share of the rows (host/cli/score_ranks.hpp).
 #include "host/cli/command.hpp"
 #include "host/cli/data_args.hpp"
+#include "host/cli/option_checks.hpp"
 #include "host/cli/score_ranks.hpp"
 #include "host/launch_env.hpp"
 
@@ -27,9 +28,10 @@ std::function<int()> setup_score(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--device", a->device, "auto, cpu, cuda, cuda:i")->capture_default_str();
   app.add_option("--precision", a->precision, "fp32 or fp64")->capture_default_str();
-  app.add_option("--threads", a->threads, "CPU threads (0 = all)");
+  app.add_option("--threads", a->threads, "CPU threads (0 = all)")->check(at_least(0, "CPU threads, or 0 for all"));
   app.add_option("--timeout", a->timeout_s,
                  "Under a launcher: seconds a rank waits for the group to form and the other ranks to finish")
+      ->check(number_above(0, "seconds > 0"))
       ->capture_default_str();
   return [a]() -> int {
     const bool summary = a->summary();
@@ -37,7 +39,6 @@ std::function<int()> setup_score(CLI::App& app) {
     if (!summary && a->out.empty())
       throw UsageError("--what " + a->what + " writes one value per row: give --out FILE");
     if (!summary) output_format(a->out);  // a name no writer takes is refused before any work
-    if (!(a->timeout_s > 0)) throw UsageError("--timeout must be > 0 seconds");
     const Model model = load_model(a->model);
     const LaunchEnv env = detect_launch_env();
     a->data.use_csv_cache(/*quiet=*/!env.is_rank0());

@@ -6,6 +6,9 @@
 #include <CLI/CLI.hpp>
 
 #include <charconv>
+#include <cmath>
+#include <limits>
+#include <sstream>
 #include <string>
 
 namespace mixle::host {
@@ -22,6 +25,48 @@ inline CLI::Validator at_least(long long min, const std::string& accepted) {
         return text + " is below " + std::to_string(min) + "; accepted: " + accepted;
       },
       "≥" + std::to_string(min));  // in --help: UINT:≥1 (no space: the help keeps TYPE=DEFAULT one word)
+}
+
+/// A real-number option from `lo` (itself refused when `lo_open`) up to `hi` (included; +inf:
+/// no ceiling), and finite: "--tol: -1 is below 0; accepted: <accepted>", "--init-p: 0 is not
+/// above 0; …", "--init-p: 1.5 is above 1; …". Text that is no number is left to the option's
+/// own conversion, which names it.
+inline CLI::Validator number_in(double lo, bool lo_open, double hi, const std::string& accepted) {
+  const auto shown = [](double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+  };
+  const bool ceiling = std::isfinite(hi);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double value = 0.0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) return {};
+        std::string why;
+        if (!std::isfinite(value) || ec == std::errc::result_out_of_range)
+          why = " is not a finite number";
+        else if (value < lo || (lo_open && value == lo))
+          why = (lo_open ? " is not above " : " is below ") + shown(lo);
+        else if (value > hi)
+          why = " is above " + shown(hi);
+        else
+          return {};
+        return text + why + "; accepted: " + accepted;
+      },
+      // in --help, one word: NUMBER:>0, NUMBER:≥0, NUMBER:(0,1]
+      ceiling ? (lo_open ? "(" : "[") + shown(lo) + "," + shown(hi) + "]" : (lo_open ? ">" : "≥") + shown(lo));
+}
+
+/// A finite real-number option of at least `min`.
+inline CLI::Validator number_at_least(double min, const std::string& accepted) {
+  return number_in(min, false, std::numeric_limits<double>::infinity(), accepted);
+}
+
+/// A finite real-number option above `min`.
+inline CLI::Validator number_above(double min, const std::string& accepted) {
+  return number_in(min, true, std::numeric_limits<double>::infinity(), accepted);
 }
 
 }  // namespace mixle::host

@@ -56,8 +56,8 @@ TEST(CliEdges, OneRowIsTheSmallestGenerateAndBench) {
   EXPECT_EQ(read_data(dir.file("one.npy")).rows(), 1u);
   const test::CliRun none =
       test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 0 --seed 1 -o " + dir.file("none.npy"));
-  EXPECT_EQ(none.code, 1) << none.err;
-  EXPECT_NE(none.err.find("--rows 0: draw at least 1 row"), std::string::npos) << none.err;
+  EXPECT_EQ(none.code, 2) << none.err;  // a usage error: the option's value, refused as it is parsed
+  EXPECT_NE(none.err.find("--rows: 0 is below 1; accepted: the rows to draw"), std::string::npos) << none.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("none.npy")));
   const test::CliRun b = test::run_cli(dir, "bench --rows 1 --dims 2 --components 2 --iters 1");
   EXPECT_EQ(b.code, 0) << b.err;

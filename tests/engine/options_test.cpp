@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <vector>
+
 namespace mixle {
 namespace {
 
@@ -67,6 +70,15 @@ TEST(EngineOptions, BadOptionsRefusedBeforeAnyIteration) {
   FitOptions g = o;
   g.precision = "tf32";  // a CUDA tensor-core mode
   expect_invalid_naming(g, "tf32");
+  FitOptions h = o;
+  h.pseudo_count = -0.5;
+  expect_invalid_naming(h, "pseudo_count");
+  FitOptions i = o;
+  i.rate_floor = 0.0;
+  expect_invalid_naming(i, "rate_floor");
+  FitOptions j = o;
+  j.threads = -1;
+  expect_invalid_naming(j, "threads = -1");
 }
 
 TEST(EngineOptions, Tf32RefusedByCpuScoreAsByCpuFit) {
@@ -79,6 +91,28 @@ TEST(EngineOptions, Tf32RefusedByCpuScoreAsByCpuFit) {
   EXPECT_THROW(score_samples(m, small_data(), "cpu", 1, "tf32"), InvalidInput);
   EXPECT_THROW(predict_proba(m, small_data(), "cpu", 1, "tf32"), InvalidInput);
   EXPECT_THROW(score_samples(m, small_data(), "cpu", 1, "fp16"), InvalidInput);
+}
+
+TEST(EngineOptions, ScoringRefusesANegativeThreadCount) {
+  Model m;
+  m.weights = {1.0};
+  Part p = test::make_part(Family::gaussian_diag, 0, 1);
+  p.mean = {0.0};
+  p.var = {1.0};
+  m.parts = {p};
+  for (const auto& score :
+       std::vector<std::function<void(int)>>{[&](int t) { score_samples(m, small_data(), "cpu", t); },
+                                             [&](int t) { predict_proba(m, small_data(), "cpu", t); },
+                                             [&](int t) { predict(m, small_data(), "cpu", t); }}) {
+    try {
+      score(-1);
+      ADD_FAILURE() << "threads = -1 accepted";
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("threads = -1 must be ≥ 0"), std::string::npos) << e.what();
+    }
+    EXPECT_NO_THROW(score(0));  // all cores
+    EXPECT_NO_THROW(score(2));
+  }
 }
 
 }  // namespace

@@ -371,13 +371,14 @@ TEST_F(PlanCli, PlanErrorsExitWithTheRightCodes) {
   const CliRun missing = run("plan --rows 5 --family poisson --components 2 --resources " + path("absent.json"));
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.err.find(path("absent.json")), std::string::npos) << missing.err;
-  // Bad values and impossible plans → 1 with a message.
+  // An option's value out of its range is a usage error too, naming the option.
+  CliRun sf = run("plan --rows 5 --family poisson --components 2 --safety-factor -1 --resources " + path("res.json"));
+  EXPECT_EQ(sf.code, 2);
+  EXPECT_NE(sf.err.find("--safety-factor: -1 is not above 0"), std::string::npos) << sf.err;
+  // Bad files and impossible plans → 1 with a message.
   CliRun mem = run("plan --rows 5 --family poisson --components 2 --resources " + path("tiny.json"));
   EXPECT_EQ(mem.code, 1);
   EXPECT_NE(mem.err.find("fixed model/statistic state"), std::string::npos) << mem.err;
-  CliRun sf = run("plan --rows 5 --family poisson --components 2 --safety-factor -1 --resources " + path("res.json"));
-  EXPECT_EQ(sf.code, 1);
-  EXPECT_NE(sf.err.find("safety_factor=-1"), std::string::npos) << sf.err;
   write("none.json", R"({"format": "mixle-model", "version": 1, "weights": [1], "parts": []})");
   CliRun none = run("plan --rows 5 --model " + path("none.json") + " --resources " + path("res.json"));
   EXPECT_EQ(none.code, 1);

@@ -1,0 +1,80 @@
+// The command line's number checks (host/cli/option_checks.hpp) on their own: each bound is
+// accepted where the rule says and refused one step past it, with the message a user reads;
+// text that is no number is left to the option's conversion; --help shows the rule in one word.
+#include "host/cli/option_checks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace mixle::host {
+namespace {
+
+/// "" when `value` parses, else the parse error's text.
+template <class T>
+std::string parse(const CLI::Validator& check, const std::string& value) {
+  CLI::App app;
+  T target{};
+  app.add_option("--x", target)->check(check);
+  std::vector<std::string> args{value, "--x"};  // parse() takes them last to first
+  try {
+    app.parse(args);
+    return "";
+  } catch (const CLI::ParseError& e) {
+    return e.what();
+  }
+}
+
+TEST(OptionValidators, AnIntegerFloorAcceptsItselfAndRefusesOneBelow) {
+  const CLI::Validator check = at_least(1, "the restarts, ≥ 1");
+  EXPECT_EQ(parse<int>(check, "1"), "");
+  EXPECT_EQ(parse<int>(check, "1000000"), "");
+  EXPECT_EQ(parse<int>(check, "0"), "--x: 0 is below 1; accepted: the restarts, ≥ 1");
+  EXPECT_EQ(parse<int>(check, "-7"), "--x: -7 is below 1; accepted: the restarts, ≥ 1");
+  EXPECT_EQ(parse<long long>(at_least(0, "zero or more"), "0"), "");
+  EXPECT_EQ(parse<long long>(at_least(0, "zero or more"), "-1"), "--x: -1 is below 0; accepted: zero or more");
+  // Not an integer: the conversion's own error, which names the text.
+  const std::string text = parse<int>(check, "two");
+  EXPECT_NE(text.find("two"), std::string::npos) << text;
+  EXPECT_EQ(text.find("is below"), std::string::npos) << text;
+}
+
+TEST(OptionValidators, ARealFloorAcceptsItselfUnlessOpen) {
+  const CLI::Validator closed = number_at_least(0, "≥ 0");
+  EXPECT_EQ(parse<double>(closed, "0"), "");
+  EXPECT_EQ(parse<double>(closed, "-0"), "");
+  EXPECT_EQ(parse<double>(closed, "2.5e3"), "");
+  EXPECT_EQ(parse<double>(closed, "-1e-300"), "--x: -1e-300 is below 0; accepted: ≥ 0");
+  const CLI::Validator open = number_above(0, "> 0");
+  EXPECT_EQ(parse<double>(open, "0"), "--x: 0 is not above 0; accepted: > 0");
+  EXPECT_EQ(parse<double>(open, "1e-300"), "");
+  const CLI::Validator half = number_above(0.5, "above a half");
+  EXPECT_EQ(parse<double>(half, "0.5"), "--x: 0.5 is not above 0.5; accepted: above a half");
+  EXPECT_EQ(parse<double>(half, "0.5000001"), "");
+}
+
+TEST(OptionValidators, ARangeKeepsItsCeilingAndRefusesWhatIsNotFinite) {
+  const CLI::Validator check = number_in(0, true, 1, "a probability in (0, 1]");
+  EXPECT_EQ(parse<double>(check, "1"), "");
+  EXPECT_EQ(parse<double>(check, "0.25"), "");
+  EXPECT_EQ(parse<double>(check, "1.0000001"), "--x: 1.0000001 is above 1; accepted: a probability in (0, 1]");
+  EXPECT_EQ(parse<double>(check, "0"), "--x: 0 is not above 0; accepted: a probability in (0, 1]");
+  for (const char* bad : {"nan", "inf", "-inf", "1e999"})
+    EXPECT_EQ(parse<double>(check, bad), std::string("--x: ") + bad + " is not a finite number; accepted: a probability in (0, 1]");
+  EXPECT_EQ(parse<double>(number_at_least(0, "≥ 0"), "inf"), "--x: inf is not a finite number; accepted: ≥ 0");
+  const std::string text = parse<double>(check, "half");
+  EXPECT_EQ(text.find("accepted: a probability"), std::string::npos) << text;
+}
+
+TEST(OptionValidators, HelpShowsEachRuleAsOneWord) {
+  EXPECT_EQ(at_least(1, "").get_description(), "≥1");
+  EXPECT_EQ(number_at_least(0, "").get_description(), "≥0");
+  EXPECT_EQ(number_above(0, "").get_description(), ">0");
+  EXPECT_EQ(number_in(0.5, true, 1, "").get_description(), "(0.5,1]");
+  EXPECT_EQ(number_in(0, false, 2.5, "").get_description(), "[0,2.5]");
+}
+
+}  // namespace
+}  // namespace mixle::host
