@@ -198,7 +198,7 @@ KmeansStart kmeans_on_sample(EncodedData& data, const Model& shape, std::uint64_
     std::size_t pick = n - 1;
     if (total > 0.0) {
       double u = std::uniform_real_distribution<double>(0.0, total)(rng);
-      for (std::size_t r = 0; r < n; ++r) {
+      for (std::size_t r = 0; r + 1 < n; ++r) {  // past every other row, the last is the pick
         const double mass = weight ? weight[r] * d2[r] : d2[r];
         if (u < mass) {
           pick = r;

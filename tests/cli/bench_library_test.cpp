@@ -9,9 +9,12 @@
 #include <gtest/gtest.h>
 
 #include <mixle/error.hpp>
+#include <mixle/data.hpp>
 #include <mixle/family.hpp>
+#include <mixle/model.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -80,6 +83,27 @@ TEST(BenchLibrary, WorkModelFollowsThePerformanceAnchors) {
 
   c.family = mixle::Family::gaussian_full;
   EXPECT_EQ(mb::work_model(c, p.evaluated).flops, 4.0 * 1000 * 4 * 64 + 4.0 * 1000 * 4 * 8);
+}
+
+// The seed picks the case: the same seed draws the same model and rows, each other seed others
+// (seeds next to each other included — the generator's seed spreads them over 64 bits).
+TEST(BenchLibrary, TheSeedPicksTheModelAndTheRows) {
+  mb::BenchCase c;
+  c.rows = 64;
+  c.dims = 2;
+  c.components = 3;
+  auto drawn = [&](std::uint64_t seed) {
+    c.seed = seed;
+    const mb::PreparedCase p = mb::prepare_case(c);
+    return std::make_pair(mixle::model_to_json(p.generating), p.data.values());
+  };
+  EXPECT_EQ(drawn(7), drawn(7));
+  const auto first = drawn(0);
+  for (const std::uint64_t seed : {1ull, 2ull, 1ull << 40}) {
+    const auto other = drawn(seed);
+    EXPECT_NE(other.first, first.first) << seed;
+    EXPECT_NE(other.second, first.second) << seed;
+  }
 }
 
 // The timed model is the generating one perturbed as bench/README.md says: means moved by

@@ -65,6 +65,9 @@ TEST(BenchRecipes, DrawValidModelsInTheirRangesAndPerturbThem) {
     switch (family->family) {
       case Family::gaussian_diag:
         expect_in(p.var, 0.25, 2.25, "var");
+        // Scales U(0.5, 1.5), squared: 200 draws reach below 0.5 and above 2 (P(s > √2) = 8.6%).
+        EXPECT_LT(*std::min_element(p.var.begin(), p.var.end()), 0.5);
+        EXPECT_GT(*std::max_element(p.var.begin(), p.var.end()), 2.0);
         expect_in(ratios(q.var, p.var), 0.8, 1.25, "var factor");
         for (std::size_t i = 0; i < K * D; ++i) {
           EXPECT_NE(q.mean[i], p.mean[i]);

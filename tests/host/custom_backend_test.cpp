@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 
 namespace {
 
@@ -69,6 +71,22 @@ void expect_same_model(const mixle::Model& a, const mixle::Model& b) {
     EXPECT_NEAR(a.parts[0].mean[i], b.parts[0].mean[i], 1e-9);
     EXPECT_NEAR(a.parts[0].var[i], b.parts[0].var[i], 1e-9);
   }
+}
+
+// The list names the built-ins even when it is the process's first call into the library (they
+// register on first use). A "threadsafe" death test runs the statement in a fresh run of this
+// test binary, where no earlier test has registered them.
+TEST(CustomBackend, TheFirstListingNamesTheBuiltIns) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const auto names = mixle::encoded_data_backends();
+        bool all = true;
+        for (const char* name : {"local", "distributed", "component_parallel", "component_sharded"})
+          all = all && std::find(names.begin(), names.end(), name) != names.end();
+        std::exit(all ? 0 : 3);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(CustomBackend, AHostRegisteredBackendIsWhatFitRunsThrough) {
