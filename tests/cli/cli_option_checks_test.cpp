@@ -109,5 +109,32 @@ TEST(CliOptionChecks, EachRefusalNamesTheOptionTheValueAndWhatIsAccepted) {
   }
 }
 
+// --help shows each checked option's range beside its type, and its default where it has one:
+// the range is the rule the checks above enforce, the default what README.md documents.
+TEST(CliOptionChecks, HelpShowsEachRangeAndDefault) {
+  TempDir dir("cli-option-help");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> commands = {
+      {"fit",
+       {"--max-iter INT:≥1=100", "--tol FLOAT:≥0=0.001", "--init-p FLOAT:(0,1]=0.1", "--n-init INT:≥1=1",
+        "--reg-covar FLOAT:≥0=1e-06", "--pseudo-count FLOAT:≥0=0.001", "--rate-floor FLOAT:>0=1e-06",
+        "--threads INT:≥0=0", "--workers INT:≥0", "--batch-size UINT:≥0=0", "--step-decay FLOAT:(0.5,1]=0.6",
+        "--step-offset FLOAT:≥0=2", "--epochs INT:≥1=10", "--full-batch-iterations INT:≥0=0", "--timeout FLOAT:>0=60"}},
+      {"score", {"--threads INT:≥0", "--timeout FLOAT:>0=600"}},
+      {"generate", {"-n,--rows INT:≥1"}},
+      {"plan",
+       {"--components UINT:≥1", "--dims UINT:≥1", "--num-chunks UINT:≥1", "--safety-factor FLOAT:>0",
+        "--sub-chunks UINT:≥1", "--min-components-per-shard UINT:≥1"}},
+      {"resources",
+       {"--cpu-workers UINT:≥1", "--rows UINT:≥1=65536", "--dims UINT:≥1=32", "--components UINT:≥1=64",
+        "--iters INT:≥1=3"}},
+  };
+  for (const auto& [command, shown] : commands) {
+    const CliRun r = run_cli(dir, command + " --help");
+    ASSERT_EQ(r.code, 0) << command << ": " << r.err;
+    for (const std::string& text : shown)
+      EXPECT_NE(r.out.find(text), std::string::npos) << command << " --help lacks " << text;
+  }
+}
+
 }  // namespace
 }  // namespace mixle::test

@@ -62,7 +62,8 @@ TEST(OptionValidators, ARangeKeepsItsCeilingAndRefusesWhatIsNotFinite) {
   EXPECT_EQ(parse<double>(check, "1.0000001"), "--x: 1.0000001 is above 1; accepted: a probability in (0, 1]");
   EXPECT_EQ(parse<double>(check, "0"), "--x: 0 is not above 0; accepted: a probability in (0, 1]");
   for (const char* bad : {"nan", "inf", "-inf", "1e999"})
-    EXPECT_EQ(parse<double>(check, bad), std::string("--x: ") + bad + " is not a finite number; accepted: a probability in (0, 1]");
+    EXPECT_EQ(parse<double>(check, bad),
+              std::string("--x: ") + bad + " is not a finite number; accepted: a probability in (0, 1]");
   EXPECT_EQ(parse<double>(number_at_least(0, "≥ 0"), "inf"), "--x: inf is not a finite number; accepted: ≥ 0");
   const std::string text = parse<double>(check, "half");
   EXPECT_EQ(text.find("accepted: a probability"), std::string::npos) << text;
