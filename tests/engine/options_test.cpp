@@ -19,6 +19,17 @@ Dataset small_data() {
   return Dataset::from_vector(std::move(v), 64, 1);
 }
 
+/// One component, N(0, 1) over column 0.
+Model standard_normal() {
+  Model m;
+  m.weights = {1.0};
+  Part p = test::make_part(Family::gaussian_diag, 0, 1);
+  p.mean = {0.0};
+  p.var = {1.0};
+  m.parts = {p};
+  return m;
+}
+
 void expect_invalid_naming(const FitOptions& o, const std::string& word) {
   int calls = 0;
   FitOptions with_progress = o;
@@ -82,24 +93,14 @@ TEST(EngineOptions, BadOptionsRefusedBeforeAnyIteration) {
 }
 
 TEST(EngineOptions, Tf32RefusedByCpuScoreAsByCpuFit) {
-  Model m;
-  m.weights = {1.0};
-  Part p = test::make_part(Family::gaussian_diag, 0, 1);
-  p.mean = {0.0};
-  p.var = {1.0};
-  m.parts = {p};
+  const Model m = standard_normal();
   EXPECT_THROW(score_samples(m, small_data(), "cpu", 1, "tf32"), InvalidInput);
   EXPECT_THROW(predict_proba(m, small_data(), "cpu", 1, "tf32"), InvalidInput);
   EXPECT_THROW(score_samples(m, small_data(), "cpu", 1, "fp16"), InvalidInput);
 }
 
 TEST(EngineOptions, ScoringRefusesANegativeThreadCount) {
-  Model m;
-  m.weights = {1.0};
-  Part p = test::make_part(Family::gaussian_diag, 0, 1);
-  p.mean = {0.0};
-  p.var = {1.0};
-  m.parts = {p};
+  const Model m = standard_normal();
   for (const auto& score :
        std::vector<std::function<void(int)>>{[&](int t) { score_samples(m, small_data(), "cpu", t); },
                                              [&](int t) { predict_proba(m, small_data(), "cpu", t); },
