@@ -4,6 +4,7 @@
 #include "comms/comm_type.hpp"
 #include "comms/local_device.hpp"
 #include "comms/store.hpp"
+#include "plan/slurm_tasks.hpp"
 
 #include <mixle/error.hpp>
 
@@ -21,12 +22,11 @@ namespace {
 std::optional<int> get_int(const EnvLookup& env, const std::string& name) {
   auto v = env(name);
   if (!v || v->empty()) return std::nullopt;
-  // SLURM_TASKS_PER_NODE looks like "2(x3),1": the leading count is this layout's first node.
   std::size_t used = 0;
   try {
     long long x = std::stoll(*v, &used);
     if (x < INT32_MIN || x > INT32_MAX) throw std::out_of_range(name);
-    if (used != v->size() && name != "SLURM_TASKS_PER_NODE") throw std::invalid_argument(name);
+    if (used != v->size()) throw std::invalid_argument(name);
     return static_cast<int>(x);
   } catch (const std::exception&) {
     throw InvalidInput("environment variable " + name + "='" + *v +
@@ -37,6 +37,19 @@ std::optional<int> get_int(const EnvLookup& env, const std::string& name) {
 /// An optional variable: `fallback` when unset or empty.
 int int_or(const EnvLookup& env, const std::string& name, int fallback) {
   return get_int(env, name).value_or(fallback);
+}
+
+/// The tasks SLURM runs on node `node`: its entry of SLURM_TASKS_PER_NODE ("2(x3),1": nodes 0–2
+/// run 2, node 3 runs 1); 1 when the variable is unset.
+int slurm_local_world_size(const EnvLookup& env, int node) {
+  const auto text = env("SLURM_TASKS_PER_NODE");
+  if (!text || text->empty()) return 1;
+  const std::vector<std::int64_t> per_node = plan::detail::slurm_tasks_per_node(*text);
+  if (node < 0 || static_cast<std::size_t>(node) >= per_node.size())
+    throw InvalidInput("environment variable SLURM_NODEID=" + std::to_string(node) +
+                       " names no node of SLURM_TASKS_PER_NODE='" + *text + "' (" + std::to_string(per_node.size()) +
+                       " nodes, numbered from 0)");
+  return static_cast<int>(std::min<std::int64_t>(per_node[static_cast<std::size_t>(node)], INT32_MAX));
 }
 
 /// A variable the launcher always sets (its presence chose the launcher): empty is an error.
@@ -101,15 +114,15 @@ LaunchEnv detect_launch_env(const EnvLookup& env) {
     // is an error, as for every launcher's rank and size.
     e.world_size = env("SLURM_NTASKS") ? required_int(env, "SLURM_NTASKS") : required_int(env, "OMPI_UNIVERSE_SIZE");
     e.local_rank = int_or(env, "SLURM_LOCALID", 0);
-    e.local_world_size = int_or(env, "SLURM_TASKS_PER_NODE", 1);
     e.node_rank = int_or(env, "SLURM_NODEID", 0);
+    e.local_world_size = slurm_local_world_size(env, e.node_rank);
   } else if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
     e.launcher = Launcher::slurm;
     e.rank = required_int(env, "SLURM_PROCID");
     e.world_size = required_int(env, "SLURM_NTASKS");
     e.local_rank = int_or(env, "SLURM_LOCALID", 0);
-    e.local_world_size = int_or(env, "SLURM_TASKS_PER_NODE", 1);
     e.node_rank = int_or(env, "SLURM_NODEID", 0);
+    e.local_world_size = slurm_local_world_size(env, e.node_rank);
   }
   e.master_addr = env("MASTER_ADDR").value_or("");
   e.master_port = int_or(env, "MASTER_PORT", 0);

@@ -5,6 +5,7 @@
 #include <mixle/error.hpp>
 
 #include "plan/json_fields.hpp"
+#include "plan/slurm_tasks.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -257,10 +258,7 @@ Resources Resources::from_torchrun(const Environment& env, const LaunchOptions& 
   return world_devices("torchrun", ranks, options);
 }
 
-namespace {
-
-/// SLURM_TASKS_PER_NODE, e.g. "2(x3),1" → {2, 2, 2, 1}.
-std::vector<std::int64_t> parse_tasks_per_node(const std::string& text) {
+std::vector<std::int64_t> detail::slurm_tasks_per_node(const std::string& text) {
   std::vector<std::int64_t> out;
   const std::string bad =
       "SLURM_TASKS_PER_NODE='" + text + "' is not understood; accepted: counts with repeats, e.g. \"2(x3),1\"";
@@ -285,8 +283,6 @@ std::vector<std::int64_t> parse_tasks_per_node(const std::string& text) {
   return out;
 }
 
-}  // namespace
-
 Resources Resources::from_slurm(const Environment& env, const LaunchOptions& options) {
   const char* why =
       "run under srun, which sets SLURM_NTASKS, SLURM_PROCID, SLURM_LOCALID and "
@@ -297,7 +293,7 @@ Resources Resources::from_slurm(const Environment& env, const LaunchOptions& opt
   const std::int64_t node = env_required(env, "SLURM_NODEID", 0, why);
   std::vector<std::int64_t> per_node;
   if (const std::string* tasks = env_get(env, "SLURM_TASKS_PER_NODE"); tasks && !tasks->empty()) {
-    per_node = parse_tasks_per_node(*tasks);
+    per_node = detail::slurm_tasks_per_node(*tasks);
   } else if (auto n = env_opt_int(env, "SLURM_NTASKS_PER_NODE", 1)) {
     if (world % *n != 0) {
       throw InvalidInput("SLURM_NTASKS_PER_NODE=" + std::to_string(*n) + " does not divide SLURM_NTASKS=" +

@@ -116,7 +116,7 @@ TEST(LaunchEnv, PmixVariables) {
   LaunchEnv e = detect_launch_env(fake({{"PMIX_RANK", "2"},
                                         {"SLURM_NTASKS", "3"},
                                         {"SLURM_LOCALID", "0"},
-                                        {"SLURM_TASKS_PER_NODE", "1"},
+                                        {"SLURM_TASKS_PER_NODE", "1(x3)"},
                                         {"SLURM_NODEID", "2"}}));
   EXPECT_EQ(e.launcher, Launcher::mpi);
   EXPECT_EQ(e.rank, 2);
@@ -254,6 +254,44 @@ TEST(LaunchEnv, SlurmVariables) {
   EXPECT_EQ(e.run_token, "slurm-777.2");
   EXPECT_EQ(e.store_port, 29600);
   if (comms::find_comm_type("gloo")->built) EXPECT_EQ(resolve_comm("auto", e, false), "gloo");
+}
+
+/// detect_launch_env on `vars` throws InvalidInput whose message holds every fragment.
+void expect_launch_refusal(const std::map<std::string, std::string>& vars, const std::vector<std::string>& fragments);
+
+// Under srun a rank's node-local world size is its own node's entry of SLURM_TASKS_PER_NODE, not
+// the first node's: the layout "2(x3),1" puts one task on node 3. PMIx under SLURM reads it alike.
+TEST(LaunchEnv, SlurmLocalWorldSizeIsThisNodesCount) {
+  std::map<std::string, std::string> vars{
+      {"SLURM_PROCID", "6"}, {"SLURM_NTASKS", "7"},      {"SLURM_LOCALID", "0"},  {"SLURM_TASKS_PER_NODE", "2(x3),1"},
+      {"SLURM_NODEID", "3"}, {"MASTER_ADDR", "node001"}, {"MASTER_PORT", "29600"}};
+  EXPECT_EQ(detect_launch_env(fake(vars)).local_world_size, 1);
+  vars["SLURM_NODEID"] = "2";
+  vars["SLURM_PROCID"] = "5";
+  vars["SLURM_LOCALID"] = "1";
+  EXPECT_EQ(detect_launch_env(fake(vars)).local_world_size, 2);
+  auto pmix = vars;
+  pmix["PMIX_RANK"] = "5";
+  const LaunchEnv e = detect_launch_env(fake(pmix));
+  EXPECT_EQ(e.launcher, Launcher::mpi);
+  EXPECT_EQ(e.local_world_size, 2);
+  pmix["SLURM_NODEID"] = "3";
+  pmix["PMIX_RANK"] = "6";
+  pmix["SLURM_LOCALID"] = "0";
+  EXPECT_EQ(detect_launch_env(fake(pmix)).local_world_size, 1);
+  // A node past the layout, and a layout SLURM never writes, are refused naming the variables.
+  vars["SLURM_NODEID"] = "4";
+  expect_launch_refusal(vars, {"SLURM_NODEID=4 names no node of SLURM_TASKS_PER_NODE='2(x3),1' (4 nodes"});
+  vars["SLURM_NODEID"] = "0";
+  vars["SLURM_PROCID"] = "0";
+  vars["SLURM_LOCALID"] = "0";
+  for (const char* bad : {"2x", "2(x3", "0", "2(x0)", ""}) {
+    vars["SLURM_TASKS_PER_NODE"] = bad;
+    if (*bad)
+      expect_launch_refusal(vars, {std::string("SLURM_TASKS_PER_NODE")});
+    else
+      EXPECT_EQ(detect_launch_env(fake(vars)).local_world_size, 1) << "unset or empty: one task a node";
+  }
 }
 
 /// detect_launch_env on `vars` throws InvalidInput whose message holds every fragment.
