@@ -45,11 +45,15 @@ int slurm_local_world_size(const EnvLookup& env, int node) {
   const auto text = env("SLURM_TASKS_PER_NODE");
   if (!text || text->empty()) return 1;
   const std::vector<std::int64_t> per_node = plan::detail::slurm_tasks_per_node(*text);
-  if (node < 0 || static_cast<std::size_t>(node) >= per_node.size())
+  if (static_cast<std::size_t>(node) >= per_node.size())  // a negative node too, cast past every size
     throw InvalidInput("environment variable SLURM_NODEID=" + std::to_string(node) +
                        " names no node of SLURM_TASKS_PER_NODE='" + *text + "' (" + std::to_string(per_node.size()) +
                        " nodes, numbered from 0)");
-  return static_cast<int>(std::min<std::int64_t>(per_node[static_cast<std::size_t>(node)], INT32_MAX));
+  const std::int64_t count = per_node[static_cast<std::size_t>(node)];
+  if (count > INT32_MAX)
+    throw InvalidInput("environment variable SLURM_TASKS_PER_NODE='" + *text + "' gives node " + std::to_string(node) +
+                       " " + std::to_string(count) + " tasks; accepted: counts below 2^31");
+  return static_cast<int>(count);
 }
 
 /// A variable the launcher always sets (its presence chose the launcher): empty is an error.

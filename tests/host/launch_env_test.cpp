@@ -282,16 +282,23 @@ TEST(LaunchEnv, SlurmLocalWorldSizeIsThisNodesCount) {
   // A node past the layout, and a layout SLURM never writes, are refused naming the variables.
   vars["SLURM_NODEID"] = "4";
   expect_launch_refusal(vars, {"SLURM_NODEID=4 names no node of SLURM_TASKS_PER_NODE='2(x3),1' (4 nodes"});
+  vars["SLURM_NODEID"] = "-1";
+  expect_launch_refusal(vars, {"SLURM_NODEID=-1 names no node"});
   vars["SLURM_NODEID"] = "0";
   vars["SLURM_PROCID"] = "0";
   vars["SLURM_LOCALID"] = "0";
-  for (const char* bad : {"2x", "2(x3", "0", "2(x0)", ""}) {
+  const std::pair<const char*, const char*> refusals[] = {
+      {"2x", "SLURM_TASKS_PER_NODE='2x' is not understood"},
+      {"2(x3", "SLURM_TASKS_PER_NODE='2(x3' is not understood"},
+      {"0", "SLURM_TASKS_PER_NODE=0 is out of range"},
+      {"2(x0)", "SLURM_TASKS_PER_NODE=0 is out of range"},
+      {"4294967297", "SLURM_TASKS_PER_NODE='4294967297' gives node 0 4294967297 tasks; accepted: counts below 2^31"}};
+  for (const auto& [bad, words] : refusals) {
     vars["SLURM_TASKS_PER_NODE"] = bad;
-    if (*bad)
-      expect_launch_refusal(vars, {std::string("SLURM_TASKS_PER_NODE")});
-    else
-      EXPECT_EQ(detect_launch_env(fake(vars)).local_world_size, 1) << "unset or empty: one task a node";
+    expect_launch_refusal(vars, {words});
   }
+  vars["SLURM_TASKS_PER_NODE"] = "";
+  EXPECT_EQ(detect_launch_env(fake(vars)).local_world_size, 1) << "unset or empty: one task a node";
 }
 
 /// detect_launch_env on `vars` throws InvalidInput whose message holds every fragment.
