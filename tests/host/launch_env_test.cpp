@@ -297,6 +297,8 @@ TEST(LaunchEnv, SlurmLocalWorldSizeIsThisNodesCount) {
     vars["SLURM_TASKS_PER_NODE"] = bad;
     expect_launch_refusal(vars, {words});
   }
+  vars["SLURM_TASKS_PER_NODE"] = "2147483647";  // 2^31 − 1, the largest count an int holds
+  EXPECT_EQ(detect_launch_env(fake(vars)).local_world_size, 2147483647);
   vars["SLURM_TASKS_PER_NODE"] = "";
   EXPECT_EQ(detect_launch_env(fake(vars)).local_world_size, 1) << "unset or empty: one task a node";
 }
