@@ -91,6 +91,7 @@ TEST(CliOptionChecks, EachRefusalNamesTheOptionTheValueAndWhatIsAccepted) {
       {"launch --nproc 0 -- true", {"--nproc: value 0 not in range 1 to 4096"}},
       {"launch --master-port 70000 -- true", {"--master-port: value 70000 not in range 1 to 65535"}},
       {"launch --max-restarts -1 -- true", {"--max-restarts: value -1 not in range 0 to 1000"}},
+      {"launch --grace-period 3601 -- true", {"--grace-period: value 3601 not in range 0", "to 3600"}},
       {"resources --discover --cpu-workers 0 --out OUT", {"--cpu-workers: 0 is below 1", "accepted: the cpu slots"}},
   };
   for (const BadOption& c : cases) {

@@ -184,6 +184,19 @@ TEST(Placement, MemoryCapSplitsLargeShard) {
   EXPECT_EQ(e.shards[0].total_bytes(), 2160u);
 }
 
+// Memory for one row but not two (180 bytes a row with the fixed state, 200 for two): a shard
+// of one row each, none past the memory.
+TEST(Placement, MemoryForOneRowGivesOneRowShards) {
+  Resources r({device("cpu:0", 1, 199)});
+  Placement p = plan(r, {.rows = 5, .model = gmm(1, 4), .rows_per_chunk = 0, .safety_factor = 1.0});
+  expect_tiles(p);
+  ASSERT_EQ(p.shards.size(), 5u);
+  for (const PlacementShard& s : p.shards) {
+    EXPECT_EQ(s.size(), 1u);
+    EXPECT_EQ(s.total_bytes(), 180u);
+  }
+}
+
 TEST(Placement, FixedStateThatCannotFitFails) {
   Resources r({device("cpu:0", 1, 1)});
   auto msg = message_of<MemoryError>([&] { plan(r, {.rows = 10, .model = gmm(4, 3)}); });
