@@ -270,18 +270,22 @@ host::RowsMemory plan_on_ranks(const Dataset& local, const FitOptions& options, 
 }
 
 /// `--missing drop` or `marginalise` on this rank's rows `local`; the count and the first rows
-/// listed are every rank's (in rank order), the same on all; the rows to marginalise stay this
-/// rank's. A collective whenever the policy is not error.
-host::DroppedRows missing_on_ranks(const Dataset& local, const FitOptions& options, comms::Communicator& comm) {
+/// listed are every counted rank's (in rank order), the same on all; the rows to marginalise stay
+/// this rank's. Where several ranks hold the same rows (the component groups of a sharded fit's
+/// data group), only one of them is `counted`, so each row counts once. A collective whenever the
+/// policy is not error.
+host::DroppedRows missing_on_ranks(const Dataset& local, const FitOptions& options, comms::Communicator& comm,
+                                   bool counted = true) {
   if (host::missing_policy_from_name(options.missing) == host::MissingPolicy::error)
     return host::DroppedRows{local, 0, {}, {}};
   host::DroppedRows kept = host::handle_missing_rows(local, options);
   // Per rank: its rows, the rows it dropped, and the first of those (−1 past the end).
   constexpr std::size_t kSlot = 2 + host::kDroppedListed;
   std::vector<double> mine(kSlot, -1.0), all(kSlot * static_cast<std::size_t>(comm.size()));
-  mine[0] = static_cast<double>(local.rows());
-  mine[1] = static_cast<double>(kept.count);
-  for (std::size_t i = 0; i < kept.first.size(); ++i) mine[2 + i] = static_cast<double>(kept.first[i]);
+  mine[0] = counted ? static_cast<double>(local.rows()) : 0.0;
+  mine[1] = counted ? static_cast<double>(kept.count) : 0.0;
+  if (counted)
+    for (std::size_t i = 0; i < kept.first.size(); ++i) mine[2 + i] = static_cast<double>(kept.first[i]);
   comm.all_gather(std::span<const double>(mine), std::span<double>(all));
   double rows = 0.0;
   kept.count = 0;
@@ -318,7 +322,8 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
   const engine::RowRange mine = ranges[static_cast<std::size_t>(mesh.data_group())];
   const Dataset rows = read_rows(path, read, info, mine);
   const host::RowsMemory memory = plan_on_ranks(rows, options, env, *comm, /*sharded=*/true);
-  const host::DroppedRows kept = missing_on_ranks(rows, options, *comm);
+  // The G ranks of a data group hold the same rows: its component group 0 counts them.
+  const host::DroppedRows kept = missing_on_ranks(rows, options, *comm, mesh.component_group() == 0);
   const Dataset& local = kept.data;
   const std::optional<host::Checkpoint> checkpoint = resume_checkpoint(dist, env, info.rows, path);
   const bool first_group = mesh.component_group() == 0;

@@ -231,6 +231,18 @@ TEST(MissingRows, TwoRanksDropTheirOwnRowsAndAgreeWithOneProcess) {
                               "3998, counted from 0)"),
             std::string::npos)
       << two.output();
+  // Component-sharded over the same two ranks: both hold every row, so each dropped row counts
+  // once (not once per shard), and the model is the one-process drop's.
+  std::vector<std::string> sharded{MIXLE_CLI_PATH, "launch", "--nproc", "2", "--"};
+  for (const auto& a : args("sharded.json")) sharded.push_back(a);
+  sharded.insert(sharded.end(), {"--shard-components", "2"});
+  Process shards = run_process(sharded, {}, dir.path / "sharded.log", 180s);
+  ASSERT_EQ(shards.exit_code(), 0) << shards.output();
+  EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "sharded.json"), 1e-9);
+  EXPECT_NE(shards.output().find("dropped 4 row(s) with a missing value (NaN) in a modelled column (rows 5, 1999, "
+                                 "2000, 3998, counted from 0)"),
+            std::string::npos)
+      << shards.output();
   // Without --missing drop the ranks refuse the file, naming the row.
   argv.erase(argv.end() - 5, argv.end() - 3);
   Process refused = run_process(argv, {}, dir.path / "refused.log", 180s);
