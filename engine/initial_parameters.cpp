@@ -39,7 +39,7 @@ void require_count(const std::vector<double>& values, std::size_t expected, cons
 /// cov = P⁻¹ for one D×D precision matrix (symmetric positive definite), written to `cov`.
 void invert_precision(const double* precision, double* cov, std::size_t D, const std::string& which) {
   std::vector<double> L(precision, precision + D * D), Linv(D * D);
-  for (std::size_t i = 0; i < D; ++i)
+  for (std::size_t i = 0; i < D; ++i)  // each entry below the diagonal against its mirror
     for (std::size_t j = 0; j < i; ++j)
       if (!(std::abs(L[i * D + j] - L[j * D + i]) <=
             1e-9 * std::max({1.0, std::abs(L[i * D + j]), std::abs(L[j * D + i])})))

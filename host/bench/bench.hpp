@@ -145,8 +145,18 @@ struct FmaKernel {
   bool double_lanes = true;  // lanes of double (else float)
   const char* isa = "scalar";
 };
-/// The kernels this CPU runs for `precision`, widest instruction set first; the last is always
-/// the scalar one (double lanes, also for fp32). measure_cpu_peak times the first.
+/// The vector instruction sets the FMA kernels use (x86: all false elsewhere).
+struct VectorIsa {
+  bool avx512f = false;
+  bool avx2 = false;
+  bool fma = false;  // FMA3: AVX2's kernel needs both (some CPUs have one without the other)
+};
+/// What this CPU supports.
+VectorIsa this_cpu_isa();
+/// The kernels a CPU supporting `isa` runs for `precision`, widest instruction set first; the last
+/// is always the scalar one (double lanes, also for fp32). Off x86 only the scalar one.
+std::vector<FmaKernel> fma_kernels(engine::Precision precision, const VectorIsa& isa);
+/// This CPU's kernels; measure_cpu_peak times the first.
 std::vector<FmaKernel> fma_kernels(engine::Precision precision);
 /// The floating-point operations k.run(trips) performs: two (a multiply and an add) per FMA, one
 /// FMA per trip in each lane of each of the kFmaChains chains.

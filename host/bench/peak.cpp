@@ -70,21 +70,35 @@ double fma_scalar(long trips) {
 
 }  // namespace
 
-std::vector<FmaKernel> fma_kernels(engine::Precision precision) {
+VectorIsa this_cpu_isa() {
+  VectorIsa isa;
+#if MIXLE_BENCH_X86
+  __builtin_cpu_init();
+  isa.avx512f = __builtin_cpu_supports("avx512f");
+  isa.avx2 = __builtin_cpu_supports("avx2");
+  isa.fma = __builtin_cpu_supports("fma");
+#endif
+  return isa;
+}
+
+std::vector<FmaKernel> fma_kernels(engine::Precision precision, [[maybe_unused]] const VectorIsa& isa) {
   const bool fp64 = precision == engine::Precision::fp64;
   std::vector<FmaKernel> kernels;
 #if MIXLE_BENCH_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
+  if (isa.avx512f)
     kernels.push_back(fp64 ? FmaKernel{fma_avx512_f64, 8, true, "avx512f"}
                            : FmaKernel{fma_avx512_f32, 16, false, "avx512f"});
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (isa.avx2 && isa.fma)
     kernels.push_back(fp64 ? FmaKernel{fma_avx2_f64, 4, true, "avx2+fma"}
                            : FmaKernel{fma_avx2_f32, 8, false, "avx2+fma"});
+#else
+  (void)fp64;
 #endif
   kernels.push_back(FmaKernel{fma_scalar, 1, true, "scalar"});
   return kernels;
 }
+
+std::vector<FmaKernel> fma_kernels(engine::Precision precision) { return fma_kernels(precision, this_cpu_isa()); }
 
 double fma_flops(const FmaKernel& k, long trips) noexcept {
   return 2.0 * kFmaChains * k.lanes * static_cast<double>(trips);

@@ -5,6 +5,7 @@
 // agent does (TORCHELASTIC_RESTART_COUNT counts them; a `mixle fit --checkpoint-dir` then
 // resumes); otherwise the launcher exits non-zero naming the failed rank (docs/distributed.md).
 #include "host/cli/command.hpp"
+#include "host/cli/option_checks.hpp"
 
 #include "comms/socket.hpp"
 
@@ -217,18 +218,21 @@ int run_launch(const LaunchOptions& o) {
 
 std::function<int()> setup_launch(CLI::App& app) {
   auto o = std::make_shared<LaunchOptions>();
-  app.add_option("--nproc", o->nproc, "Number of local processes (ranks) to start (default 1, as torchrun's)")
-      ->check(CLI::Range(1, 4096));
+  app.add_option("--nproc", o->nproc, "Number of local processes (ranks) to start (as torchrun's)")
+      ->check(whole_in(1, 4096, "the ranks to start on this machine, 1 to 4096"))
+      ->capture_default_str();
   app.add_option("--master-port", o->master_port,
                  "MASTER_PORT for the ranks (rank 0 hosts the rendezvous store there); default: a "
                  "free port")
-      ->check(CLI::Range(1, 65535));
+      ->check(whole_in(1, 65535, "a TCP port, 1 to 65535"));
   app.add_option("--grace-period", o->grace_seconds, "Seconds between SIGTERM and SIGKILL when stopping the ranks")
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(number_in(0, false, 3600, "seconds from SIGTERM to SIGKILL, 0 to 3600"))
+      ->capture_default_str();
   app.add_option("--max-restarts", o->max_restarts,
                  "Start the whole group again this many times after a rank fails (as torchrun's "
                  "--max-restarts; TORCHELASTIC_RESTART_COUNT counts the restarts)")
-      ->check(CLI::Range(0, 1000));
+      ->check(whole_in(0, 1000, "the group restarts after a failure, 0 to 1000"))
+      ->capture_default_str();
   app.add_option("command", o->command, "The command each rank runs (after --)")->required();
   app.footer(
       "Every rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK=0,\n"

@@ -13,18 +13,28 @@
 
 namespace mixle::host {
 
-/// An integer option of at least `min`: "--batch-size: -5 is below 0; accepted: <accepted>".
-/// Text that is no integer is left to the option's own conversion, which names it.
-inline CLI::Validator at_least(long long min, const std::string& accepted) {
+/// An integer option from `lo` to `hi` (both included): "--nproc: 0 is below 1; accepted:
+/// <accepted>", "--nproc: 5000 is above 4096; …". Text that is no integer is left to the
+/// option's own conversion, which names it.
+inline CLI::Validator whole_in(long long lo, long long hi, const std::string& accepted) {
   return CLI::Validator(
-      [min, accepted](std::string& text) -> std::string {
+      [lo, hi, accepted](std::string& text) -> std::string {
         long long value = 0;
         const char* end = text.data() + text.size();
         const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ec != std::errc() || ptr != end || value >= min) return {};
-        return text + " is below " + std::to_string(min) + "; accepted: " + accepted;
+        if (ec != std::errc() || ptr != end) return {};
+        if (value < lo) return text + " is below " + std::to_string(lo) + "; accepted: " + accepted;
+        if (value > hi) return text + " is above " + std::to_string(hi) + "; accepted: " + accepted;
+        return {};
       },
-      "≥" + std::to_string(min));  // in --help: UINT:≥1 (no space: the help keeps TYPE=DEFAULT one word)
+      // in --help, one word (the help keeps TYPE=DEFAULT together): INT:≥1, INT:[1,4096]
+      hi == std::numeric_limits<long long>::max() ? "≥" + std::to_string(lo)
+                                                  : "[" + std::to_string(lo) + "," + std::to_string(hi) + "]");
+}
+
+/// An integer option of at least `min`: "--batch-size: -5 is below 0; accepted: <accepted>".
+inline CLI::Validator at_least(long long min, const std::string& accepted) {
+  return whole_in(min, std::numeric_limits<long long>::max(), accepted);
 }
 
 /// A real-number option from `lo` (itself refused when `lo_open`) up to `hi` (included; +inf:

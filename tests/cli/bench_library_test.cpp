@@ -299,6 +299,35 @@ TEST(BenchLibrary, EveryFmaKernelComputesItsRecurrence) {
   }
 }
 
+// Each kernel is chosen only where the CPU has every instruction set it uses: AVX2's needs FMA3
+// too (a CPU with one and not the other runs the next one down). Only chosen, not run here.
+TEST(BenchLibrary, AKernelIsChosenOnlyWhereTheCpuHasAllItUses) {
+  const auto isas = [](const mb::VectorIsa& isa) {
+    std::vector<std::string> names;
+    for (const mb::FmaKernel& k : mb::fma_kernels(Precision::fp32, isa)) names.push_back(k.isa);
+    return names;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(isas({}), Names{"scalar"});
+#if defined(__x86_64__) || defined(__i386__)
+  EXPECT_EQ(isas({.avx2 = true}), Names{"scalar"});
+  EXPECT_EQ(isas({.fma = true}), Names{"scalar"});
+  EXPECT_EQ(isas({.avx2 = true, .fma = true}), (Names{"avx2+fma", "scalar"}));
+  EXPECT_EQ(isas({.avx512f = true}), (Names{"avx512f", "scalar"}));
+  EXPECT_EQ(isas({.avx512f = true, .avx2 = true, .fma = true}), (Names{"avx512f", "avx2+fma", "scalar"}));
+  // This CPU's list is the one for what it reports.
+  const mb::VectorIsa here = mb::this_cpu_isa();
+  std::vector<std::string> mine;
+  for (const mb::FmaKernel& k : mb::fma_kernels(Precision::fp64)) mine.push_back(k.isa);
+  EXPECT_EQ(mine, isas(here));
+  EXPECT_EQ(here.avx2, static_cast<bool>(__builtin_cpu_supports("avx2")));
+  EXPECT_EQ(here.fma, static_cast<bool>(__builtin_cpu_supports("fma")));
+  EXPECT_EQ(here.avx512f, static_cast<bool>(__builtin_cpu_supports("avx512f")));
+#else
+  EXPECT_EQ(isas({.avx512f = true, .avx2 = true, .fma = true}), Names{"scalar"});
+#endif
+}
+
 // A trial's rate: every thread's flops over the slowest thread's span, wherever it lies.
 TEST(BenchLibrary, ATrialsRateIsEveryThreadsFlopsOverTheSlowestSpan) {
   EXPECT_EQ(mb::trial_rate({1e9, 2e9}, {0.5, 0.25}), 6e9);

@@ -41,6 +41,18 @@ TEST(OptionValidators, AnIntegerFloorAcceptsItselfAndRefusesOneBelow) {
   EXPECT_EQ(text.find("is below"), std::string::npos) << text;
 }
 
+TEST(OptionValidators, AnIntegerRangeAcceptsBothEndsAndRefusesPastEither) {
+  const CLI::Validator check = whole_in(1, 4096, "1 to 4096");
+  EXPECT_EQ(parse<int>(check, "1"), "");
+  EXPECT_EQ(parse<int>(check, "4096"), "");
+  EXPECT_EQ(parse<int>(check, "0"), "--x: 0 is below 1; accepted: 1 to 4096");
+  EXPECT_EQ(parse<int>(check, "4097"), "--x: 4097 is above 4096; accepted: 1 to 4096");
+  EXPECT_EQ(parse<long long>(whole_in(-3, -3, "-3 only"), "-3"), "");
+  EXPECT_EQ(parse<long long>(whole_in(-3, -3, "-3 only"), "-2"), "--x: -2 is above -3; accepted: -3 only");
+  // No ceiling: the largest integer passes.
+  EXPECT_EQ(parse<long long>(at_least(0, "zero or more"), "9223372036854775807"), "");
+}
+
 TEST(OptionValidators, ARealFloorAcceptsItselfUnlessOpen) {
   const CLI::Validator closed = number_at_least(0, "≥ 0");
   EXPECT_EQ(parse<double>(closed, "0"), "");
@@ -71,6 +83,8 @@ TEST(OptionValidators, ARangeKeepsItsCeilingAndRefusesWhatIsNotFinite) {
 
 TEST(OptionValidators, HelpShowsEachRuleAsOneWord) {
   EXPECT_EQ(at_least(1, "").get_description(), "≥1");
+  EXPECT_EQ(whole_in(1, 4096, "").get_description(), "[1,4096]");
+  EXPECT_EQ(whole_in(-2, -1, "").get_description(), "[-2,-1]");
   EXPECT_EQ(number_at_least(0, "").get_description(), "≥0");
   EXPECT_EQ(number_above(0, "").get_description(), ">0");
   EXPECT_EQ(number_in(0.5, true, 1, "").get_description(), "(0.5,1]");

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace mixle::test {
@@ -70,6 +71,21 @@ TEST(StepwiseFit, ReachesTheFullBatchOptimumOnEveryFamily) {
     EXPECT_EQ(stepwise.mean_loglik.size(), 6u);
     EXPECT_NEAR(stepwise.final_mean_loglik, full.final_mean_loglik, 5e-3) << text;
     EXPECT_LE(stepwise.final_mean_loglik, full.final_mean_loglik + 1e-9) << "not above the optimum";
+    // Not converged (tol 0): the warning names the epochs, and no full-batch iterations it did not run.
+    const std::string advice = "; raise --epochs or add --full-batch-iterations";
+    const auto warned = [](const FitResult& r, const std::string& want) {
+      return std::find(r.warnings.begin(), r.warnings.end(), want) != r.warnings.end();
+    };
+    EXPECT_TRUE(warned(stepwise, "stepwise EM did not converge in 6 epoch(s) (tol 0.000000)" + advice))
+        << ::testing::PrintToString(stepwise.warnings);
+
+    o.epochs = 2;
+    o.full_batch_iterations = 3;
+    const FitResult three = fit(data, o);
+    EXPECT_EQ(three.iterations, 5);
+    EXPECT_TRUE(warned(
+        three, "stepwise EM did not converge in 2 epoch(s) and 3 full-batch iteration(s) (tol 0.000000)" + advice))
+        << ::testing::PrintToString(three.warnings);
 
     // Two epochs, then full-batch EM to convergence: the full-batch optimum itself.
     o.epochs = 2;
