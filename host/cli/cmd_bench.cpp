@@ -5,6 +5,7 @@
 #include "host/bench/bench.hpp"
 #include "host/bench/report.hpp"
 #include "host/cli/command.hpp"
+#include "host/cli/option_checks.hpp"
 #include "comms/comm_type.hpp"
 #include "host/bench/comm_bench.hpp"
 #include "host/launch_env.hpp"
@@ -32,6 +33,10 @@ struct BenchArgs {
   std::size_t min_bytes = 8, max_bytes = 16u << 20;
 };
 
+// The largest message per rank: beyond any one device's memory, and far from where the ×4 steps
+// between sizes would overflow.
+constexpr long long kMaxCommBytes = 1LL << 36;
+
 // Option values are usage errors (exit 2): the user typed them, nothing ran yet.
 template <class F>
 auto as_usage(F&& f) {
@@ -40,11 +45,6 @@ auto as_usage(F&& f) {
   } catch (const InvalidInput& e) {
     throw UsageError(e.what());
   }
-}
-
-std::size_t positive(long long v, const char* flag) {
-  if (v < 1) throw UsageError(std::string(flag) + " " + std::to_string(v) + ": must be ≥ 1");
-  return static_cast<std::size_t>(v);
 }
 
 void check_device_syntax(const std::string& d) {
@@ -57,10 +57,10 @@ bench::BenchCase to_case(const BenchArgs& a) {
   bench::BenchCase c;
   c.family = as_usage([&] { return family_from_name(a.family); });
   c.precision = as_usage([&] { return engine::precision_from_name(a.precision); });
-  c.rows = positive(a.rows, "--rows");
-  c.dims = positive(a.dims, "--dims");
-  c.components = positive(a.components, "--components");
-  c.categories = static_cast<std::size_t>(a.categories < 0 ? 0 : a.categories);
+  c.rows = static_cast<std::size_t>(a.rows);  // each ≥ 1 (≥ 2 categories), checked as parsed
+  c.dims = static_cast<std::size_t>(a.dims);
+  c.components = static_cast<std::size_t>(a.components);
+  c.categories = static_cast<std::size_t>(a.categories);
   c.threads = a.threads;
   c.iters = a.iters;
   c.warmup = a.warmup;
@@ -73,8 +73,9 @@ bench::BenchCase to_case(const BenchArgs& a) {
 int run_comm(const BenchArgs& a) {
   const LaunchEnv env = detect_launch_env();
   auto comm = communicator_from_env(env, resolve_comm(a.comm_type, env, false), std::chrono::seconds(60));
-  if (a.iters < 1 || a.min_bytes > a.max_bytes)
-    throw UsageError("--comm needs --iters ≥ 1 and --min-bytes ≤ --max-bytes");
+  if (a.min_bytes > a.max_bytes)
+    throw UsageError("--comm needs --min-bytes ≤ --max-bytes (" + std::to_string(a.min_bytes) + " > " +
+                     std::to_string(a.max_bytes) + ")");
   const auto rows = bench::run_comm_bench(*comm, a.min_bytes, a.max_bytes, a.iters, a.warmup);
   if (comm->rank() == 0) {
     std::fputs(bench::format_comm_table(*comm, rows).c_str(), stdout);
@@ -88,23 +89,41 @@ int run_comm(const BenchArgs& a) {
 std::function<int()> setup_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   app.add_option("--family", a->family, "Component family (" + family_names() + ")")->capture_default_str();
-  app.add_option("-n,--rows", a->rows, "Rows N of the synthetic dataset")->capture_default_str();
-  app.add_option("-d,--dims", a->dims, "Dimensions D (columns)")->capture_default_str();
-  app.add_option("-k,--components", a->components, "Components K")->capture_default_str();
-  app.add_option("--categories", a->categories, "Categories V per feature (categorical)")->capture_default_str();
+  app.add_option("-n,--rows", a->rows, "Rows N of the synthetic dataset")
+      ->check(at_least(1, "the rows benchmarked, ≥ 1"))
+      ->capture_default_str();
+  app.add_option("-d,--dims", a->dims, "Dimensions D (columns)")
+      ->check(at_least(1, "the columns, ≥ 1"))
+      ->capture_default_str();
+  app.add_option("-k,--components", a->components, "Components K")
+      ->check(at_least(1, "the components, ≥ 1"))
+      ->capture_default_str();
+  app.add_option("--categories", a->categories, "Categories V per feature (categorical)")
+      ->check(at_least(2, "the categories per feature, ≥ 2"))
+      ->capture_default_str();
   app.add_option("--device", a->device, "cpu, cuda, cuda:i, or all (cpu and every CUDA device)")->capture_default_str();
   app.add_option("--precision", a->precision, "Compute precision: fp32, fp64, tf32 (CUDA)")->capture_default_str();
-  app.add_option("--threads", a->threads, "CPU threads (0 = all)")->capture_default_str();
-  app.add_option("--iters", a->iters, "Timed repetitions per phase")->capture_default_str();
-  app.add_option("--warmup", a->warmup, "Untimed EM iterations first")->capture_default_str();
+  app.add_option("--threads", a->threads, "CPU threads (0 = all)")
+      ->check(at_least(0, "cpu threads, or 0 for all"))
+      ->capture_default_str();
+  app.add_option("--iters", a->iters, "Timed repetitions per phase")
+      ->check(at_least(1, "the timed repetitions, ≥ 1"))
+      ->capture_default_str();
+  app.add_option("--warmup", a->warmup, "Untimed EM iterations first")
+      ->check(at_least(0, "the untimed iterations, ≥ 0"))
+      ->capture_default_str();
   app.add_option("--seed", a->seed, "Seed of the synthetic model and data")->capture_default_str();
   app.add_option("--json", a->json, "Also write the results as JSON here (atomically)");
   auto* comm = app.add_option_group("comm", "All-reduce latency and bandwidth across the ranks of this job");
   comm->add_flag("--comm", a->comm_bench, "Benchmark the communicator (run under torchrun, mpirun or mixle launch)");
   comm->add_option("--comm-type", a->comm_type, "Communicator type: auto, or one of " + comms::comm_type_names())
       ->capture_default_str();
-  comm->add_option("--min-bytes", a->min_bytes, "Smallest message per rank")->capture_default_str();
-  comm->add_option("--max-bytes", a->max_bytes, "Largest message per rank")->capture_default_str();
+  comm->add_option("--min-bytes", a->min_bytes, "Smallest message per rank (at least one double, 8 bytes, is sent)")
+      ->check(at_least(1, "bytes per rank, ≥ 1"))
+      ->capture_default_str();
+  comm->add_option("--max-bytes", a->max_bytes, "Largest message per rank")
+      ->check(whole_in(1, kMaxCommBytes, "bytes per rank, 1 to 2^36 (64 GiB)"))
+      ->capture_default_str();
   return [a]() -> int {
     if (a->comm_bench) return run_comm(*a);
     check_device_syntax(a->device);

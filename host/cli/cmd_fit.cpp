@@ -377,6 +377,7 @@ std::function<int()> setup_fit(CLI::App& app) {
       ->capture_default_str();
   dist->add_option("--checkpoint-dir", args->dist.checkpoint_dir, "Rank 0 writes checkpoint.json here");
   dist->add_option("--checkpoint-every", args->dist.checkpoint_every, "Iterations between checkpoints")
+      ->check(at_least(1, "the iterations between checkpoints, ≥ 1"))
       ->capture_default_str();
   dist->add_option("--resume", args->dist.resume_dir, "Continue from DIR/checkpoint.json (any world size)");
   dist->add_option("--resources", args->dist.resources_file,

@@ -124,7 +124,7 @@ void print_table(const plan::Placement& p, const std::vector<plan::ModelShard>* 
 
 std::function<int()> setup_plan(CLI::App& app) {
   auto a = std::make_shared<PlanArgs>();
-  app.add_option("--rows", a->rows, "Rows of the data (N)");
+  app.add_option("--rows", a->rows, "Rows of the data (N)")->check(at_least(1, "the data rows, ≥ 1"));
   a->data.add_to(app, /*required=*/false);
   app.add_option("--model", a->model_file, "A mixle model JSON file (K and the parts)")->check(CLI::ExistingFile);
   app.add_option("--family", a->family, "Family of a one-part model: " + family_names());

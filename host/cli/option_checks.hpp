@@ -1,11 +1,12 @@
 // Option checks whose messages say what is accepted. CLI11's NonNegativeNumber and PositiveNumber
 // state their range as "0.000000 to 1.797…e308" (and PositiveNumber's as starting at 0 although
-// it refuses 0); these name the floor and its meaning instead.
+// it refuses 0); these name the floor and its meaning instead. Each reads the text with CLI11's
+// own conversion, the one the option's value comes from, so every form that conversion takes
+// ("+0", "0x0", "1e400") is checked as the value it becomes.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -20,9 +21,7 @@ inline CLI::Validator whole_in(long long lo, long long hi, const std::string& ac
   return CLI::Validator(
       [lo, hi, accepted](std::string& text) -> std::string {
         long long value = 0;
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ec != std::errc() || ptr != end) return {};
+        if (!CLI::detail::lexical_cast(text, value)) return {};
         if (value < lo) return text + " is below " + std::to_string(lo) + "; accepted: " + accepted;
         if (value > hi) return text + " is above " + std::to_string(hi) + "; accepted: " + accepted;
         return {};
@@ -51,11 +50,9 @@ inline CLI::Validator number_in(double lo, bool lo_open, double hi, const std::s
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         double value = 0.0;
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ptr != end || (ec != std::errc() && ec != std::errc::result_out_of_range)) return {};
+        if (!CLI::detail::lexical_cast(text, value)) return {};
         std::string why;
-        if (!std::isfinite(value) || ec == std::errc::result_out_of_range)
+        if (!std::isfinite(value))  // "inf", "nan", and past the largest double ("1e400")
           why = " is not a finite number";
         else if (value < lo || (lo_open && value == lo))
           why = (lo_open ? " is not above " : " is below ") + shown(lo);

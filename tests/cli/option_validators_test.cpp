@@ -81,6 +81,24 @@ TEST(OptionValidators, ARangeKeepsItsCeilingAndRefusesWhatIsNotFinite) {
   EXPECT_EQ(text.find("accepted: a probability"), std::string::npos) << text;
 }
 
+// CLI11's conversion takes a sign, C's base prefixes (0x…, and a leading 0 as octal) and long
+// double exponents: each form is checked as the value the option receives, none slips past.
+TEST(OptionValidators, EveryFormTheConversionTakesIsCheckedAsItsValue) {
+  const CLI::Validator one = at_least(1, "≥ 1");
+  EXPECT_EQ(parse<int>(one, "+0"), "--x: +0 is below 1; accepted: ≥ 1");
+  EXPECT_EQ(parse<int>(one, "0x0"), "--x: 0x0 is below 1; accepted: ≥ 1");
+  EXPECT_EQ(parse<int>(one, "00"), "--x: 00 is below 1; accepted: ≥ 1");
+  EXPECT_EQ(parse<int>(one, "+1"), "");
+  EXPECT_EQ(parse<int>(whole_in(1, 16, "1 to 16"), "0x11"), "--x: 0x11 is above 16; accepted: 1 to 16");
+  EXPECT_EQ(parse<int>(whole_in(1, 16, "1 to 16"), "0x10"), "");
+  const CLI::Validator open = number_above(0, "> 0");
+  EXPECT_EQ(parse<double>(open, "+0"), "--x: +0 is not above 0; accepted: > 0");
+  EXPECT_EQ(parse<double>(open, "0x0p0"), "--x: 0x0p0 is not above 0; accepted: > 0");
+  EXPECT_EQ(parse<double>(open, "-0x1p-3"), "--x: -0x1p-3 is not above 0; accepted: > 0");
+  EXPECT_EQ(parse<double>(open, "+1e400"), "--x: +1e400 is not a finite number; accepted: > 0");
+  EXPECT_EQ(parse<double>(open, "0x1p-3"), "");
+}
+
 TEST(OptionValidators, HelpShowsEachRuleAsOneWord) {
   EXPECT_EQ(at_least(1, "").get_description(), "≥1");
   EXPECT_EQ(whole_in(1, 4096, "").get_description(), "[1,4096]");

@@ -116,6 +116,17 @@ TEST(DistributedRefusals, ShardCountsAndInMemoryRows) {
   negative.shard_components = -1;
   expect_refused<UsageError>([&] { fit_distributed(data, {}, two_components(), negative); },
                              {"--shard-components -1", "0 (automatic), 1 (data parallel) or G ≥ 2"});
+  // A checkpoint folder with no interval would write no checkpoint at all: refused (0 and below;
+  // the CLI refuses them as parsed, library callers here). Without a folder the interval is unused.
+  for (int every : {0, -3}) {
+    DistributedOptions never;
+    never.checkpoint_dir = (dir.path / "ck").string();
+    never.checkpoint_every = every;
+    expect_refused<UsageError>([&] { fit_distributed(data, {}, two_components(), never); },
+                               {"--checkpoint-every " + std::to_string(every) + " with --checkpoint-dir",
+                                "accepted: the iterations between checkpoints, ≥ 1"});
+    EXPECT_FALSE(std::filesystem::exists(dir.path / "ck"));
+  }
   const Dataset rows = rows_of_two_clusters(200);
   for (int shards : {-1, 2}) {
     DistributedOptions sharded;
