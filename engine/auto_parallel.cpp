@@ -30,12 +30,11 @@ std::string shards_json(const std::vector<plan::ModelShard>& shards) {
 ParallelChoice auto_parallel_estimator(const EstimatorOptions& estimator, const plan::ModelSummary& model,
                                        const plan::Resources& resources, std::uint64_t n_data,
                                        std::uint64_t min_components_per_shard, int world_size) {
-  model.validate();
-  const int world = world_size > 0 ? world_size : static_cast<int>(resources.size());
-  if (resources.size() == 0) throw InvalidInput("auto_parallel_estimator: the resources list no device");
+  const int world = world_size > 0 ? world_size : static_cast<int>(resources.size());  // Resources hold ≥ 1
   ParallelChoice choice;
   std::string plain_error;
   try {
+    // plan() validates the model before anything else.
     choice.placement = plan::plan(resources, plan_options(estimator, model, n_data, resources.size()));
     choice.reason = "the model (" + std::to_string(model.parameter_bytes() + model.statistic_bytes()) +
                     " parameter + statistic bytes) fits every device; rows split over " +

@@ -26,6 +26,13 @@ std::vector<RowRange> align_row_ranges(const std::vector<std::size_t>& bounds, s
   return out;
 }
 
+std::vector<RowRange> even_row_ranges(std::size_t rows, std::size_t parts) {
+  std::vector<std::size_t> bounds(parts + 1);
+  // ⌊rows·w/parts⌋ without forming rows·w (which could overflow).
+  for (std::size_t w = 0; w <= parts; ++w) bounds[w] = rows / parts * w + rows % parts * w / parts;
+  return align_row_ranges(bounds, rows);
+}
+
 std::size_t largest_range(const std::vector<RowRange>& ranges) {
   std::size_t largest = 0;
   for (const RowRange& r : ranges) largest = std::max(largest, r.end - r.begin);

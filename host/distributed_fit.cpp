@@ -367,8 +367,8 @@ DistributedFitResult fit_sharded(const std::string& path, const ReadOptions& rea
     final_loglik = last.loglik;
     shard_parameter_bytes = engine::model_parameter_bytes(r.model);
     shard_statistic_bytes = static_cast<std::uint64_t>(engine::stat_layout(r.model).size) * sizeof(double);
-    model_parameter_bytes =
-        shard_parameter_bytes / std::max<std::size_t>(r.model.components(), 1) * components.back().end;
+    // Each component has as many parameters; a shard holds at least one (component_ranges).
+    model_parameter_bytes = shard_parameter_bytes / r.model.components() * components.back().end;
     r.model = engine::gather_global_model(r.model, components, mesh, *comm);
     return r;
   };
@@ -546,18 +546,15 @@ DistributedFitResult fit_distributed(const std::string& path, const ReadOptions&
         if (dist.shard_components < 0)
           throw UsageError("--shard-components " + std::to_string(dist.shard_components) +
                            ": accepted 0 (automatic), 1 (data parallel) or G ≥ 2 ranks per component group");
-        int groups = dist.shard_components;
+        int groups = dist.shard_components;  // 0 (automatic): data parallel unless Resources say otherwise
         std::string reason;
-        if (groups == 0) {
-          groups = 1;
-          if (!dist.resources_file.empty()) {
-            const engine::ParallelChoice choice =
-                engine::auto_parallel_estimator(host::estimator_options(options), engine::summarise(options, info.cols),
-                                                plan::Resources::load(dist.resources_file), info.rows, 1, comm->size());
-            groups = choice.shard_components;
-            reason = choice.reason;
-          }
-        } else {
+        if (groups == 0 && !dist.resources_file.empty()) {
+          const engine::ParallelChoice choice =
+              engine::auto_parallel_estimator(host::estimator_options(options), engine::summarise(options, info.cols),
+                                              plan::Resources::load(dist.resources_file), info.rows, 1, comm->size());
+          groups = choice.shard_components;
+          reason = choice.reason;
+        } else if (groups > 0) {
           reason = "--shard-components " + std::to_string(groups);
         }
         if (groups > 1) return fit_sharded(path, read, options, dist, env, comm, info, device, groups, reason);

@@ -133,9 +133,7 @@ int score_on_ranks(const ScoreArgs& given, const Model& model, const LaunchEnv& 
   const ReadOptions read = a.data.read_options();
   const DataInfo info = probe_data(a.data.path, read);
   const auto world = static_cast<std::size_t>(comm->size());
-  std::vector<std::size_t> bounds(world + 1);
-  for (std::size_t w = 0; w <= world; ++w) bounds[w] = info.rows / world * w + info.rows % world * w / world;
-  const std::vector<engine::RowRange> ranges = engine::align_row_ranges(bounds, info.rows);
+  const std::vector<engine::RowRange> ranges = engine::even_row_ranges(info.rows, world);
   const engine::RowRange mine = ranges[static_cast<std::size_t>(comm->rank())];
   const std::string part = part_path(a, comm->rank());
   // One all-reduce: the log-likelihood sum and every rank's error mark (engine/error_marks.hpp);

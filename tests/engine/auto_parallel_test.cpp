@@ -44,6 +44,16 @@ TEST(AutoParallel, PlainWhenTheModelFitsEveryDevice) {
   EXPECT_EQ(roomy.placement.total_rows, 10000u);
 }
 
+// A model summary that describes no model is refused naming the model, not a placement.
+TEST(AutoParallel, AnInvalidModelIsRefusedAsSuch) {
+  try {
+    (void)auto_parallel_estimator(fp64(), diag_model(0, 8), test::cpu_devices(2, std::nullopt), 100);
+    ADD_FAILURE() << "a model of 0 components was accepted";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("model components=0 is invalid"), std::string::npos) << e.what();
+  }
+}
+
 TEST(AutoParallel, ShardedWhenOnlyHalfTheModelFits) {
   const auto full = diag_model(64, 8), half = diag_model(32, 8);
   // Room for half the model's state plus some rows, not for the whole model.

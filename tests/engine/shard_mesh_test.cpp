@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -106,6 +107,28 @@ TEST(ShardChunking, RowRangesAreRoundedToWholeBlocks) {
   // Half a block and more rounds up, less rounds down: 192 = 1.5 blocks, 319 = 2.49 blocks.
   EXPECT_EQ(pairs(align_row_ranges({0, 192, 319, 1000}, 1000)), (P{{0, 256}, {256, 256}, {256, 1000}}));
   EXPECT_EQ(pairs(align_row_ranges({0, 191, 320, 1000}, 1000)), (P{{0, 128}, {128, 384}, {384, 1000}}));
+}
+
+// An even split is the aligned split at ⌊rows·w/parts⌋, for every row count and rank count tried
+// (the products stay far from overflow here, so the reference can form them).
+TEST(ShardChunking, AnEvenSplitIsTheAlignedSplitAtEqualShares) {
+  for (std::size_t parts = 1; parts <= 9; ++parts)
+    for (std::size_t rows = 0; rows <= 3000; rows += 7) {
+      std::vector<std::size_t> bounds;
+      for (std::size_t w = 0; w <= parts; ++w) bounds.push_back(rows * w / parts);
+      const std::vector<RowRange> want = align_row_ranges(bounds, rows), got = even_row_ranges(rows, parts);
+      ASSERT_EQ(got.size(), parts);
+      for (std::size_t w = 0; w < parts; ++w) {
+        ASSERT_EQ(got[w].begin, want[w].begin) << rows << " rows over " << parts << ", range " << w;
+        ASSERT_EQ(got[w].end, want[w].end) << rows << " rows over " << parts << ", range " << w;
+      }
+    }
+  // Near the top of size_t the shares are still exact (the reference would overflow here).
+  const std::size_t huge = std::numeric_limits<std::size_t>::max() / 2;
+  const std::vector<RowRange> two = even_row_ranges(huge, 2);
+  EXPECT_EQ(two[0].begin, 0u);
+  EXPECT_EQ(two[0].end, (huge / 2 + 64) / 128 * 128);
+  EXPECT_EQ(two[1].end, huge);
 }
 
 // Kept log-densities take 16 MiB per chunk (chunk × K_c values), in multiples of 128 rows, from
