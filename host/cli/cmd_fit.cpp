@@ -225,7 +225,7 @@ int run_fit(FitArgs& args) {
     throw UsageError("--checkpoint-dir, --resume and --receipts describe one fit; with -k A:B fit the chosen K again");
   const std::string by = args.select.empty() ? "bic" : args.select;
   o.layout = args.layout.empty() ? args.family : args.layout;
-  args.dist.timeout = std::chrono::milliseconds(static_cast<long long>(args.timeout_s * 1000.0));
+  args.dist.timeout = timeout_ms(args.timeout_s);
 
   // Only rank 0 prints progress and writes outputs (docs/design.md §8).
   const bool rank0 = host::detect_launch_env().is_rank0();
@@ -373,7 +373,7 @@ std::function<int()> setup_fit(CLI::App& app) {
           "COMM"))
       ->capture_default_str();
   dist->add_option("--timeout", args->timeout_s, "Seconds before a lost or hung rank fails the run")
-      ->check(number_above(0, "seconds > 0"))
+      ->check(number_in(0, true, kMaxTimeoutSeconds, kTimeoutAccepted))
       ->capture_default_str();
   dist->add_option("--checkpoint-dir", args->dist.checkpoint_dir, "Rank 0 writes checkpoint.json here");
   dist->add_option("--checkpoint-every", args->dist.checkpoint_every, "Iterations between checkpoints")

@@ -1,6 +1,7 @@
 // `mixle` command-line entry point: dispatches to the registered subcommands.
 // Exit codes: 0 success, 1 runtime error, 2 usage error (docs/design.md §13).
 #include "host/cli/command.hpp"
+#include "host/cli/option_checks.hpp"
 
 #include <mixle/error.hpp>
 #include <mixle/version.hpp>
@@ -48,6 +49,7 @@ int main(int argc, char** argv) {
     auto run = command.setup(*sub);
     sub->callback([&action, run] { action = run; });
   }
+  decimal_integers(app);  // "010" is ten, as in Python and torchrun, not CLI11's octal eight
 
   try {
     app.parse(argc, argv);

@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -74,6 +76,44 @@ inline CLI::Validator number_at_least(double min, const std::string& accepted) {
 /// A finite real-number option above `min`.
 inline CLI::Validator number_above(double min, const std::string& accepted) {
   return number_in(min, true, std::numeric_limits<double>::infinity(), accepted);
+}
+
+/// The longest `--timeout`: a year, in seconds.
+inline constexpr double kMaxTimeoutSeconds = 365.0 * 24 * 3600;
+inline const std::string kTimeoutAccepted = "seconds > 0, at most a year (31536000)";
+
+/// `--timeout` seconds as the milliseconds the communicators take, rounded up (a whole number
+/// of milliseconds that the decimal-to-binary conversion left a hair above stays itself), and at
+/// least 1 ms, not a 0 they would refuse. `seconds` is in (0, kMaxTimeoutSeconds].
+inline std::chrono::milliseconds timeout_ms(double seconds) {
+  const double ms = seconds * 1000.0, whole = std::round(ms);
+  const double up = std::abs(ms - whole) <= 1e-6 * std::max(1.0, whole) ? whole : std::ceil(ms);
+  return std::chrono::milliseconds(std::max(1LL, static_cast<long long>(up)));
+}
+
+/// Integers on the command line are decimal, as Python's and torchrun's are: CLI11 reads them
+/// with C's base detection, where "010" is octal 8 and "0x10" is 16. This transform, run before
+/// an option's checks, drops a decimal's leading zeros ("010" → "10", "-007" → "-7") and refuses
+/// a hexadecimal prefix, naming it; other text is left to the option's own conversion.
+inline std::string decimal_integer(std::string text) {
+  const std::size_t digits = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
+  if (text.size() < digits + 2 || text[digits] != '0') return text;
+  if (text[digits + 1] == 'x' || text[digits + 1] == 'X')
+    throw CLI::ValidationError(text + " is not a decimal integer; accepted: decimal digits (no 0x prefix)");
+  if (text.find_first_not_of("0123456789", digits) != std::string::npos) return text;
+  const std::size_t first = std::min(text.find_first_not_of('0', digits), text.size() - 1);
+  return text.substr(0, digits) + text.substr(first);
+}
+
+/// Gives every integer option of `app` and of its subcommands and option groups, however deep,
+/// the decimal_integer transform. Call it once every option has been added.
+inline void decimal_integers(CLI::App& app) {
+  for (CLI::Option* option : app.get_options()) {
+    const std::string type = option->get_type_name();
+    const std::string base = type.substr(0, type.find(':'));
+    if (base == "INT" || base == "UINT") option->transform(decimal_integer);
+  }
+  for (CLI::App* sub : app.get_subcommands(std::function<bool(CLI::App*)>{})) decimal_integers(*sub);
 }
 
 }  // namespace mixle::host

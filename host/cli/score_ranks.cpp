@@ -4,6 +4,7 @@
 #include "engine/compute.hpp"
 #include "engine/distributed_handle.hpp"
 #include "engine/error_marks.hpp"
+#include "host/cli/option_checks.hpp"
 #include "host/cli/score_chunks.hpp"
 #include "host/data/matrix_stream.hpp"
 
@@ -128,8 +129,7 @@ int score_on_ranks(const ScoreArgs& given, const Model& model, const LaunchEnv& 
   ScoreArgs a = given;
   a.device = rank_device(a.device, env.local_rank, engine::cuda_device_count());
   const std::unique_ptr<comms::Communicator> comm =
-      communicator_from_env(env, resolve_comm("auto", env, /*want_device=*/false),
-                            std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000.0)));
+      communicator_from_env(env, resolve_comm("auto", env, /*want_device=*/false), timeout_ms(a.timeout_s));
   const ReadOptions read = a.data.read_options();
   const DataInfo info = probe_data(a.data.path, read);
   const auto world = static_cast<std::size_t>(comm->size());

@@ -69,6 +69,8 @@ TEST(CliOptionChecks, EachRefusalNamesTheOptionTheValueAndWhatIsAccepted) {
       {"generate -m MODEL -n 0 -o OUT", {"--rows: 0 is below 1", "accepted: the rows to draw, ≥ 1"}},
       {"score --data DATA -m MODEL -o OUT --threads -2", {"--threads: -2 is below 0"}},
       {"score --data DATA -m MODEL -o OUT --timeout -5", {"--timeout: -5 is not above 0"}},
+      {"fit --data DATA -k 2 --timeout 1e300 -o OUT", {"--timeout: 1e300 is above 3.1536e+07", "at most a year"}},
+      {"score --data DATA -m MODEL -o OUT --timeout 31536001", {"--timeout: 31536001 is above 3.1536e+07"}},
       {"generate -m MODEL -n 5 -o OUT --dtype f16", {"--dtype: f16 not in {f32,f64}"}},
       {"plan --model MODEL --rows 0", {"--rows: 0 is below 1", "accepted: the data rows"}},
       {"fit --data DATA -k 2 --checkpoint-every 0 -o OUT",
@@ -106,6 +108,9 @@ TEST(CliOptionChecks, EachRefusalNamesTheOptionTheValueAndWhatIsAccepted) {
       {"bench --comm --min-bytes 0", {"--min-bytes: 0 is below 1"}},
       {"bench --comm --max-bytes -1", {"--max-bytes: -1 is below 1"}},
       {"bench --comm --max-bytes 68719476737", {"--max-bytes: 68719476737 is above 68719476736", "64 gib"}},
+      {"launch --nproc 0x2 -- true", {"--nproc: 0x2 is not a decimal integer", "accepted: decimal digits"}},
+      {"generate -m MODEL -n 0X10 -o OUT", {"--rows: 0X10 is not a decimal integer"}},
+      {"fit --data DATA -k 2 --max-iter 000 -o OUT", {"--max-iter: 0 is below 1"}},
       {"resources --discover --cpu-workers 0 --out OUT", {"--cpu-workers: 0 is below 1", "accepted: the cpu slots"}},
   };
   for (const BadOption& c : cases) {
@@ -124,6 +129,17 @@ TEST(CliOptionChecks, EachRefusalNamesTheOptionTheValueAndWhatIsAccepted) {
   }
 }
 
+// An integer with leading zeros is the decimal number, as in Python and torchrun: `-n 010` draws
+// ten rows, not CLI11's octal eight.
+TEST(CliOptionChecks, IntegersAreDecimal) {
+  TempDir dir("cli-option-decimal");
+  write_bytes(dir.file("m.json"), R"({"format":"mixle-model","version":1,"weights":[1],"parts":[
+    {"family":"poisson","columns":[0,1],"rate":[[3]]}]})");
+  const CliRun r = run_cli(dir, with_paths("generate -m MODEL -n 010 -o OUT", dir) + ".npy");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("drew 10 rows × 1 columns"), std::string::npos) << r.err;
+}
+
 // --help shows each checked option's range beside its type, and its default where it has one:
 // the range is the rule the checks above enforce, the default what README.md documents.
 TEST(CliOptionChecks, HelpShowsEachRangeAndDefault) {
@@ -133,9 +149,9 @@ TEST(CliOptionChecks, HelpShowsEachRangeAndDefault) {
        {"--max-iter INT:≥1=100", "--tol FLOAT:≥0=0.001", "--init-p FLOAT:(0,1]=0.1", "--n-init INT:≥1=1",
         "--reg-covar FLOAT:≥0=1e-06", "--pseudo-count FLOAT:≥0=0.001", "--rate-floor FLOAT:>0=1e-06",
         "--threads INT:≥0=0", "--workers INT:≥0", "--batch-size UINT:≥0=0", "--step-decay FLOAT:(0.5,1]=0.6",
-        "--step-offset FLOAT:≥0=2", "--epochs INT:≥1=10", "--full-batch-iterations INT:≥0=0", "--timeout FLOAT:>0=60",
-        "--checkpoint-every INT:≥1=1"}},
-      {"score", {"--threads INT:≥0", "--timeout FLOAT:>0=600"}},
+        "--step-offset FLOAT:≥0=2", "--epochs INT:≥1=10", "--full-batch-iterations INT:≥0=0",
+        "--timeout FLOAT:(0,3.1536e+07]=60", "--checkpoint-every INT:≥1=1"}},
+      {"score", {"--threads INT:≥0", "--timeout FLOAT:(0,3.1536e+07]=600"}},
       {"generate", {"-n,--rows INT:≥1"}},
       {"plan",
        {"--rows UINT:≥1", "--components UINT:≥1", "--dims UINT:≥1", "--num-chunks UINT:≥1", "--safety-factor FLOAT:>0",

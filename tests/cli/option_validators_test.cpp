@@ -99,6 +99,69 @@ TEST(OptionValidators, EveryFormTheConversionTakesIsCheckedAsItsValue) {
   EXPECT_EQ(parse<double>(open, "0x1p-3"), "");
 }
 
+// Integers are decimal: leading zeros dropped before the checks run, a hexadecimal prefix
+// refused; an option group's integers and a subcommand's too. Other options are untouched.
+TEST(OptionValidators, IntegersAreDecimal) {
+  for (const auto& [text, want] : std::vector<std::pair<std::string, std::string>>{{"010", "10"},
+                                                                                   {"-007", "-7"},
+                                                                                   {"+0010", "+10"},
+                                                                                   {"000", "0"},
+                                                                                   {"0", "0"},
+                                                                                   {"7", "7"},
+                                                                                   {"-0", "-0"},
+                                                                                   {"", ""},
+                                                                                   {"-", "-"},
+                                                                                   {"0.5", "0.5"},
+                                                                                   {"01e3", "01e3"}})
+    EXPECT_EQ(decimal_integer(text), want) << text;
+  for (const char* hex : {"0x10", "0X1f", "-0x1"}) EXPECT_THROW(decimal_integer(hex), CLI::ValidationError) << hex;
+
+  CLI::App app;
+  int top = 0;
+  long long grouped = 0;
+  unsigned sub_value = 0;
+  double real = 0;
+  std::string text;
+  app.add_option("--top", top)->check(at_least(9, "nine or more"));
+  app.add_option_group("group")->add_option("--grouped", grouped);
+  CLI::App* sub = app.add_subcommand("sub");
+  sub->add_option("--value", sub_value);
+  sub->add_option("--real", real);
+  sub->add_option("--text", text);
+  decimal_integers(app);
+  // parse() takes them last to first: --top 010 --grouped -010 sub --value 010 --real 010 --text 010
+  std::vector<std::string> args{"010", "--text", "010",       "--real", "010",  "--value",
+                                "sub", "-010",   "--grouped", "010",    "--top"};
+  app.parse(args);
+  EXPECT_EQ(top, 10) << "the check saw ten, not octal eight (which it refuses)";
+  EXPECT_EQ(grouped, -10);
+  EXPECT_EQ(sub_value, 10u);
+  EXPECT_EQ(real, 10.0);  // a real number is decimal already
+  EXPECT_EQ(text, "010");
+  std::vector<std::string> hex{"0x10", "--top"};
+  try {
+    app.parse(hex);
+    ADD_FAILURE() << "0x10 was accepted";
+  } catch (const CLI::ParseError& e) {
+    EXPECT_EQ(std::string(e.what()), "--top: 0x10 is not a decimal integer; accepted: decimal digits (no 0x prefix)");
+  }
+}
+
+// A timeout is whole milliseconds rounded up: never the 0 the communicators refuse, and a
+// year still fits.
+TEST(OptionValidators, ATimeoutIsWholeMillisecondsRoundedUp) {
+  EXPECT_EQ(timeout_ms(0.0004).count(), 1);
+  EXPECT_EQ(timeout_ms(1e-300).count(), 1);
+  EXPECT_EQ(timeout_ms(0.001).count(), 1);
+  EXPECT_EQ(timeout_ms(0.0015).count(), 2);
+  EXPECT_EQ(timeout_ms(0.0010001).count(), 2);
+  for (int ms = 1; ms <= 20000; ++ms)  // 2.007 × 1000 is 2007.0000000000002 in doubles: still 2007 ms
+    ASSERT_EQ(timeout_ms(ms / 1000.0).count(), ms) << ms / 1000.0 << " s";
+  EXPECT_EQ(timeout_ms(60).count(), 60000);
+  EXPECT_EQ(timeout_ms(kMaxTimeoutSeconds).count(), 31'536'000'000LL);
+  EXPECT_EQ(parse<double>(number_in(0, true, kMaxTimeoutSeconds, kTimeoutAccepted), "31536000"), "");
+}
+
 TEST(OptionValidators, HelpShowsEachRuleAsOneWord) {
   EXPECT_EQ(at_least(1, "").get_description(), "≥1");
   EXPECT_EQ(whole_in(1, 4096, "").get_description(), "[1,4096]");
