@@ -162,6 +162,8 @@ TEST(BenchCli, Fp64AndOtherFamiliesRun) {
   for (const mixle::FamilyDescriptor* family : mixle::family_descriptors())
     if (family->family != mixle::Family::gaussian_diag && family->family != mixle::Family::gaussian_full)
       check_document(tiny_run(std::string("--family ") + family->name), family->name, 2);
+  // The categories asked for are the ones benchmarked (not the default 4).
+  EXPECT_EQ(tiny_run("--family categorical --categories 3").at("case").at("categories"), 3);
 }
 
 TEST(BenchCli, BadOptionsAreUsageErrors) {

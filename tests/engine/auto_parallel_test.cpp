@@ -101,6 +101,13 @@ TEST(AutoParallel, UnrealizedWhenNoExecutorCanRunTheShards) {
   // min_components_per_shard = K leaves one shard: nothing to run it on one device.
   EXPECT_THROW(auto_parallel_estimator(fp64(), full, test::cpu_devices(2, memory), 10000, 64),
                UnrealizedModelPlacement);
+  // Two shards, but a world of one rank (given, not the device count) has no group of 2.
+  try {
+    auto_parallel_estimator(fp64(), full, test::cpu_devices(2, memory), 10000, 1, 1);
+    FAIL() << "expected UnrealizedModelPlacement";
+  } catch (const UnrealizedModelPlacement& e) {
+    EXPECT_NE(std::string(e.what()).find("the world of 1 rank(s)"), std::string::npos) << e.what();
+  }
   // Two shards, but a world of 3 ranks does not divide into groups of 2: the message carries
   // the shards (JSON) and the plan's error.
   try {

@@ -199,7 +199,7 @@ TEST(MissingRows, TwoRanksDropTheirOwnRowsAndAgreeWithOneProcess) {
   const std::vector<double> holed = with_nan(all.values(), 5, missing, 2);
   write_matrix((dir.path / "holed.npy").string(), holed.data(), 4000, 5);
   write_file_atomic((dir.path / "start.json").string(), kStart);
-  auto args = [&](const std::string& out) {
+  auto args = [&](const std::string& out, const std::string& missing = "drop") {
     return std::vector<std::string>{MIXLE_CLI_PATH,
                                     "fit",
                                     "--data",
@@ -215,47 +215,48 @@ TEST(MissingRows, TwoRanksDropTheirOwnRowsAndAgreeWithOneProcess) {
                                     "--threads",
                                     "1",
                                     "--missing",
-                                    "drop",
+                                    missing,
                                     "--quiet",
                                     "--out",
                                     (dir.path / out).string()};
   };
+  // `mixle launch --nproc 2 -- mixle fit …` writing `out`, with `extra` options, logged as `out`.log.
+  auto launched = [&](const std::string& out, const std::vector<std::string>& extra,
+                      const std::string& missing = "drop") {
+    std::vector<std::string> argv{MIXLE_CLI_PATH, "launch", "--nproc", "2", "--"};
+    for (const auto& a : args(out, missing)) argv.push_back(a);
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run_process(argv, {}, dir.path / (out + ".log"), 180s);
+  };
+  const std::string dropped =
+      "dropped 4 row(s) with a missing value (NaN) in a modelled column (rows 5, 1999, 2000, 3998, counted from 0)";
   Process one = run_process(args("one.json"), {}, dir.path / "one.log", 120s);
   ASSERT_EQ(one.exit_code(), 0) << one.output();
-  std::vector<std::string> argv{MIXLE_CLI_PATH, "launch", "--nproc", "2", "--"};
-  for (const auto& a : args("two.json")) argv.push_back(a);
-  Process two = run_process(argv, {}, dir.path / "two.log", 180s);
+  Process two = launched("two.json", {});
   ASSERT_EQ(two.exit_code(), 0) << two.output();
   EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "two.json"), 1e-9);
-  EXPECT_NE(two.output().find("dropped 4 row(s) with a missing value (NaN) in a modelled column (rows 5, 1999, 2000, "
-                              "3998, counted from 0)"),
-            std::string::npos)
-      << two.output();
+  EXPECT_NE(two.output().find(dropped), std::string::npos) << two.output();
   // Component-sharded over the same two ranks: both hold every row, so each dropped row counts
   // once (not once per shard), and the model is the one-process drop's.
-  std::vector<std::string> sharded{MIXLE_CLI_PATH, "launch", "--nproc", "2", "--"};
-  for (const auto& a : args("sharded.json")) sharded.push_back(a);
-  sharded.insert(sharded.end(), {"--shard-components", "2"});
-  Process shards = run_process(sharded, {}, dir.path / "sharded.log", 180s);
+  Process shards = launched("sharded.json", {"--shard-components", "2"});
   ASSERT_EQ(shards.exit_code(), 0) << shards.output();
   EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / "sharded.json"), 1e-9);
-  EXPECT_NE(shards.output().find("dropped 4 row(s) with a missing value (NaN) in a modelled column (rows 5, 1999, "
-                                 "2000, 3998, counted from 0)"),
-            std::string::npos)
-      << shards.output();
-  // Without --missing drop the ranks refuse the file, naming the row.
-  argv.erase(argv.end() - 5, argv.end() - 3);
-  Process refused = run_process(argv, {}, dir.path / "refused.log", 180s);
+  EXPECT_NE(shards.output().find(dropped), std::string::npos) << shards.output();
+  // With --missing error (the default) the ranks refuse the file, naming the row.
+  Process refused = launched("refused.json", {}, "error");
   EXPECT_NE(refused.exit_code(), 0);
   EXPECT_NE(refused.output().find("row 5, column 2"), std::string::npos) << refused.output();
   // Every row missing — one row, so rank 0 holds it and rank 1 none: refused as such.
   const std::vector<double> nothing(5, kNaN);
   write_matrix((dir.path / "holed.npy").string(), nothing.data(), 1, 5);
-  std::vector<std::string> empty{MIXLE_CLI_PATH, "launch", "--nproc", "2", "--"};
-  for (const auto& a : args("none.json")) empty.push_back(a);
-  Process none = run_process(empty, {}, dir.path / "none.log", 180s);
+  Process none = launched("none.json", {});
   EXPECT_NE(none.exit_code(), 0);
   EXPECT_NE(none.output().find("every row (of every rank) has a missing value"), std::string::npos) << none.output();
+  // So too component-sharded, where both ranks hold the row: it is counted once, and missing.
+  Process none_sharded = launched("none-sharded.json", {"--shard-components", "2"});
+  EXPECT_NE(none_sharded.exit_code(), 0);
+  EXPECT_NE(none_sharded.output().find("every row (of every rank) has a missing value"), std::string::npos)
+      << none_sharded.output();
 }
 
 }  // namespace
