@@ -29,6 +29,8 @@ bool spreads_over_gpus(const std::string& device) { return device == "cuda" || d
 
 int default_shards(const std::string& device, int gpus) { return spreads_over_gpus(device) ? std::max(gpus, 2) : 2; }
 
+int shard_threads(int threads, int cores, int shards) { return std::max(1, (threads > 0 ? threads : cores) / shards); }
+
 std::string shard_device(const std::string& device, int g, int gpus) {
   if (spreads_over_gpus(device) && gpus > 0) return "cuda:" + std::to_string(g % gpus);
   return device;
@@ -41,9 +43,8 @@ FitResult fit_component_sharded(const Dataset& data, const FitOptions& options) 
                        " for component_sharded: the number of component shards, ≥ 1 (0 = automatic)");
   const int gpus = engine::cuda_device_count();
   const int G = options.num_workers > 0 ? options.num_workers : default_shards(options.device, gpus);
-  // CPU threads are split between the shards, which run at the same time.
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads_each = std::max(1, (options.threads > 0 ? options.threads : cores) / G);
+  const int threads_each =
+      shard_threads(options.threads, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), G);
 
   // Initialisation runs through the ordinary local handle, so the sharded fit starts from the
   // unsharded fit's initial model. The handle lives until the fit returns (fit_handle drives the

@@ -36,4 +36,8 @@ int default_shards(const std::string& device, int gpus);
 /// gpus)); "cuda:i", "cpu" and "auto" without GPUs put every shard there.
 std::string shard_device(const std::string& device, int g, int gpus);
 
+/// CPU threads of each of `shards` shards, which run at the same time: `threads` (0: all
+/// `cores`) split evenly, at least 1 each.
+int shard_threads(int threads, int cores, int shards);
+
 }  // namespace mixle::host

@@ -492,7 +492,8 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
   // Unweighted, every row was counted above and the bad ones come off here (weighted, only the
   // good rows' weights were added).
   if (mode == Mode::accumulate && !weights) stats[1] -= static_cast<double>(total.impossible_rows + total.nan_rows);
-  std::sort(total.listed, total.listed + total.num_listed);
+  // The listed rows are ascending as they stand: rounds, their tiles and each tile's blocks are
+  // merged in row order.
   return total;
 }
 

@@ -13,6 +13,7 @@
 #include <mixle/family.hpp>
 #include <mixle/model.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cmath>
@@ -130,6 +131,13 @@ TEST(BenchLibrary, TheTimedModelIsPerturbedByTheStatedAmounts) {
   }
   EXPECT_NEAR(moved / static_cast<double>(g.mean.size()), 0.5 * std::sqrt(2.0 / M_PI), 0.03);
   EXPECT_NE(diag.evaluated.weights, diag.generating.weights);
+  // Both models' weights are U(0.5, 1.5) draws normalised: their ratios stay within 3, and 64
+  // draws spread far enough that the largest is more than twice the smallest.
+  for (const std::vector<double>* w : {&diag.generating.weights, &diag.evaluated.weights}) {
+    const auto [lo, hi] = std::minmax_element(w->begin(), w->end());
+    EXPECT_LE(*hi / *lo, 3.0);
+    EXPECT_GT(*hi / *lo, 2.0);
+  }
 
   c.family = mixle::Family::gaussian_full;
   c.dims = 4;

@@ -269,6 +269,11 @@ TEST(MpiChunks, AMalformedChunkSizeIsNamed) {
                          std::string("MIXLE_MPI_MAX_CHUNK='") + bad + "': expected an integer from 1 to 1073741824"))
         << p.output();
   }
+  // Both ends of the range are taken (1: every element its own call).
+  for (const char* good : {"1", "1073741824"}) {
+    Process p = run_process(argv, {{"MIXLE_MPI_MAX_CHUNK", good}}, dir.path / "mpi.log", 40s);
+    EXPECT_EQ(p.exit_code(), 0) << good << "\n" << p.output();
+  }
 }
 
 TEST(MpiSplit, SubCommunicatorsUnderMpirun) {

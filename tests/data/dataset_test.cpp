@@ -101,6 +101,12 @@ TEST(DataDataset, SliceKeepsItsRowsWeights) {
   ASSERT_NE(ss.weights(), nullptr);
   EXPECT_EQ(ss.weights()[0], 2.5);
   EXPECT_EQ(Dataset::from_vector(std::vector<double>{0, 1}, 2, 1).slice(0, 1).weights(), nullptr);
+  // New weights for a weighted slice are the slice's own, from its first row: given as values or
+  // as a one-column Dataset.
+  const Dataset reweighed = s.with_weights({7, 8, 9}, "v.csv");
+  EXPECT_EQ(std::vector<double>(reweighed.weights(), reweighed.weights() + 3), (std::vector<double>{7, 8, 9}));
+  const Dataset from_file = s.with_weights(Dataset::from_vector(std::vector<double>{4, 5, 6}, 3, 1));
+  EXPECT_EQ(std::vector<double>(from_file.weights(), from_file.weights() + 3), (std::vector<double>{4, 5, 6}));
 }
 
 }  // namespace

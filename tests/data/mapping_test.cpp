@@ -104,10 +104,12 @@ TEST(DataMapping, AFileOnDescriptorZeroIsRead) {
   } catch (const std::exception& e) {
     error = e.what();
   }
-  ::dup2(saved, 0);  // the file is closed by now: 0 is free again
+  const bool zero_closed = ::fcntl(0, F_GETFD) == -1;  // the file closed its descriptor, 0 too
+  ::dup2(saved, 0);
   ::close(saved);
   EXPECT_EQ(error, "");
   EXPECT_TRUE(zero_was_used);
+  EXPECT_TRUE(zero_closed) << "descriptor 0 left open after the file was closed";
   EXPECT_EQ(text, "read through fd 0");
 }
 

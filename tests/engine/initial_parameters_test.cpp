@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -183,6 +184,18 @@ TEST(InitialParameters, BadValuesAreNamed) {
     o.init_precisions.assign(c.count + 1, 1.0);
     expect_invalid_input([&] { (void)fit(data, o); },
                          {"initial precisions", std::to_string(c.count + 1) + " values", c.shape});
+  }
+  // A diagonal or spherical precision of 0, below 0 or not finite is named with its index.
+  for (const double bad : {0.0, -0.5, std::numeric_limits<double>::infinity(), std::nan("")}) {
+    SCOPED_TRACE(bad);
+    o.layout = "gaussian_diag";
+    o.init_precisions = {1, 2, bad, 4};
+    expect_invalid_input([&] { (void)fit(data, o); },
+                         {"initial precisions: value 2 is", "precisions must be finite and > 0"});
+    o.layout = "gaussian_spherical";
+    o.init_precisions = {bad, 1};
+    expect_invalid_input([&] { (void)fit(data, o); },
+                         {"initial precisions: value 0 is", "precisions must be finite and > 0"});
   }
   o.layout = "gaussian_full";
   o.init_precisions.clear();

@@ -35,5 +35,14 @@ TEST(ShardPlacement, ShardsGoRoundTheGpusOrStayOnTheNamedDevice) {
   EXPECT_EQ(shard_device("cuda:1", 3, 4), "cuda:1");
 }
 
+// The shards share the CPU threads asked for, or every core for 0; none gets fewer than one.
+TEST(ShardPlacement, ShardsShareTheThreads) {
+  EXPECT_EQ(shard_threads(0, 8, 2), 4);
+  EXPECT_EQ(shard_threads(0, 8, 3), 2);
+  EXPECT_EQ(shard_threads(6, 64, 2), 3);
+  EXPECT_EQ(shard_threads(1, 64, 2), 1);
+  EXPECT_EQ(shard_threads(0, 1, 4), 1);
+}
+
 }  // namespace
 }  // namespace mixle::host

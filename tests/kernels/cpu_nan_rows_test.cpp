@@ -76,5 +76,32 @@ void check_nan_rows() {
 TEST(CpuNanRows, ReportedScoredNanAndFoldedAsAbsentFp64) { check_nan_rows<double>(); }
 TEST(CpuNanRows, ReportedScoredNanAndFoldedAsAbsentFp32) { check_nan_rows<float>(); }
 
+// Many 2048-row tiles on several threads: the rows a pass lists are the first eight in row
+// order, ascending, whichever thread found them first.
+TEST(CpuNanRows, TheListedRowsAreTheFirstInRowOrderOnAnyThreads) {
+  const auto packed = engine::pack_model<double>(three_components(), 2);
+  constexpr std::size_t n = 40000;
+  const std::vector<std::size_t> nan_rows = {39000, 30001, 20500, 10000, 4100, 2100, 2050, 100, 35000, 25000};
+  std::vector<double> x(2 * n);
+  for (std::size_t i = 0; i < 2 * n; ++i) x[i] = std::sin(0.37 * static_cast<double>(i)) * 4.0;
+  for (std::size_t r : nan_rows) x[2 * r] = std::numeric_limits<double>::quiet_NaN();
+  std::vector<std::int64_t> first(nan_rows.begin(), nan_rows.end());
+  std::sort(first.begin(), first.end());
+  first.resize(kernels::PassReport::kMaxListed);
+  std::vector<double> loglik(n), stats(static_cast<std::size_t>(packed.view.stat_size));
+  for (const int threads : {1, 4}) {
+    SCOPED_TRACE(threads);
+    kernels::cpu::Options o;
+    o.threads = threads;
+    for (const kernels::PassReport& report :
+         {kernels::cpu::score(packed.view, x.data(), n, 2, loglik.data(), nullptr, o),
+          kernels::cpu::accumulate(packed.view, x.data(), n, 2, stats.data(), o)}) {
+      EXPECT_EQ(report.nan_rows, nan_rows.size());
+      ASSERT_EQ(report.num_listed, kernels::PassReport::kMaxListed);
+      EXPECT_EQ(std::vector<std::int64_t>(report.listed, report.listed + report.num_listed), first);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mixle

@@ -248,7 +248,9 @@ TEST(Receipt, OneJsonLineRoundTripsExactly) {
   StepReceipt r{.step = 7,
                 .loss = 1.0 / 3.0,
                 .local_examples = 250,
-                .local_tokens = 0,
+                .local_tokens = 33,  // every counter off its default, so a field left unread shows
+                .microbatches = 2,
+                .accumulation_steps = 3,
                 .data_parallel_size = 4,
                 .optimizer = "em",
                 .precision = "float64",
