@@ -97,6 +97,29 @@ TEST(DistributedFit, LaunchGlooMatchesOneProcessAtEveryWorldSize) {
 // `--init kmeans` runs Lloyd's iterations over every rank's rows (the centres' sums reduced
 // across ranks): two ranks start EM from the one-process initial model, up to the order of the
 // float64 sums.
+// `--timeout` bounds the rendezvous: rank 0 of a world of two whose peer never starts fails after
+// the time it was given (0.4 s, named as 400 ms), not the default minute.
+TEST(DistributedFit, TheTimeoutGivenBoundsTheWaitForAMissingPeer) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
+  TempDir dir;
+  const fs::path data = make_mixed_records(dir, 200);
+  const Env env{{"RANK", "0"},
+                {"LOCAL_RANK", "0"},
+                {"WORLD_SIZE", "2"},
+                {"LOCAL_WORLD_SIZE", "2"},
+                {"MASTER_ADDR", "127.0.0.1"},
+                {"MASTER_PORT", std::to_string(comms::find_free_port())},
+                {"TORCHELASTIC_USE_AGENT_STORE", "False"}};
+  auto argv = fit_args(data, dir.path / "alone.json", 5, "0");
+  argv.insert(argv.end(), {"--comm", "gloo", "--timeout", "0.4"});
+  const auto started = Clock::now();
+  Process alone = run_process(argv, env, dir.path / "alone.log", 40s);
+  EXPECT_NE(alone.exit_code(), 0);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - started).count(), 30.0) << alone.output();
+  EXPECT_NE(alone.output().find("400 ms"), std::string::npos) << alone.output();
+  EXPECT_FALSE(fs::exists(dir.path / "alone.json"));
+}
+
 TEST(DistributedFit, KmeansOverEveryRanksRowsMatchesOneProcess) {
   MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
   TempDir dir;
