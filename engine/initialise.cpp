@@ -94,19 +94,31 @@ KmeansCoordinates::KmeansCoordinates(const Model& shape, const Dataset& rows) {
   for (Feature& f : features_) {
     width_ += f.categories ? f.categories : 1;
     if (f.categories) {
-      std::vector<double> freq(f.categories, 0.0);
+      // Counted, then divided: a code every row holds has frequency exactly 1, where n terms of
+      // 1/n can sum to a hair below 1 and 1/√(1 − Σ p²) would then scale it by millions.
+      std::vector<std::size_t> count(f.categories, 0);
       for (std::size_t r = 0; r < n; ++r) {
         const double v = rows.at(r, f.column);
-        if (v >= 0.0 && v < static_cast<double>(f.categories))
-          freq[static_cast<std::size_t>(v)] += 1.0 / static_cast<double>(n);
+        if (v >= 0.0 && v < static_cast<double>(f.categories)) ++count[static_cast<std::size_t>(v)];
       }
       double same = 0.0;
-      for (double q : freq) same += q * q;
+      for (const std::size_t c : count) {
+        const double q = static_cast<double>(c) / static_cast<double>(n);
+        same += q * q;
+      }
       f.scale = same < 1.0 ? 1.0 / std::sqrt(1.0 - same) : 1.0;
       continue;
     }
+    // A column the sample holds constant keeps scale 1 about its value: about a rounded mean its
+    // variance would be a rounding error, and 1/√ of it a scale of millions.
+    const double first = n ? rows.at(0, f.column) : 0.0;
+    bool constant = true;
     double mean = 0.0, var = 0.0;
-    for (std::size_t r = 0; r < n; ++r) mean += rows.at(r, f.column) / static_cast<double>(n);
+    for (std::size_t r = 0; r < n; ++r) {
+      constant = constant && rows.at(r, f.column) == first;
+      mean += rows.at(r, f.column) / static_cast<double>(n);
+    }
+    if (constant) mean = first;  // so the variance below is exactly 0
     for (std::size_t r = 0; r < n; ++r) var += (rows.at(r, f.column) - mean) * (rows.at(r, f.column) - mean);
     f.mean = mean;
     f.scale = var > 0.0 ? 1.0 / std::sqrt(var / static_cast<double>(n)) : 1.0;

@@ -2,6 +2,7 @@
 #include "host/cli/command.hpp"
 #include "comms/comm_type.hpp"
 #include "host/cli/data_args.hpp"
+#include "host/cli/fit_summary.hpp"
 #include "host/cli/option_checks.hpp"
 #include "host/progress.hpp"
 
@@ -44,43 +45,6 @@ struct FitArgs {
   FitOptions options;
   DistributedOptions dist;
 };
-
-void print_summary(const FitResult& r, double seconds, bool weighted) {
-  const Model& m = r.model;
-  std::printf("fitted %zu components on %zu rows in %d iterations (%s), %.3f s\n", m.components(), r.rows, r.iterations,
-              r.converged ? "converged" : "not converged", seconds);
-  if (weighted)
-    std::printf("total sample weight: %.10g (log-likelihoods below are per unit of weight)\n", r.total_weight);
-  std::printf("mean log-likelihood per row: %.6f\n", r.final_mean_loglik);
-  std::printf("log-likelihood per iteration:");
-  for (std::size_t i = 0; i < r.mean_loglik.size(); ++i) std::printf("%s%.6f", i ? ", " : " ", r.mean_loglik[i]);
-  std::printf("\n");
-  double em_seconds = 0.0;
-  for (double s : r.iteration_seconds) em_seconds += s;
-  const double per_iter = r.iterations ? em_seconds / r.iterations : 0.0;
-  if (per_iter > 0)
-    std::printf(
-        "throughput: %.4g rows/s (%.4g s per EM iteration; %.3f s initialisation; %.3f s in total with "
-        "initialisation)\n",
-        r.rows / per_iter, per_iter, r.init_seconds, seconds);
-  for (std::size_t k = 0; k < m.components(); ++k) {
-    std::printf("  component %zu  weight %.4f", k, m.weights[k]);
-    for (const Part& p : m.parts) {
-      // The first parameter of the family, for its first column: D values (e.g. the means) or,
-      // for a family with categories, the first column's V values.
-      const FamilyDescriptor& family = family_descriptor(p.family);
-      const ParamDescriptor& shown = family.params.front();
-      const std::size_t per_component = static_cast<std::size_t>(
-          param_values(shown.shape, static_cast<std::int64_t>(p.dims()), static_cast<std::int64_t>(p.categories)));
-      const std::size_t row = shown.shape == ParamShape::per_category ? p.categories : p.dims();
-      const std::size_t n = std::min<std::size_t>(row, 4);
-      std::printf("  %s[", family.name);
-      for (std::size_t i = 0; i < n; ++i) std::printf("%s%.4g", i ? " " : "", (p.*shown.values)[k * per_component + i]);
-      std::printf("%s]", row > n ? " …" : "");
-    }
-    std::printf("\n");
-  }
-}
 
 /// Seconds with microsecond resolution ("0.001234").
 std::string seconds_text(double seconds) {
@@ -256,7 +220,7 @@ int run_fit(FitArgs& args) {
   if (!rank0) return 0;
   for (const auto& w : result.warnings) std::fprintf(stderr, "mixle: warning: %s\n", w.c_str());
   if (selecting) print_selection(table, chosen, by);
-  print_summary(result, result.seconds, !args.data.weights.empty());
+  std::fputs(fit_summary(result, result.seconds, !args.data.weights.empty()).c_str(), stdout);
   if (!where.empty()) std::printf("distributed:%s\n", where.c_str());
   if (!args.out.empty()) {
     save_model(result.model, args.out);

@@ -67,9 +67,9 @@ void append_part(MatrixStream<T>& out, const std::string& part, std::size_t cols
     range.row_begin = begin;
     range.row_end = end;
     const Dataset d = read_data(part, range);  // float64: mapped; int64 labels: converted, exactly
-    values.resize((end - begin) * cols);
+    values.resize(d.rows() * cols);
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>(d.at(i / cols, i % cols));
-    out.append(values.data(), end - begin);
+    out.append(values.data(), d.rows());
   });
 }
 

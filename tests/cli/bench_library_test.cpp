@@ -3,6 +3,7 @@
 #include "host/bench/bench.hpp"
 #include "host/bench/comm_bench.hpp"
 #include "host/bench/report.hpp"
+#include "host/resources_discovery.hpp"
 
 #include "engine/compute.hpp"
 
@@ -349,6 +350,15 @@ TEST(BenchLibrary, MachineInfoNamesThisCpu) {
   EXPECT_EQ(m.cpu_model, mb::cpu_model_name());
   EXPECT_GE(m.logical_cpus, 1);
   EXPECT_GT(m.memory_bytes, 0);
+}
+
+// A GPU's name is its runtime product name; an index no device has (none in a CPU-only build)
+// is "unknown", at either end.
+TEST(BenchLibrary, AGpusNameIsItsProductOrUnknown) {
+  const std::vector<mixle::host::CudaDeviceInfo> devices = mixle::host::cuda_devices();
+  const int count = static_cast<int>(devices.size());
+  for (int i = 0; i < count; ++i) EXPECT_EQ(mb::cuda_device_name(i), devices[static_cast<std::size_t>(i)].product);
+  for (const int i : {-1, count, count + 1}) EXPECT_EQ(mb::cuda_device_name(i), "unknown") << "index " << i;
 }
 
 TEST(BenchLibrary, PeakSourcesAreStated) {

@@ -1,7 +1,7 @@
 // The distributed handle over ranks that hold one row, no row and the rest: every reduced result
 // is the one-process handle's over all the rows (statistics to float64 rounding: the sums are
 // taken in another order). Three ranks on threads of this process (the `threads` communicator).
-#include "comms/thread_group.hpp"
+#include "common/thread_ranks.hpp"
 #include "engine/compute.hpp"
 #include "engine/distributed_handle.hpp"
 #include "engine/local_handle.hpp"
@@ -12,18 +12,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <exception>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace mixle {
 namespace {
-
-using namespace std::chrono_literals;
 
 constexpr std::size_t kRows = 40;
 
@@ -54,7 +49,6 @@ struct Results {
   std::size_t rows = 0;
   double total_weight = 0.0;
   std::vector<double> column_max, assigned, statistics, folded;
-  std::string error;
 };
 
 Results compute(EncodedData& h) {
@@ -88,25 +82,17 @@ TEST(DistributedHandle, RanksWithOneRowOrNoneAddUpToTheWholeFile) {
 
   // Rank 0: row 0 only; rank 1: no row; rank 2: rows [1, kRows).
   const std::size_t bounds[] = {0, 1, 1, kRows};
-  auto members = comms::make_thread_group(3, 30s);
   std::vector<Results> got(3);
-  std::vector<std::thread> threads;
-  for (std::size_t r = 0; r < 3; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        engine::DistributedEncodedData h(all.slice(bounds[r], bounds[r + 1]), kRows, bounds[r], *members[r],
-                                         engine::make_cpu_compute(1));
-        EXPECT_EQ(h.local_rows(), bounds[r + 1] - bounds[r]);
-        EXPECT_EQ(h.first_row(), bounds[r]);
-        got[r] = compute(h);
-      } catch (const std::exception& e) {
-        got[r].error = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
+  const std::vector<std::string> errors = test::on_thread_ranks(3, [&](std::size_t r, comms::Communicator& comm) {
+    engine::DistributedEncodedData h(all.slice(bounds[r], bounds[r + 1]), kRows, bounds[r], comm,
+                                     engine::make_cpu_compute(1));
+    EXPECT_EQ(h.local_rows(), bounds[r + 1] - bounds[r]);
+    EXPECT_EQ(h.first_row(), bounds[r]);
+    got[r] = compute(h);
+  });
   for (std::size_t r = 0; r < 3; ++r) {
     SCOPED_TRACE("rank " + std::to_string(r));
-    ASSERT_EQ(got[r].error, "");
+    ASSERT_EQ(errors[r], "");
     EXPECT_EQ(got[r].rows, kRows);
     EXPECT_DOUBLE_EQ(got[r].total_weight, want.total_weight);
     EXPECT_EQ(got[r].column_max, want.column_max);

@@ -2,7 +2,7 @@
 // rows of every rank in global row order, weights included, and each row crosses the network
 // once with its C values (and its weight only when some rank's rows are weighted). Two ranks on
 // threads of this process (the `threads` communicator).
-#include "comms/thread_group.hpp"
+#include "common/thread_ranks.hpp"
 #include "engine/compute.hpp"
 #include "engine/distributed_handle.hpp"
 
@@ -10,17 +10,12 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cstdint>
-#include <exception>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace mixle {
 namespace {
-
-using namespace std::chrono_literals;
 
 struct Drawn {
   Dataset rows;
@@ -30,23 +25,16 @@ struct Drawn {
 
 /// Rows [0, 5) on rank 0 and [5, 8) on rank 1; a target above the row count takes every row.
 std::vector<Drawn> sample_on_two_ranks(const Dataset& all) {
-  auto members = comms::make_thread_group(2, 30s);
   std::vector<Drawn> drawn(2);
-  std::vector<std::thread> threads;
-  for (std::size_t r = 0; r < 2; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        const std::size_t first = r ? 5 : 0;
-        engine::DistributedEncodedData handle(all.slice(first, r ? 8 : 5), all.rows(), first, *members[r],
-                                              engine::make_cpu_compute(1));
-        const std::uint64_t before = members[r]->collective_bytes();
-        drawn[r].rows = handle.sample(7, 100);
-        drawn[r].bytes = members[r]->collective_bytes() - before;
-      } catch (const std::exception& e) {
-        drawn[r].error = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
+  const std::vector<std::string> errors = test::on_thread_ranks(2, [&](std::size_t r, comms::Communicator& comm) {
+    const std::size_t first = r ? 5 : 0;
+    engine::DistributedEncodedData handle(all.slice(first, r ? 8 : 5), all.rows(), first, comm,
+                                          engine::make_cpu_compute(1));
+    const std::uint64_t before = comm.collective_bytes();
+    drawn[r].rows = handle.sample(7, 100);
+    drawn[r].bytes = comm.collective_bytes() - before;
+  });
+  for (std::size_t r = 0; r < 2; ++r) drawn[r].error = errors[r];
   return drawn;
 }
 

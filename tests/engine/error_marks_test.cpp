@@ -2,6 +2,7 @@
 // E-step fails, every other rank's error names it *and* quotes its reason — a launcher that stops
 // the group at the first exit may leave only one rank's message on screen. Runs the real
 // distributed handle on two threads of this process (the `threads` communicator).
+#include "common/thread_ranks.hpp"
 #include "comms/thread_group.hpp"
 #include "engine/compute.hpp"
 #include "engine/distributed_handle.hpp"
@@ -35,24 +36,19 @@ TEST(ErrorMarks, TheOtherRanksQuoteTheFailingRanksReason) {
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>(i % 2);
   values[300] = 2.0;
   const Dataset all = Dataset::from_vector(values, values.size(), 1);
-  auto members = comms::make_thread_group(2, 30s);
   std::vector<std::string> errors(2);
   std::vector<std::vector<std::size_t>> rows(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        engine::DistributedEncodedData handle(all.slice(256 * r, 256 * (r + 1)), all.rows(), 256 * r,
-                                              *members[static_cast<std::size_t>(r)], engine::make_cpu_compute(1));
-        handle.stream_accumulate(model, engine::EstimatorOptions{});
-      } catch (const ImpossibleEvidence& e) {
-        errors[static_cast<std::size_t>(r)] = e.what();
-        rows[static_cast<std::size_t>(r)] = e.rows();
-      } catch (const std::exception& e) {
-        errors[static_cast<std::size_t>(r)] = std::string("not ImpossibleEvidence: ") + e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
+  const std::vector<std::string> others = test::on_thread_ranks(2, [&](std::size_t r, comms::Communicator& comm) {
+    engine::DistributedEncodedData handle(all.slice(256 * r, 256 * (r + 1)), all.rows(), 256 * r, comm,
+                                          engine::make_cpu_compute(1));
+    try {
+      handle.stream_accumulate(model, engine::EstimatorOptions{});
+    } catch (const ImpossibleEvidence& e) {
+      errors[r] = e.what();
+      rows[r] = e.rows();
+    }
+  });
+  EXPECT_EQ(others, (std::vector<std::string>{"", ""})) << "an error other than ImpossibleEvidence";
   EXPECT_NE(errors[1].find("rows 300"), std::string::npos) << errors[1];
   EXPECT_NE(errors[0].find("failed on rank 1 (rank 1: "), std::string::npos) << errors[0];
   EXPECT_NE(errors[0].find("rows 300"), std::string::npos) << errors[0];

@@ -175,6 +175,42 @@ TEST(EngineInit, KmeansCoordinatesWeighEveryColumnAlike) {
   EXPECT_EQ(engine::kmeans_sample_rows(6000), 24000u);
 }
 
+// A column the sample holds constant (one value, or one code) cannot be standardised: it keeps
+// scale 1 about its value and adds nothing to any distance. Ten rows of 1.0 average to a hair
+// off 1.0 and ten frequencies of 1/10 sum to a hair below 1: scaled by the spread those leave
+// (~1e13 and ~1e8), a row off the constant there would be so far from every centre that its
+// other columns were lost in the rounding; an all-zero column would be 0 · ∞.
+TEST(EngineInit, AConstantColumnAddsNothingToTheDistance) {
+  const std::size_t N = 10;
+  std::vector<double> v;
+  for (std::size_t r = 0; r < N; ++r) v.insert(v.end(), {static_cast<double>(r), 1.0, 0.0, 2.0});
+  const Dataset rows = Dataset::from_vector(v, N, 4);
+  Model shape;
+  shape.weights = {1.0};
+  shape.parts = {make_part(Family::gaussian_diag, 0, 3), make_part(Family::categorical, 3, 4, 3)};
+  const engine::KmeansCoordinates coordinates(shape, rows);
+  ASSERT_EQ(coordinates.width(), 3u + 3u);
+  std::vector<double> x(6);
+  for (std::size_t r = 0; r < N; ++r) {
+    coordinates.embed(rows, r, x.data());
+    // Column 0 standardised: mean 4.5, population variance 8.25.
+    EXPECT_NEAR(x[0], (static_cast<double>(r) - 4.5) / std::sqrt(8.25), 1e-12) << "row " << r;
+    EXPECT_EQ(x[1], 0.0) << "row " << r;
+    EXPECT_EQ(x[2], 0.0) << "row " << r;
+    EXPECT_EQ(x[3], 0.0);
+    EXPECT_EQ(x[4], 0.0);
+    EXPECT_EQ(x[5], 1.0) << "row " << r;  // the one code's indicator, at scale 1
+  }
+  // Another row, off the constants by 1 and by its code: unit steps, as in any coordinate.
+  const Dataset other = Dataset::from_vector(std::vector<double>{4.5, 2.0, -1.0, 0.0}, 1, 4);
+  coordinates.embed(other, 0, x.data());
+  EXPECT_EQ(x[0], 0.0);
+  EXPECT_EQ(x[1], 1.0);
+  EXPECT_EQ(x[2], -1.0);
+  EXPECT_EQ(x[3], 1.0);
+  EXPECT_EQ(x[5], 0.0);
+}
+
 // A categorical part without V takes it from the largest code in the data — every row counts,
 // the first one too.
 TEST(EngineInit, CategoriesComeFromTheLargestCodeInAnyRow) {

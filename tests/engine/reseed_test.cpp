@@ -3,9 +3,9 @@
 // every Gaussian covariance type, sample weights (= replicated rows), two ranks (= one), the EM
 // loop's warnings and stopping rule, and the refusal under component sharding.
 #include "common/json_numbers.hpp"
+#include "common/thread_ranks.hpp"
 #include "engine_test_util.hpp"
 
-#include "comms/thread_group.hpp"
 #include "engine/component_sharded.hpp"
 #include "engine/distributed_handle.hpp"
 #include "engine/em.hpp"
@@ -19,12 +19,10 @@
 #include <cmath>
 #include <limits>
 #include <random>
-#include <thread>
 
 namespace mixle {
 namespace {
 
-using namespace std::chrono_literals;
 using engine::EmptyPolicy;
 
 constexpr std::size_t kPerCluster = 600;
@@ -275,22 +273,13 @@ TEST(Reseed, TwoRanksReseedAsOne) {
   em.threads = 1;
   engine::LocalEncodedData one(all, engine::make_cpu_compute(1));
   const engine::EmResult single = engine::run_em(one, start_model("gaussian_diag", 3), em);
-  auto members = comms::make_thread_group(2, 30s);
   std::vector<engine::EmResult> ranks(2);
-  std::vector<std::string> errors(2);
-  std::vector<std::thread> threads;
   const std::size_t half = all.rows() / 2 + 7;  // an uneven split through cluster B
-  for (std::size_t r = 0; r < 2; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        engine::DistributedEncodedData handle(all.slice(r ? half : 0, r ? all.rows() : half), all.rows(), r ? half : 0,
-                                              *members[r], engine::make_cpu_compute(1));
-        ranks[r] = engine::run_em(handle, start_model("gaussian_diag", 3), em);
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
+  const std::vector<std::string> errors = test::on_thread_ranks(2, [&](std::size_t r, comms::Communicator& comm) {
+    engine::DistributedEncodedData handle(all.slice(r ? half : 0, r ? all.rows() : half), all.rows(), r ? half : 0,
+                                          comm, engine::make_cpu_compute(1));
+    ranks[r] = engine::run_em(handle, start_model("gaussian_diag", 3), em);
+  });
   const std::vector<double> expected = test::model_numbers(single.model);
   for (std::size_t r = 0; r < 2; ++r) {
     ASSERT_EQ(errors[r], "") << r;

@@ -328,6 +328,11 @@ TEST(LaunchEnv, MalformedValuesNameTheVariable) {
     expect_launch_refusal(vars, {std::string("environment variable RANK='") + bad + "' is not an integer",
                                  "accepted: a whole number below 2^31"});
   }
+  // The 32-bit range's ends: -2^31 is read (and then refused as a rank), one less is not a value.
+  vars["RANK"] = "-2147483648";
+  expect_launch_refusal(vars, {"launch environment (torchrun): rank -2147483648 is not in [0, 2)"});
+  vars["RANK"] = "-2147483649";
+  expect_launch_refusal(vars, {"environment variable RANK='-2147483649' is not an integer"});
   vars["RANK"] = "2";  // ≥ WORLD_SIZE
   expect_launch_refusal(vars, {"launch environment (torchrun): rank 2 is not in [0, 2)"});
   vars["RANK"] = "0";

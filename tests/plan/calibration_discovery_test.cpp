@@ -108,6 +108,14 @@ TEST(PlanCalibration, CatalogLatestAndResourcesForAndRoundTrip) {
   EXPECT_FALSE(latest->fully_successful());
   EXPECT_FALSE(catalog.resources_for("gmm", "estep", "float32").has_value());
   EXPECT_EQ(catalog.latest("gmm", "estep"), nullptr);  // no precision ≠ float32
+  {  // on a tie of timestamps the record appended later is the newer one
+    CalibrationCatalog tied = catalog;
+    tied.append(record(20, two, {ok("cpu:0", 7), ok("cpu:1", 7)}));
+    const CalibrationRecord* newest = tied.latest("gmm", "accumulate", "fp32");
+    ASSERT_NE(newest, nullptr);
+    EXPECT_EQ(newest, &tied.records().back());
+    EXPECT_TRUE(newest->fully_successful());
+  }
   EXPECT_EQ(catalog.resources_for("gmm", "score", "float32"), two);
   namespace fs = std::filesystem;
   const std::string path =
@@ -154,6 +162,9 @@ TEST(PlanDiscovery, ParsesMeminfoAndCgroupLimits) {
   EXPECT_EQ(parse_cgroup_memory_limit("max\n"), std::nullopt);
   EXPECT_EQ(parse_cgroup_memory_limit("8589934592\n"), 8589934592u);
   EXPECT_EQ(parse_cgroup_memory_limit("9223372036854771712\n"), std::nullopt);  // v1 unlimited
+  // From 2^60 bytes (an exbibyte) up, a limit is read as v1's "unlimited"; below it, as a limit.
+  EXPECT_EQ(parse_cgroup_memory_limit("1152921504606846976"), std::nullopt);
+  EXPECT_EQ(parse_cgroup_memory_limit("1152921504606846975"), 1152921504606846975u);
   EXPECT_EQ(parse_cgroup_v2_path("12:cpu:/x\n0::/user.slice/job-1\n"), "/user.slice/job-1");
   EXPECT_EQ(parse_cgroup_v2_path("4:memory:/x\n"), std::nullopt);
   EXPECT_EQ(parse_cgroup_v1_memory_path("12:cpu:/x\n4:cpuset,memory:/slurm/job_1 \n0::/\n"), "/slurm/job_1");
