@@ -111,14 +111,13 @@ KmeansCoordinates::KmeansCoordinates(const Model& shape, const Dataset& rows) {
     }
     // A column the sample holds constant keeps scale 1 about its value: about a rounded mean its
     // variance would be a rounding error, and 1/√ of it a scale of millions.
-    const double first = n ? rows.at(0, f.column) : 0.0;
-    bool constant = true;
-    double mean = 0.0, var = 0.0;
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo, mean = 0.0, var = 0.0;
     for (std::size_t r = 0; r < n; ++r) {
-      constant = constant && rows.at(r, f.column) == first;
+      lo = std::min(lo, rows.at(r, f.column));
+      hi = std::max(hi, rows.at(r, f.column));
       mean += rows.at(r, f.column) / static_cast<double>(n);
     }
-    if (constant) mean = first;  // so the variance below is exactly 0
+    if (lo == hi) mean = lo;  // constant: so the variance below is exactly 0
     for (std::size_t r = 0; r < n; ++r) var += (rows.at(r, f.column) - mean) * (rows.at(r, f.column) - mean);
     f.mean = mean;
     f.scale = var > 0.0 ? 1.0 / std::sqrt(var / static_cast<double>(n)) : 1.0;

@@ -209,6 +209,15 @@ TEST(EngineInit, AConstantColumnAddsNothingToTheDistance) {
   EXPECT_EQ(x[2], -1.0);
   EXPECT_EQ(x[3], 1.0);
   EXPECT_EQ(x[5], 0.0);
+  // Codes outside [0, V) (impossible rows, which the data check refuses before a fit) count for
+  // no code: codes {0, 0, 3, −1} with V = 3 are frequencies {1/2, 0, 0}, scale 1/√(1 − 1/4).
+  const Dataset odd = Dataset::from_vector(std::vector<double>{0.0, 0.0, 3.0, -1.0}, 4, 1);
+  Model one_code;
+  one_code.weights = {1.0};
+  one_code.parts = {make_part(Family::categorical, 0, 1, 3)};
+  const engine::KmeansCoordinates codes(one_code, odd);
+  codes.embed(odd, 0, x.data());
+  EXPECT_DOUBLE_EQ(x[0], 1.0 / std::sqrt(0.75));
 }
 
 // A categorical part without V takes it from the largest code in the data — every row counts,
