@@ -220,7 +220,7 @@ int run_fit(FitArgs& args) {
   if (!rank0) return 0;
   for (const auto& w : result.warnings) std::fprintf(stderr, "mixle: warning: %s\n", w.c_str());
   if (selecting) print_selection(table, chosen, by);
-  std::fputs(fit_summary(result, result.seconds, !args.data.weights.empty()).c_str(), stdout);
+  print_fit_summary(stdout, result, result.seconds, !args.data.weights.empty());
   if (!where.empty()) std::printf("distributed:%s\n", where.c_str());
   if (!args.out.empty()) {
     save_model(result.model, args.out);
@@ -337,7 +337,7 @@ std::function<int()> setup_fit(CLI::App& app) {
           "COMM"))
       ->capture_default_str();
   dist->add_option("--timeout", args->timeout_s, "Seconds before a lost or hung rank fails the run")
-      ->check(number_in(0, true, kMaxTimeoutSeconds, kTimeoutAccepted))
+      ->check(timeout_seconds())
       ->capture_default_str();
   dist->add_option("--checkpoint-dir", args->dist.checkpoint_dir, "Rank 0 writes checkpoint.json here");
   dist->add_option("--checkpoint-every", args->dist.checkpoint_every, "Iterations between checkpoints")

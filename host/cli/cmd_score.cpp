@@ -31,7 +31,7 @@ std::function<int()> setup_score(CLI::App& app) {
   app.add_option("--threads", a->threads, "CPU threads (0 = all)")->check(at_least(0, "CPU threads, or 0 for all"));
   app.add_option("--timeout", a->timeout_s,
                  "Under a launcher: seconds a rank waits for the group to form and the other ranks to finish")
-      ->check(number_in(0, true, kMaxTimeoutSeconds, kTimeoutAccepted))
+      ->check(timeout_seconds())
       ->capture_default_str();
   return [a]() -> int {
     const bool summary = a->summary();

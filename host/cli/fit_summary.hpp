@@ -6,52 +6,34 @@
 #include <mixle/fit.hpp>
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
-#include <string>
 
 namespace mixle::host {
 
-/// printf into the end of `out`.
-[[gnu::format(printf, 2, 3)]] inline void append_format(std::string& out, const char* format, ...) {
-  va_list args, again;
-  va_start(args, format);
-  va_copy(again, args);
-  const int n = std::vsnprintf(nullptr, 0, format, args);
-  va_end(args);
-  if (n > 0) {
-    const std::size_t at = out.size();
-    out.resize(at + static_cast<std::size_t>(n) + 1);
-    std::vsnprintf(out.data() + at, static_cast<std::size_t>(n) + 1, format, again);
-    out.resize(at + static_cast<std::size_t>(n));
-  }
-  va_end(again);
-}
-
-/// The summary of `r`, which took `seconds` in all; `weighted`: the rows had sample weights.
-/// The throughput line divides the rows by the mean EM iteration (the iterations' own times,
-/// without the initialisation); it is left out when no iteration was timed.
-inline std::string fit_summary(const FitResult& r, double seconds, bool weighted) {
+/// Writes the summary of `r`, which took `seconds` in all, to `out`; `weighted`: the rows had
+/// sample weights. The throughput line divides the rows by the mean EM iteration (the
+/// iterations' own times, without the initialisation); it is left out when no iteration was
+/// timed.
+inline void print_fit_summary(std::FILE* out, const FitResult& r, double seconds, bool weighted) {
   const Model& m = r.model;
-  std::string out;
-  append_format(out, "fitted %zu components on %zu rows in %d iterations (%s), %.3f s\n", m.components(), r.rows,
-                r.iterations, r.converged ? "converged" : "not converged", seconds);
+  std::fprintf(out, "fitted %zu components on %zu rows in %d iterations (%s), %.3f s\n", m.components(), r.rows,
+               r.iterations, r.converged ? "converged" : "not converged", seconds);
   if (weighted)
-    append_format(out, "total sample weight: %.10g (log-likelihoods below are per unit of weight)\n", r.total_weight);
-  append_format(out, "mean log-likelihood per row: %.6f\n", r.final_mean_loglik);
-  out += "log-likelihood per iteration:";
-  for (std::size_t i = 0; i < r.mean_loglik.size(); ++i) append_format(out, "%s%.6f", i ? ", " : " ", r.mean_loglik[i]);
-  out += "\n";
+    std::fprintf(out, "total sample weight: %.10g (log-likelihoods below are per unit of weight)\n", r.total_weight);
+  std::fprintf(out, "mean log-likelihood per row: %.6f\n", r.final_mean_loglik);
+  std::fputs("log-likelihood per iteration:", out);
+  for (std::size_t i = 0; i < r.mean_loglik.size(); ++i) std::fprintf(out, "%s%.6f", i ? ", " : " ", r.mean_loglik[i]);
+  std::fputc('\n', out);
   double em_seconds = 0.0;
   for (double s : r.iteration_seconds) em_seconds += s;
   const double per_iter = r.iterations ? em_seconds / r.iterations : 0.0;
   if (per_iter > 0)
-    append_format(out,
-                  "throughput: %.4g rows/s (%.4g s per EM iteration; %.3f s initialisation; %.3f s in total with "
-                  "initialisation)\n",
-                  static_cast<double>(r.rows) / per_iter, per_iter, r.init_seconds, seconds);
+    std::fprintf(out,
+                 "throughput: %.4g rows/s (%.4g s per EM iteration; %.3f s initialisation; %.3f s in total with "
+                 "initialisation)\n",
+                 static_cast<double>(r.rows) / per_iter, per_iter, r.init_seconds, seconds);
   for (std::size_t k = 0; k < m.components(); ++k) {
-    append_format(out, "  component %zu  weight %.4f", k, m.weights[k]);
+    std::fprintf(out, "  component %zu  weight %.4f", k, m.weights[k]);
     for (const Part& p : m.parts) {
       // The first parameter of the family, for its first column: D values (e.g. the means) or,
       // for a family with categories, the first column's V values.
@@ -61,14 +43,13 @@ inline std::string fit_summary(const FitResult& r, double seconds, bool weighted
           param_values(shown.shape, static_cast<std::int64_t>(p.dims()), static_cast<std::int64_t>(p.categories)));
       const std::size_t row = shown.shape == ParamShape::per_category ? p.categories : p.dims();
       const std::size_t n = std::min<std::size_t>(row, 4);
-      append_format(out, "  %s[", family.name);
+      std::fprintf(out, "  %s[", family.name);
       for (std::size_t i = 0; i < n; ++i)
-        append_format(out, "%s%.4g", i ? " " : "", (p.*shown.values)[k * per_component + i]);
-      append_format(out, "%s]", row > n ? " …" : "");
+        std::fprintf(out, "%s%.4g", i ? " " : "", (p.*shown.values)[k * per_component + i]);
+      std::fprintf(out, "%s]", row > n ? " …" : "");
     }
-    out += "\n";
+    std::fputc('\n', out);
   }
-  return out;
 }
 
 }  // namespace mixle::host

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iomanip>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -43,9 +44,9 @@ inline CLI::Validator at_least(long long min, const std::string& accepted) {
 /// above 0; …", "--init-p: 1.5 is above 1; …". Text that is no number is left to the option's
 /// own conversion, which names it.
 inline CLI::Validator number_in(double lo, bool lo_open, double hi, const std::string& accepted) {
-  const auto shown = [](double v) {
+  const auto shown = [](double v) {  // 15 digits: a year is 31536000, not 3.1536e+07
     std::ostringstream out;
-    out << v;
+    out << std::setprecision(15) << v;
     return out.str();
   };
   const bool ceiling = std::isfinite(hi);
@@ -80,7 +81,11 @@ inline CLI::Validator number_above(double min, const std::string& accepted) {
 
 /// The longest `--timeout`: a year, in seconds.
 inline constexpr double kMaxTimeoutSeconds = 365.0 * 24 * 3600;
-inline const std::string kTimeoutAccepted = "seconds > 0, at most a year (31536000)";
+
+/// `--timeout` of the commands that wait for other ranks: seconds in (0, a year].
+inline CLI::Validator timeout_seconds() {
+  return number_in(0, true, kMaxTimeoutSeconds, "seconds > 0, at most a year (31536000)");
+}
 
 /// `--timeout` seconds as the milliseconds the communicators take, rounded up (a whole number
 /// of milliseconds that the decimal-to-binary conversion left a hair above stays itself), and at

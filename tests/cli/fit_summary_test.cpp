@@ -7,10 +7,24 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace mixle {
 namespace {
+
+/// What print_fit_summary writes, captured in memory.
+std::string fit_summary(const FitResult& r, double seconds, bool weighted) {
+  char* text = nullptr;
+  std::size_t size = 0;
+  std::FILE* out = ::open_memstream(&text, &size);
+  host::print_fit_summary(out, r, seconds, weighted);
+  std::fclose(out);
+  std::string captured(text, size);
+  std::free(text);
+  return captured;
+}
 
 FitResult two_iterations() {
   FitResult r;
@@ -30,7 +44,7 @@ FitResult two_iterations() {
 }
 
 TEST(FitSummary, EveryLineFollowsFromTheResult) {
-  EXPECT_EQ(host::fit_summary(two_iterations(), 3.0, false),
+  EXPECT_EQ(fit_summary(two_iterations(), 3.0, false),
             "fitted 2 components on 1000 rows in 2 iterations (converged), 3.000 s\n"
             "mean log-likelihood per row: -1.250000\n"
             "log-likelihood per iteration: -2.000000, -1.500000\n"
@@ -45,18 +59,18 @@ TEST(FitSummary, WeightsAreStatedAndAnUntimedFitHasNoThroughput) {
   r.iterations = 3;
   r.iteration_seconds = {0.5, 1.0, 1.5};
   r.converged = false;
-  const std::string weighted = host::fit_summary(r, 4.5, true);
+  const std::string weighted = fit_summary(r, 4.5, true);
   EXPECT_NE(weighted.find("in 3 iterations (not converged), 4.500 s\ntotal sample weight: 1234.5 (log-likelihoods "
                           "below are per unit of weight)\n"),
             std::string::npos)
       << weighted;
   EXPECT_NE(weighted.find("throughput: 1000 rows/s (1 s per EM iteration;"), std::string::npos) << weighted;
   r.iteration_seconds = {0.0, 0.0, 0.0};
-  EXPECT_EQ(host::fit_summary(r, 0.0, false).find("throughput"), std::string::npos);
+  EXPECT_EQ(fit_summary(r, 0.0, false).find("throughput"), std::string::npos);
   r.iterations = 0;  // resumed at its last iteration: nothing to divide
   r.iteration_seconds.clear();
   r.mean_loglik.clear();
-  const std::string none = host::fit_summary(r, 0.0, false);
+  const std::string none = fit_summary(r, 0.0, false);
   EXPECT_EQ(none.find("throughput"), std::string::npos) << none;
   EXPECT_NE(none.find("log-likelihood per iteration:\n"), std::string::npos) << none;
 }

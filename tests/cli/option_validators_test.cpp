@@ -159,7 +159,12 @@ TEST(OptionValidators, ATimeoutIsWholeMillisecondsRoundedUp) {
     ASSERT_EQ(timeout_ms(ms / 1000.0).count(), ms) << ms / 1000.0 << " s";
   EXPECT_EQ(timeout_ms(60).count(), 60000);
   EXPECT_EQ(timeout_ms(kMaxTimeoutSeconds).count(), 31'536'000'000LL);
-  EXPECT_EQ(parse<double>(number_in(0, true, kMaxTimeoutSeconds, kTimeoutAccepted), "31536000"), "");
+  EXPECT_EQ(parse<double>(timeout_seconds(), "31536000"), "");
+  EXPECT_EQ(parse<double>(timeout_seconds(), "31536000.5"),
+            "--x: 31536000.5 is above 31536000; accepted: seconds > 0, at most a year (31536000)");
+  EXPECT_EQ(parse<double>(timeout_seconds(), "0"),
+            "--x: 0 is not above 0; accepted: seconds > 0, at most a year (31536000)");
+  EXPECT_EQ(timeout_seconds().get_description(), "(0,31536000]");
 }
 
 TEST(OptionValidators, HelpShowsEachRuleAsOneWord) {
