@@ -44,9 +44,11 @@ inline CLI::Validator at_least(long long min, const std::string& accepted) {
 /// above 0; …", "--init-p: 1.5 is above 1; …". Text that is no number is left to the option's
 /// own conversion, which names it.
 inline CLI::Validator number_in(double lo, bool lo_open, double hi, const std::string& accepted) {
-  const auto shown = [](double v) {  // 15 digits: a year is 31536000, not 3.1536e+07
+  // 15 significant digits (digits10): a bound written as a decimal of up to 15 digits reads as
+  // written — a year is 31536000, not 3.1536e+07, and 0.1 is not 0.10000000000000001.
+  const auto shown = [](double v) {
     std::ostringstream out;
-    out << std::setprecision(15) << v;
+    out << std::setprecision(std::numeric_limits<double>::digits10) << v;
     return out.str();
   };
   const bool ceiling = std::isfinite(hi);

@@ -165,6 +165,8 @@ TEST(OptionValidators, ATimeoutIsWholeMillisecondsRoundedUp) {
   EXPECT_EQ(parse<double>(timeout_seconds(), "0"),
             "--x: 0 is not above 0; accepted: seconds > 0, at most a year (31536000)");
   EXPECT_EQ(timeout_seconds().get_description(), "(0,31536000]");
+  // Bounds show 15 significant digits: decimals as written, a third to its 15th digit.
+  EXPECT_EQ(number_in(0.1, false, 1.0 / 3.0, "").get_description(), "[0.1,0.333333333333333]");
 }
 
 TEST(OptionValidators, HelpShowsEachRuleAsOneWord) {
