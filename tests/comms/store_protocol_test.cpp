@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mixle::comms {
@@ -37,6 +38,28 @@ TEST(StoreProtocol, IntegersAreLittleEndianAtEveryByte) {
   }
   EXPECT_EQ(wire::kRequestHeaderBytes, 17u);  // op u8, arg i64, key_len u32, value_len u32
   EXPECT_EQ(wire::kReplyHeaderBytes, 13u);    // status u8, arg i64, value_len u32
+}
+
+// The wire format docs/distributed.md documents: a build that changed one of these would not
+// speak to a peer built before it.
+TEST(StoreProtocol, TheConstantsAreTheDocumentedOnes) {
+  EXPECT_EQ(wire::kHandshakeMagic, 0x4D585354u);  // "MXST"
+  EXPECT_EQ(wire::kVersion, 1u);
+  EXPECT_EQ(wire::kMaxTokenBytes, 1024u);
+  EXPECT_EQ(wire::kMaxKeyBytes, 4096u);
+  EXPECT_EQ(wire::kMaxValueBytes, 64u << 20);
+  EXPECT_EQ(wire::kMaxWaitKeys, 65536u);
+  EXPECT_EQ(wire::kAccepted, 0xA5);
+  EXPECT_EQ(wire::kRefused, 0x5A);
+  const std::pair<wire::Op, int> ops[] = {{wire::Op::set, 1},   {wire::Op::get, 2},  {wire::Op::add, 3},
+                                          {wire::Op::check, 4}, {wire::Op::wait, 5}, {wire::Op::lost, 6},
+                                          {wire::Op::bye, 7}};
+  for (const auto& [op, code] : ops) EXPECT_EQ(static_cast<int>(op), code);
+  const std::pair<wire::Status, int> statuses[] = {{wire::Status::ok, 0},
+                                                   {wire::Status::not_found, 1},
+                                                   {wire::Status::timed_out, 2},
+                                                   {wire::Status::bad_request, 3}};
+  for (const auto& [status, code] : statuses) EXPECT_EQ(static_cast<int>(status), code);
 }
 
 TEST(StoreProtocol, KeyListsRoundTrip) {

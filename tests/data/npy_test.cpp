@@ -291,6 +291,9 @@ TEST(DataNpy, RejectsBadShapesEmptyFilesAndNpz) {
   // A zip's local file header as np.savez writes it: the signature, then version 20 to extract.
   test::write_bytes(npz, std::string("PK\x03\x04\x14\x00", 6) + std::string(58, '\0'));
   test::expect_invalid_input([&] { read_data(npz); }, {npz, "is a .npz archive (zip)", "np.save"});
+  // The signature alone (a zip cut after its first four bytes) is still named a zip.
+  test::write_bytes(npz, std::string("PK\x03\x04", 4));
+  test::expect_invalid_input([&] { read_data(npz); }, {npz, "is a .npz archive (zip)"});
   const std::string junk = dir.file("junk.npy");
   test::write_bytes(junk, "hello, world\n");
   test::expect_invalid_input([&] { read_data(junk); }, {junk, "not a .npy file"});

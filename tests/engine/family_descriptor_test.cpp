@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 #include <string>
 
 namespace mixle {
@@ -41,6 +42,36 @@ TEST(FamilyDescriptors, RegistryFindsEveryFamilyByNameAndEnum) {
   } catch (const InvalidInput& e) {
     EXPECT_NE(std::string(e.what()).find(family_names()), std::string::npos) << e.what();
   }
+}
+
+// A shifted family packs its shift — its mean — as its first D coefficients, so the range check
+// of the packed coefficients (pack_model) covers the shifts too: a mean float32 cannot hold is
+// refused there, whichever part it is in.
+TEST(FamilyDescriptors, AShiftedFamilysShiftIsItsFirstCoefficients) {
+  constexpr std::size_t K = 2, D = 3;
+  int shifted = 0;
+  for (const FamilyDescriptor* d : family_descriptors()) {
+    if (!d->shifted) continue;
+    ++shifted;
+    Part p;
+    p.family = d->family;
+    p.col_begin = 0;
+    p.col_end = D;
+    const engine::FamilyOps& ops = engine::family_ops(d->family);
+    ops.resize(p, K);
+    for (std::size_t i = 0; i < p.mean.size(); ++i) p.mean[i] = 1.5 + static_cast<double>(i);
+    for (std::size_t k = 0; k < K; ++k) {
+      std::vector<double> shift(D), coef(static_cast<std::size_t>(ops.coef_stride(p)));
+      ASSERT_GE(coef.size(), D) << d->name;
+      ops.shift(p, k, shift.data());
+      (void)ops.pack(p, k, coef.data());
+      for (std::size_t j = 0; j < D; ++j) {
+        EXPECT_EQ(shift[j], p.mean[k * D + j]) << d->name << " component " << k;
+        EXPECT_EQ(coef[j], shift[j]) << d->name << " component " << k << " coefficient " << j;
+      }
+    }
+  }
+  EXPECT_EQ(shifted, 5);  // gaussian_diag, _full, _spherical, _tied and lognormal
 }
 
 // A model with one part of every family, D = 3 columns each (V = 4 for categorical), K = 2:

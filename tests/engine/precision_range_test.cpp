@@ -135,6 +135,34 @@ TEST(EnginePrecisionRange, HugeMeanInFp32) {
                      -0.5 * std::log(2.0 * std::numbers::pi));
 }
 
+// A mean float32 cannot hold is refused in fp32 before any row is scored, naming its part —
+// the first as well as a later one — and its value as written (not 40 digits of it).
+TEST(EnginePrecisionRange, AMeanPastFloat32IsRefusedInAnyPart) {
+  // float32 ends at 3.4e38.
+  Part huge = make_part(Family::gaussian_diag, 0, 1), plain = make_part(Family::gaussian_diag, 1, 2);
+  huge.mean = {1e39};
+  huge.var = {1.0};
+  plain.mean = {0.0};
+  plain.var = {1.0};
+  const Dataset rows = Dataset::from_vector(std::vector<double>{1e39, 0.0}, 1, 2);
+  for (const bool first : {true, false}) {
+    Model m;
+    m.weights = {1.0};
+    m.parts = first ? std::vector<Part>{huge, plain} : std::vector<Part>{plain, huge};
+    if (!first) {  // the same columns, in the other part order
+      m.parts[0].col_begin = 1, m.parts[0].col_end = 2;
+      m.parts[1].col_begin = 0, m.parts[1].col_end = 1;
+    }
+    SCOPED_TRACE(first ? "huge mean in part 0" : "huge mean in part 1");
+    EXPECT_TRUE(std::isfinite(score_samples(m, rows, "cpu", 1, "fp64")[0]));
+    test::expect_invalid_input(
+        [&] { (void)score_samples(m, rows, "cpu", 1, "fp32"); },
+        {std::string("model parts[") + (first ? "0" : "1") +
+         "] (gaussian_diag), component 0: packed coefficient (from a parameter) 1e+39 is outside the "
+         "range of the compute precision fp32"});
+  }
+}
+
 // The row maximum `l > mx ? l : mx` skips NaN; a row NaN in every component must still be
 // counted as a NaN row (InvalidInput), not as impossible (ImpossibleEvidence). The engine
 // refuses parameters that would produce NaN, so this reaches the kernel directly.

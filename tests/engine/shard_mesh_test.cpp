@@ -44,6 +44,16 @@ TEST(ShardMesh, EveryRankHasOnePlaceInTheMesh) {
   }
 }
 
+// A mesh left at its defaults is the one a process alone makes: one rank, one shard.
+TEST(ShardMesh, TheDefaultMeshIsOneRankAlone) {
+  const ShardMesh alone = make_shard_mesh(1, 0, 1), plain{};
+  EXPECT_EQ(plain.world, alone.world);
+  EXPECT_EQ(plain.groups, alone.groups);
+  EXPECT_EQ(plain.data_groups, alone.data_groups);
+  EXPECT_EQ(plain.rank, alone.rank);
+  EXPECT_EQ(plain.world, plain.groups * plain.data_groups);
+}
+
 TEST(ShardMesh, SizesThatDoNotTileTheWorldAreRefused) {
   for (const auto& [world, groups] : {std::pair{4, 0}, std::pair{4, 5}, std::pair{6, 4}, std::pair{4, -1}}) {
     try {

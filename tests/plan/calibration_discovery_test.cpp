@@ -82,6 +82,14 @@ TEST(PlanCalibration, ApplyCalibrationReplacesThroughput) {
   EXPECT_EQ(out.devices()[1].throughput, 1.0);  // failure keeps the original spec
   expect_mentions(message_of<InvalidInput>([&] { apply_calibration(res, {ok("cuda:9", 1)}); }),
                   {"cuda:9", "matches no device"});
+  // Each result is validated before it is applied: a success without a throughput is refused,
+  // and so is a failure's bad timing, though a failure changes nothing.
+  const DeviceCalibration no_rate{"cpu:0", true, {0.5}, std::nullopt, std::nullopt};
+  expect_mentions(message_of<InvalidInput>([&] { apply_calibration(res, {no_rate}); }),
+                  {"calibration of 'cpu:0'", "success=true with throughput=none"});
+  const DeviceCalibration bad_timing{"cpu:1", false, {-1.0}, std::nullopt, "boom"};
+  expect_mentions(message_of<InvalidInput>([&] { apply_calibration(res, {bad_timing}); }),
+                  {"calibration of 'cpu:1'", "elapsed_seconds contains -1"});
 }
 
 // A record is fully successful when every device has its own successful result, in any order.
