@@ -120,9 +120,9 @@ class ShardedEstimator {
   std::unique_ptr<comms::Communicator> component_comm_;  // the G ranks sharing this rank's rows
   std::unique_ptr<comms::Communicator> data_comm_;       // the D ranks holding this rank's shard
   std::unique_ptr<Compute> compute_;
-  std::size_t max_shard_components_ = 1;
-  bool every_rank_keeps_ = false;    // every rank's Compute keeps log-densities (chunking)
-  std::vector<unsigned char> kept_;  // a chunk's log-densities between scoring and folding (reused)
+  std::size_t max_shard_components_;  // at least 1, set by the constructor
+  bool every_rank_keeps_ = false;     // every rank's Compute keeps log-densities (chunking)
+  std::vector<unsigned char> kept_;   // a chunk's log-densities between scoring and folding (reused)
 };
 
 /// Throws InvalidInput for EmptyPolicy::reseed, which component sharding cannot run (a reseed

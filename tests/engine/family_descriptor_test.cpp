@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <set>
 #include <vector>
 #include <string>
@@ -72,6 +74,29 @@ TEST(FamilyDescriptors, AShiftedFamilysShiftIsItsFirstCoefficients) {
     }
   }
   EXPECT_EQ(shifted, 5);  // gaussian_diag, _full, _spherical, _tied and lognormal
+}
+
+// A family's coefficient stride is exactly what it packs: every one of the coef_stride values of
+// a component is written (none left as padding for the kernels to step over).
+TEST(FamilyDescriptors, PackingFillsTheWholeCoefficientStride) {
+  constexpr std::size_t K = 2, D = 3, V = 4;
+  for (const FamilyDescriptor* d : family_descriptors()) {
+    Part p;
+    p.family = d->family;
+    p.col_begin = 0;
+    p.col_end = D;
+    p.categories = d->categories ? V : 0;
+    const engine::FamilyOps& ops = engine::family_ops(d->family);
+    ops.resize(p, K);
+    for (std::size_t k = 0; k < K; ++k) {
+      std::vector<double> coef(static_cast<std::size_t>(ops.coef_stride(p)), std::numeric_limits<double>::quiet_NaN());
+      ASSERT_FALSE(coef.empty()) << d->name;
+      (void)ops.pack(p, k, coef.data());
+      for (std::size_t j = 0; j < coef.size(); ++j)
+        EXPECT_FALSE(std::isnan(coef[j]))
+            << d->name << " component " << k << ": coefficient " << j << " of " << coef.size() << " not written";
+    }
+  }
 }
 
 // A model with one part of every family, D = 3 columns each (V = 4 for categorical), K = 2:

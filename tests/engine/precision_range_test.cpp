@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <string>
 
 namespace mixle {
@@ -191,6 +192,48 @@ TEST(EngineKernelRules, AllNaNRowIsReportedAsNaNNotImpossible) {
   const kernels::PassReport r = kernels::cpu::score(view, x, 3, 1, loglik, nullptr, kernels::cpu::Options{});
   EXPECT_EQ(r.nan_rows, 3);
   EXPECT_EQ(r.impossible_rows, 0);
+}
+
+// A NaN is the row's own: with two components, a NaN value in row 2 makes row 2 a NaN row and
+// leaves row 1 — impossible (x = +inf) — an impossible row, whether the pass writes
+// responsibilities or log-likelihoods only; the finite rows keep their log-likelihoods.
+TEST(EngineKernelRules, ANaNRowLeavesItsNeighboursAlone) {
+  // log weight ½ plus the normal's −½ log 2π, per component.
+  const float c = static_cast<float>(std::log(0.5) - 0.5 * std::log(2 * std::numbers::pi));
+  float log_const[2] = {c, c};
+  float coef[4] = {0.0f, -0.5f, 3.0f, -0.5f};  // gaussian_diag: means 0 and 3, variances 1
+  kernels::PartView<float> part;
+  part.kind = kernels::PartKind::gaussian_diag;
+  part.col_begin = 0;
+  part.dims = 1;
+  part.coef = coef;
+  part.coef_stride = 2;
+  const float shift[2] = {0.0f, 3.0f};
+  part.shift = shift;
+  part.stat_offset = 4;
+  part.stat_stride = 2;
+  kernels::ModelView<float> view;
+  view.components = 2;
+  view.columns = 1;
+  view.log_const = log_const;
+  view.parts = &part;
+  view.num_parts = 1;
+  view.stat_size = 8;
+  const float x[4] = {0.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 3.0f};
+  // log(½ N(0; 0, 1) + ½ N(0; 3, 1)), and the same at 3 by symmetry.
+  const double want = std::log(0.5 * std::exp(-0.5 * std::log(2 * std::numbers::pi)) * (1.0 + std::exp(-4.5)));
+  for (const bool with_resp : {true, false}) {
+    SCOPED_TRACE(with_resp ? "responsibilities" : "log-likelihoods only");
+    double loglik[4], resp[8];
+    const kernels::PassReport r =
+        kernels::cpu::score(view, x, 4, 1, loglik, with_resp ? resp : nullptr, kernels::cpu::Options{});
+    EXPECT_EQ(r.nan_rows, 1);
+    EXPECT_EQ(r.impossible_rows, 1);
+    EXPECT_NEAR(loglik[0], want, 1e-6);
+    EXPECT_EQ(loglik[1], -std::numeric_limits<double>::infinity());
+    EXPECT_TRUE(std::isnan(loglik[2]));
+    EXPECT_NEAR(loglik[3], want, 1e-6);
+  }
 }
 
 }  // namespace

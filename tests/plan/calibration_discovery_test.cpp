@@ -68,7 +68,8 @@ TEST(PlanCalibration, DeviceResultRules) {
 TEST(PlanCalibration, ThroughputIsRowsOverMedian) {
   EXPECT_DOUBLE_EQ(throughput_from_timings(512, {0.5, 0.25, 0.75}), 1024.0);
   EXPECT_DOUBLE_EQ(throughput_from_timings(100, {1.0, 3.0}), 50.0);
-  EXPECT_DOUBLE_EQ(throughput_from_timings(1, {0.0 + 1e-300}), 1e12);  // floored at 1e-12 s
+  EXPECT_DOUBLE_EQ(throughput_from_timings(100, {5.0, 1.0, 4.0, 2.0, 3.0}), 100.0 / 3.0);  // the median of five
+  EXPECT_DOUBLE_EQ(throughput_from_timings(1, {0.0 + 1e-300}), 1e12);                      // floored at 1e-12 s
   EXPECT_EQ(workload_name("Accumulate"), "estep");
   expect_mentions(message_of<InvalidInput>([] { workload_name("train"); }), {"'train'", "score"});
 }

@@ -245,6 +245,10 @@ TEST(Resources, TorchrunTopologyChecks) {
   EXPECT_EQ(g.devices()[3].name, "torchrun-node:1:cuda:1");
   EXPECT_EQ(g.devices()[3].memory_bytes, 40ull << 30);
   EXPECT_EQ(g.devices()[3].throughput, 10.0);
+  for (const DeviceSpec& d : g.devices()) {  // a GPU rank is a CUDA device on the CUDA engine
+    EXPECT_EQ(d.kind, "cuda") << d.name;
+    EXPECT_EQ(d.engine, "cuda") << d.name;
+  }
   // Without torchrun variables: a world of one.
   EXPECT_EQ(Resources::from_torchrun(Environment{}).size(), 1u);
 }
