@@ -3,6 +3,7 @@
 // NaN log-densities and then report the rows as "zero probability under every component".
 #include "engine_test_util.hpp"
 
+#include "engine/estimator.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 
 #include <mixle/error.hpp>
@@ -162,6 +163,20 @@ TEST(EnginePrecisionRange, AMeanPastFloat32IsRefusedInAnyPart) {
          "] (gaussian_diag), component 0: packed coefficient (from a parameter) 1e+39 is outside the "
          "range of the compute precision fp32"});
   }
+}
+
+// pack_model's last guard, on what reaches it unvalidated: a component whose normalising
+// constant is NaN (here from a NaN weight) is named, with its own value.
+TEST(EnginePrecisionRange, ANormalisingConstantOutOfRangeNamesItsComponent) {
+  Model m;
+  m.weights = {0.5, std::numeric_limits<double>::quiet_NaN()};
+  Part g = make_part(Family::gaussian_diag, 0, 1);
+  g.mean = {0.0, 1.0};
+  g.var = {1.0, 1.0};
+  m.parts = {g};
+  test::expect_invalid_input([&] { (void)engine::pack_model<float>(m, 1); },
+                             {"model component 1: its normalising constant nan is outside the range of the compute "
+                              "precision fp32"});
 }
 
 // The row maximum `l > mx ? l : mx` skips NaN; a row NaN in every component must still be
