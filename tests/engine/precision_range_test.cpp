@@ -15,6 +15,8 @@
 #include <limits>
 #include <numbers>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mixle {
 namespace {
@@ -179,32 +181,49 @@ TEST(EnginePrecisionRange, ANormalisingConstantOutOfRangeNamesItsComponent) {
                               "precision fp32"});
 }
 
+/// A one-column gaussian_diag model packed by hand in the kernels' layout (model_view.hpp): the
+/// engine refuses parameters that would produce NaN, so the NaN-row tests reach the kernel
+/// directly. Per component k: log_const[k] (log weight plus the normaliser), mean[k] and variance 1
+/// (coefficients mean, −½); the shift is the mean.
+class OneColumnDiag {
+ public:
+  OneColumnDiag(std::vector<float> log_const, const std::vector<float>& means)
+      : log_const_(std::move(log_const)), shift_(means) {
+    const int k_count = static_cast<int>(means.size());
+    for (const float mean : means) coef_.insert(coef_.end(), {mean, -0.5f});
+    part_.kind = kernels::PartKind::gaussian_diag;
+    part_.col_begin = 0;
+    part_.dims = 1;
+    part_.coef = coef_.data();
+    part_.coef_stride = 2;
+    part_.shift = shift_.data();
+    part_.stat_offset = 2 + k_count;  // after the log-likelihood, the row count and K masses
+    part_.stat_stride = 2;            // Σ r (x−s), Σ r (x−s)²
+    view_.components = k_count;
+    view_.columns = 1;
+    view_.log_const = log_const_.data();
+    view_.parts = &part_;
+    view_.num_parts = 1;
+    view_.stat_size = 2 + 3 * k_count;
+  }
+  OneColumnDiag(const OneColumnDiag&) = delete;
+  OneColumnDiag& operator=(const OneColumnDiag&) = delete;
+
+  [[nodiscard]] const kernels::ModelView<float>& view() const { return view_; }
+
+ private:
+  std::vector<float> log_const_, shift_, coef_;
+  kernels::PartView<float> part_;
+  kernels::ModelView<float> view_;
+};
+
 // The row maximum `l > mx ? l : mx` skips NaN; a row NaN in every component must still be
-// counted as a NaN row (InvalidInput), not as impossible (ImpossibleEvidence). The engine
-// refuses parameters that would produce NaN, so this reaches the kernel directly.
+// counted as a NaN row (InvalidInput), not as impossible (ImpossibleEvidence).
 TEST(EngineKernelRules, AllNaNRowIsReportedAsNaNNotImpossible) {
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  float log_const[1] = {nan};
-  float coef[2] = {0.0f, -0.5f};  // gaussian_diag: mean 0, −1/(2 var) with var 1
-  kernels::PartView<float> part;
-  part.kind = kernels::PartKind::gaussian_diag;
-  part.col_begin = 0;
-  part.dims = 1;
-  part.coef = coef;
-  part.coef_stride = 2;
-  part.shift = coef;  // shift = mean
-  part.stat_offset = 3;
-  part.stat_stride = 2;
-  kernels::ModelView<float> view;
-  view.components = 1;
-  view.columns = 1;
-  view.log_const = log_const;
-  view.parts = &part;
-  view.num_parts = 1;
-  view.stat_size = 5;
+  const OneColumnDiag model({std::numeric_limits<float>::quiet_NaN()}, {0.0f});
   const float x[3] = {0.0f, 1.0f, 2.0f};
   double loglik[3];
-  const kernels::PassReport r = kernels::cpu::score(view, x, 3, 1, loglik, nullptr, kernels::cpu::Options{});
+  const kernels::PassReport r = kernels::cpu::score(model.view(), x, 3, 1, loglik, nullptr, kernels::cpu::Options{});
   EXPECT_EQ(r.nan_rows, 3);
   EXPECT_EQ(r.impossible_rows, 0);
 }
@@ -215,25 +234,7 @@ TEST(EngineKernelRules, AllNaNRowIsReportedAsNaNNotImpossible) {
 TEST(EngineKernelRules, ANaNRowLeavesItsNeighboursAlone) {
   // log weight ½ plus the normal's −½ log 2π, per component.
   const float c = static_cast<float>(std::log(0.5) - 0.5 * std::log(2 * std::numbers::pi));
-  float log_const[2] = {c, c};
-  float coef[4] = {0.0f, -0.5f, 3.0f, -0.5f};  // gaussian_diag: means 0 and 3, variances 1
-  kernels::PartView<float> part;
-  part.kind = kernels::PartKind::gaussian_diag;
-  part.col_begin = 0;
-  part.dims = 1;
-  part.coef = coef;
-  part.coef_stride = 2;
-  const float shift[2] = {0.0f, 3.0f};
-  part.shift = shift;
-  part.stat_offset = 4;
-  part.stat_stride = 2;
-  kernels::ModelView<float> view;
-  view.components = 2;
-  view.columns = 1;
-  view.log_const = log_const;
-  view.parts = &part;
-  view.num_parts = 1;
-  view.stat_size = 8;
+  const OneColumnDiag model({c, c}, {0.0f, 3.0f});
   const float x[4] = {0.0f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 3.0f};
   // log(½ N(0; 0, 1) + ½ N(0; 3, 1)), and the same at 3 by symmetry.
   const double want = std::log(0.5 * std::exp(-0.5 * std::log(2 * std::numbers::pi)) * (1.0 + std::exp(-4.5)));
@@ -241,7 +242,7 @@ TEST(EngineKernelRules, ANaNRowLeavesItsNeighboursAlone) {
     SCOPED_TRACE(with_resp ? "responsibilities" : "log-likelihoods only");
     double loglik[4], resp[8];
     const kernels::PassReport r =
-        kernels::cpu::score(view, x, 4, 1, loglik, with_resp ? resp : nullptr, kernels::cpu::Options{});
+        kernels::cpu::score(model.view(), x, 4, 1, loglik, with_resp ? resp : nullptr, kernels::cpu::Options{});
     EXPECT_EQ(r.nan_rows, 1);
     EXPECT_EQ(r.impossible_rows, 1);
     EXPECT_NEAR(loglik[0], want, 1e-6);
