@@ -13,24 +13,25 @@
 
 namespace mixle::engine {
 
-std::vector<RowRange> align_row_ranges(const std::vector<std::size_t>& bounds, std::size_t rows) {
+std::vector<RowRange> align_row_ranges(const std::vector<std::size_t>& splits, std::size_t rows) {
   constexpr std::size_t kAlign = kernels::cpu::kBlockRows;
   std::vector<RowRange> out;
+  out.reserve(splits.size() + 1);
   std::size_t previous = 0;
-  for (std::size_t i = 1; i < bounds.size(); ++i) {
-    std::size_t b = i + 1 == bounds.size() ? rows : (bounds[i] + kAlign / 2) / kAlign * kAlign;
-    b = std::clamp(b, previous, rows);
+  for (const std::size_t split : splits) {
+    const std::size_t b = std::clamp((split + kAlign / 2) / kAlign * kAlign, previous, rows);
     out.push_back({previous, b});
     previous = b;
   }
+  out.push_back({previous, rows});
   return out;
 }
 
 std::vector<RowRange> even_row_ranges(std::size_t rows, std::size_t parts) {
-  std::vector<std::size_t> bounds(parts + 1);
+  std::vector<std::size_t> splits;
   // ⌊rows·w/parts⌋ without forming rows·w (which could overflow).
-  for (std::size_t w = 0; w <= parts; ++w) bounds[w] = rows / parts * w + rows % parts * w / parts;
-  return align_row_ranges(bounds, rows);
+  for (std::size_t w = 1; w < parts; ++w) splits.push_back(rows / parts * w + rows % parts * w / parts);
+  return align_row_ranges(splits, rows);
 }
 
 std::size_t largest_range(const std::vector<RowRange>& ranges) {

@@ -23,9 +23,10 @@ std::size_t largest_range(const std::vector<RowRange>& ranges);
 
 /// Rounds placement boundaries to multiples of the kernels' row block so that every world size
 /// folds the same rows into the same compute-precision block sums (results then agree across
-/// world sizes to float64 rounding). `bounds` are the W+1 ascending split points.
-std::vector<RowRange> align_row_ranges(const std::vector<std::size_t>& bounds, std::size_t rows);
-/// `rows` split evenly over `parts` ranks (split points ⌊rows·w/parts⌋), then aligned as above.
+/// world sizes to float64 rounding). `splits` are the W−1 ascending points between consecutive
+/// ranks' rows (rank 0 starts at row 0, the last ends at `rows`); W ranges are returned.
+std::vector<RowRange> align_row_ranges(const std::vector<std::size_t>& splits, std::size_t rows);
+/// `rows` split evenly over `parts` ≥ 1 ranks (split points ⌊rows·w/parts⌋), then aligned as above.
 std::vector<RowRange> even_row_ranges(std::size_t rows, std::size_t parts);
 
 class DistributedEncodedData final : public LocalEncodedData {

@@ -97,11 +97,11 @@ std::vector<engine::RowRange> rank_row_ranges(std::size_t rows, std::size_t cols
                                  [&](const plan::DeviceSpec& d) { return d.name == s.device.name; });
     share[static_cast<std::size_t>(it - devices.begin())] += s.size();
   }
-  // Split points after each group (bounds[0], row 0, is implied: align_row_ranges starts there).
-  std::vector<std::size_t> bounds(static_cast<std::size_t>(world) + 1, rows);
+  // The split point after each rank but the last.
+  std::vector<std::size_t> splits;
   std::size_t at = 0;
-  for (int r = 0; r < world; ++r) bounds[static_cast<std::size_t>(r) + 1] = at += share[static_cast<std::size_t>(r)];
-  return engine::align_row_ranges(bounds, rows);
+  for (int r = 0; r + 1 < world; ++r) splits.push_back(at += share[static_cast<std::size_t>(r)]);
+  return engine::align_row_ranges(splits, rows);
 }
 
 /// What a rank computes with, by FitOptions::backend: its device's compute (local and its

@@ -111,12 +111,12 @@ TEST(ShardChunking, RowRangesAreRoundedToWholeBlocks) {
     return out;
   };
   using P = std::vector<std::pair<std::size_t, std::size_t>>;
-  EXPECT_EQ(pairs(align_row_ranges({0, 100, 300, 1000}, 1000)), (P{{0, 128}, {128, 256}, {256, 1000}}));
-  EXPECT_EQ(pairs(align_row_ranges({0, 90, 100}, 100)), (P{{0, 100}, {100, 100}}));
-  EXPECT_EQ(pairs(align_row_ranges({0, 7}, 7)), (P{{0, 7}}));
+  EXPECT_EQ(pairs(align_row_ranges({100, 300}, 1000)), (P{{0, 128}, {128, 256}, {256, 1000}}));
+  EXPECT_EQ(pairs(align_row_ranges({90}, 100)), (P{{0, 100}, {100, 100}}));
+  EXPECT_EQ(pairs(align_row_ranges({}, 7)), (P{{0, 7}}));
   // Half a block and more rounds up, less rounds down: 192 = 1.5 blocks, 319 = 2.49 blocks.
-  EXPECT_EQ(pairs(align_row_ranges({0, 192, 319, 1000}, 1000)), (P{{0, 256}, {256, 256}, {256, 1000}}));
-  EXPECT_EQ(pairs(align_row_ranges({0, 191, 320, 1000}, 1000)), (P{{0, 128}, {128, 384}, {384, 1000}}));
+  EXPECT_EQ(pairs(align_row_ranges({192, 319}, 1000)), (P{{0, 256}, {256, 256}, {256, 1000}}));
+  EXPECT_EQ(pairs(align_row_ranges({191, 320}, 1000)), (P{{0, 128}, {128, 384}, {384, 1000}}));
 }
 
 // An even split is the aligned split at ⌊rows·w/parts⌋, for every row count and rank count tried
@@ -124,9 +124,9 @@ TEST(ShardChunking, RowRangesAreRoundedToWholeBlocks) {
 TEST(ShardChunking, AnEvenSplitIsTheAlignedSplitAtEqualShares) {
   for (std::size_t parts = 1; parts <= 9; ++parts)
     for (std::size_t rows = 0; rows <= 3000; rows += 7) {
-      std::vector<std::size_t> bounds;
-      for (std::size_t w = 0; w <= parts; ++w) bounds.push_back(rows * w / parts);
-      const std::vector<RowRange> want = align_row_ranges(bounds, rows), got = even_row_ranges(rows, parts);
+      std::vector<std::size_t> splits;
+      for (std::size_t w = 1; w < parts; ++w) splits.push_back(rows * w / parts);
+      const std::vector<RowRange> want = align_row_ranges(splits, rows), got = even_row_ranges(rows, parts);
       ASSERT_EQ(got.size(), parts);
       for (std::size_t w = 0; w < parts; ++w) {
         ASSERT_EQ(got[w].begin, want[w].begin) << rows << " rows over " << parts << ", range " << w;
