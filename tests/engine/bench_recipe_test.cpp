@@ -104,6 +104,9 @@ TEST(BenchRecipes, DrawValidModelsInTheirRangesAndPerturbThem) {
               for (std::size_t j = 0; j < D; ++j) (i == j ? on : off).push_back(p.cov[k * D * D + i * D + j]);
           EXPECT_NEAR(average(off), 0.0, 0.1);
           EXPECT_NEAR(average(on), 13.0 / 12.0 + 0.5, 0.2);
+          // s² reaches down to 0.25 and A·Aᵀ/(2D) to near 0: of 200 diagonal entries some lie
+          // below 0.75 (P ≈ 0.15 each).
+          EXPECT_LT(*std::min_element(on.begin(), on.end()), 0.75);
         }
         break;
       case Family::categorical: {

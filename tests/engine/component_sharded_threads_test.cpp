@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cmath>
 #include <ostream>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace mixle {
@@ -196,6 +198,36 @@ TEST(ComponentShardedThreads, RowsImpossibleUnderOneShardAreCombinedRowByRow) {
   const FitResult sharded = fit(data, o);
   EXPECT_LT(max_relative_difference(sharded.model, whole.model), 1e-9);
   EXPECT_EQ(sharded.rows, codes.size());
+}
+
+// Rows impossible under every shard are reported as the unsharded fit reports them: their
+// count, the first eight listed (in the message and the error's rows), and "…" for the rest.
+TEST(ComponentShardedThreads, RowsImpossibleUnderEveryShardAreListedAsUnsharded) {
+  std::vector<double> codes(600, 0.0);
+  for (std::size_t i = 5; i < 25; ++i) codes[i] = 2.0;  // a code no component allows
+  const Dataset data = Dataset::from_vector(codes, codes.size(), 1);
+  FitOptions o;
+  o.init = InitMethod::model;
+  o.init_model = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
+      {"family":"categorical","columns":[0,1],"categories":3,"prob":[[0.5,0.5,0],[0.2,0.8,0]]}]})");
+  o.max_iter = 2;
+  o.precision = "fp64";
+  o.threads = 1;
+  const std::vector<std::size_t> first_eight{5, 6, 7, 8, 9, 10, 11, 12};
+  const std::string listed =
+      "20 row(s) have zero probability under every component (rows 5, 6, 7, 8, 9, 10, 11, 12, …)";
+  for (const auto& [backend, shards] : {std::pair{"local", 0}, std::pair{"component_sharded", 2}}) {
+    SCOPED_TRACE(backend);
+    o.backend = backend;
+    o.num_workers = shards;
+    try {
+      (void)fit(data, o);
+      ADD_FAILURE() << "fitted";
+    } catch (const ImpossibleEvidence& e) {
+      EXPECT_NE(std::string(e.what()).find(listed), std::string::npos) << e.what();
+      EXPECT_EQ(e.rows(), first_eight);
+    }
+  }
 }
 
 // The bytes of a model's parameters: every weight and every parameter value, float64.

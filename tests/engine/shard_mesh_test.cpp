@@ -1,6 +1,7 @@
 // The component-sharded mesh's arithmetic, which the multi-process tests exercise only at a few
 // world sizes: where each rank sits (data group × component shard), which mesh sizes are
 // refused, the chunks a sharded E-step exchanges, and component slices of every family.
+#include "common/thread_ranks.hpp"
 #include "engine_test_util.hpp"
 
 #include "comms/thread_group.hpp"
@@ -211,15 +212,16 @@ TEST(ShardedMStep, NoResponsibilityMassAtAllIsAnError) {
   EXPECT_EQ(r.model.weights, (std::vector<double>{0.75, 0.25}));
 }
 
-/// The CPU kernels, except that scoring fails: a rank whose backend breaks in the E-step.
-class FailingScore final : public Compute {
+/// The CPU kernels behind the base interface only: a backend that keeps no log-densities between
+/// its passes (as the CUDA one, which recomputes them).
+class CpuKeepingNothing : public Compute {
  public:
-  std::string name() const override { return "failing"; }
+  std::string name() const override { return "keeping nothing"; }
   kernels::PassReport accumulate(const Model& m, const Dataset& d, Precision p, std::vector<double>& s) override {
     return inner_->accumulate(m, d, p, s);
   }
-  kernels::PassReport score(const Model&, const Dataset&, Precision, double*, double*) override {
-    throw InvalidInput("injected scoring failure");
+  kernels::PassReport score(const Model& m, const Dataset& d, Precision p, double* ll, double* resp) override {
+    return inner_->score(m, d, p, ll, resp);
   }
   void accumulate_given(const Model& m, const Dataset& d, const double* resp, std::vector<double>& s) override {
     inner_->accumulate_given(m, d, resp, s);
@@ -227,6 +229,34 @@ class FailingScore final : public Compute {
 
  private:
   std::unique_ptr<Compute> inner_ = make_cpu_compute(1);
+};
+
+// Chunking is one decision for the world: where one rank's backend keeps nothing, every rank
+// chunks for recomputing — the rank whose CPU kernels could keep as well (the ranks must walk the
+// same chunks, or their exchanges would not pair up).
+TEST(ShardChunking, OneRankThatKeepsNothingMakesEveryRankChunkForRecomputing) {
+  const Dataset rows = Dataset::from_vector(std::vector<double>(300, 0.5), 300, 1);
+  for (const bool mixed : {false, true}) {
+    SCOPED_TRACE(mixed ? "rank 1 keeps nothing" : "both keep");
+    std::vector<int> keeps(2, -1);
+    const auto errors = test::on_thread_ranks(2, [&](std::size_t r, comms::Communicator& comm) {
+      std::unique_ptr<Compute> compute = mixed && r == 1 ? std::make_unique<CpuKeepingNothing>() : make_cpu_compute(1);
+      ShardedEstimator estimator(rows, 0, {{0, 300}}, make_shard_mesh(2, static_cast<int>(r), 2), 1, comm,
+                                 std::move(compute));
+      keeps[r] = estimator.chunking(Precision::fp32).keep ? 1 : 0;
+    });
+    EXPECT_EQ(errors, (std::vector<std::string>{"", ""}));
+    EXPECT_EQ(keeps, (std::vector<int>(2, mixed ? 0 : 1)));
+  }
+}
+
+/// The CPU kernels, except that scoring fails: a rank whose backend breaks in the E-step.
+class FailingScore final : public CpuKeepingNothing {
+ public:
+  std::string name() const override { return "failing"; }
+  kernels::PassReport score(const Model&, const Dataset&, Precision, double*, double*) override {
+    throw InvalidInput("injected scoring failure");
+  }
 };
 
 // Three component shards of one data group; the third rank's backend fails as it scores. Every

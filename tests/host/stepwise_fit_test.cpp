@@ -99,6 +99,30 @@ TEST(StepwiseFit, ReachesTheFullBatchOptimumOnEveryFamily) {
   }
 }
 
+// One full-batch iteration is run (and counted) after the epochs, and what it warns reaches the
+// result: a component 1000 standard deviations from every row captures none in the epochs and
+// again in the full-batch iteration, whose loop warns anew, naming its own iteration.
+TEST(StepwiseFit, OneFullBatchIterationRunsAndItsWarningsAreKept) {
+  const Model truth = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
+      {"family":"gaussian_diag","columns":[0,1],"mean":[[0],[3]],"var":[[1],[1]]}]})");
+  const Dataset data = sample(truth, 1000, 6);
+  Model start = truth;
+  start.parts[0].mean[1] = 1000.0;
+  FitOptions o = from(start, 100);
+  o.epochs = 2;
+  o.tol = 0.0;
+  o.full_batch_iterations = 1;
+  const FitResult r = fit(data, o);
+  EXPECT_EQ(r.iterations, 3);
+  EXPECT_EQ(r.mean_loglik.size(), 3u);
+  const std::string epochs =
+      "component 1 captured no rows at iteration 1; it keeps its previous parameters with weight 0";
+  const std::string full =
+      "component 1 captured no rows at iteration 3; it keeps its previous parameters with weight 0";
+  EXPECT_EQ(std::count(r.warnings.begin(), r.warnings.end(), epochs), 1) << ::testing::PrintToString(r.warnings);
+  EXPECT_EQ(std::count(r.warnings.begin(), r.warnings.end(), full), 1) << ::testing::PrintToString(r.warnings);
+}
+
 TEST(StepwiseFit, DeterministicForASeedAndTheBackend) {
   const Model truth = model_from_json(kRecord);
   const Dataset data = sample(truth, 3000, 8);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <vector>
 
 using namespace mixle::plan;
 using mixle::InvalidInput;
@@ -209,9 +210,16 @@ TEST(ContractDistributedUpdate, EmStatisticsUpdateOverDataAxes) {
   EXPECT_EQ(u.payload, PayloadKind::sufficient_statistic);
   EXPECT_FALSE(u.exact);
   EXPECT_TRUE(u.contract_exact);
+  EXPECT_EQ(u.mesh_axes, (std::vector<ParallelAxis>{ParallelAxis::dp_replicate}));
+  // Every data axis of more than one rank is reduced over, the smallest (2) included.
+  const DistributedUpdate both = em_statistics_update(ParallelPlan({.dp_replicate = 2, .dp_shard = 3}));
+  EXPECT_EQ(both.mesh_axes, (std::vector<ParallelAxis>{ParallelAxis::dp_replicate, ParallelAxis::dp_shard}));
+  EXPECT_EQ(em_statistics_update(ParallelPlan({.dp_shard = 2})).mesh_axes,
+            (std::vector<ParallelAxis>{ParallelAxis::dp_shard}));
   DistributedUpdate single = em_statistics_update(ParallelPlan());
   EXPECT_EQ(single.collective, CollectiveKind::none);
   EXPECT_TRUE(single.exact);
+  EXPECT_TRUE(single.mesh_axes.empty());
 }
 
 TEST(Receipt, ValidationNamesFieldAndValue) {
