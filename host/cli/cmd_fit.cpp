@@ -53,21 +53,22 @@ std::string seconds_text(double seconds) {
   return text;
 }
 
-/// -k: "K" → {K, K}; "A:B" → {A, B}, 1 ≤ A ≤ B. Text that is no integer is a usage error; an
-/// integer below 1 is a bad value, named as such.
+/// -k: "K" → {K, K}; "A:B" → {A, B}, 1 ≤ A ≤ B. Anything else is a usage error in the option
+/// checks' form: "--components: 0 is below 1; accepted: …".
 std::pair<std::size_t, std::size_t> component_range(const std::string& text) {
+  const std::string accepted = "; accepted: K or a range A:B of positive integers, A ≤ B";
   auto number = [&](const std::string& part) {
     long long v = 0;
     const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (ec != std::errc() || end != part.data() + part.size() || part.empty())
-      throw UsageError("--components \"" + text + "\": expected K or a range A:B of positive integers");
-    if (v < 1) throw InvalidInput("--components " + text + ": a mixture needs K ≥ 1");
+      throw UsageError("--components: \"" + text + "\" is not K or A:B" + accepted);
+    if (v < 1) throw UsageError("--components: " + text + " is below 1" + accepted);
     return static_cast<std::size_t>(v);
   };
   const auto colon = text.find(':');
   const std::size_t a = number(text.substr(0, colon));
   const std::size_t b = colon == std::string::npos ? a : number(text.substr(colon + 1));
-  if (b < a) throw UsageError("--components " + text + ": the range A:B needs A ≤ B");
+  if (b < a) throw UsageError("--components: " + text + " runs backwards" + accepted);
   return {a, b};
 }
 

@@ -36,6 +36,14 @@ TEST(CliOptionChecks, EachRefusalNamesTheOptionTheValueAndWhatIsAccepted) {
   ASSERT_EQ(run_cli(dir, with_paths("generate -m MODEL -n 200 -o DATA", dir)).code, 0);
   const std::vector<BadOption> cases = {
       {"fit --data DATA -k 2 --empty drop -o OUT", {"--empty: drop not in {keep,reseed}"}},
+      {"fit --data DATA -k 0 -o OUT", {"--components: 0 is below 1", "accepted: k or a range a:b of positive"}},
+      {"fit --data DATA -k 0:3 -o OUT", {"--components: 0:3 is below 1"}},
+      // A negative K is named as such, not reported as a missing --components.
+      {"fit --data DATA --components -3 -o OUT", {"--components: -3 is below 1"}},
+      {"fit --data DATA -k 2x -o OUT", {"--components: \"2x\" is not k or a:b", "accepted: k or a range"}},
+      {"fit --data DATA -k 99999999999999999999 -o OUT", {"--components: \"99999999999999999999\" is not k"}},
+      {"fit --data DATA -k 2: -o OUT", {"--components: \"2:\" is not k or a:b"}},
+      {"fit --data DATA -k 5:2 -o OUT", {"--components: 5:2 runs backwards", "a ≤ b"}},
       {"fit --data DATA -k 2 --missing skip -o OUT", {"--missing: skip not in {error,drop,marginalise}"}},
       {"fit --data DATA -k 2:3 --select hqc -o OUT", {"--select: hqc not in {bic,aic}"}},
       {"fit --data DATA -k 2 --batch-size -5 -o OUT",
