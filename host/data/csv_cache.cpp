@@ -52,9 +52,7 @@ CsvCache ensure_csv_cache(const std::string& csv, const std::string& cache, cons
   const Json now = identity(csv, options.csv_dtype);
   const Json kept = read_record(record);
   if (kept.is_object() && std::filesystem::exists(cache)) {
-    ReadOptions npy;
-    npy.format = DataFormat::npy;
-    const DataInfo info = probe_data(cache, npy);
+    const DataInfo info = probe_data(cache, ReadOptions{});  // a .npy name (checked above): read as .npy
     Json expected = now;  // the CSV as it is now, converted into a cache of the shape found
     expected["rows"] = info.rows;
     expected["cols"] = info.cols;

@@ -118,14 +118,16 @@ void gaussian_full_accumulate(const PartView<T>& part, const int* active, int nu
         } else {
           tile_products_partial<T, kTile>(rt, t, i0, j0, ni, nj, m);
         }
-        for (int ii = 0; ii < ni; ++ii)
-          for (int jj = 0; jj < nj; ++jj) {
+        for (int ii = 0; ii < ni; ++ii) {
+          // Below the diagonal a tile is whole; a diagonal tile's row ii stops at the diagonal.
+          const int row_end = j0 == i0 ? ii + 1 : nj;
+          for (int jj = 0; jj < row_end; ++jj) {
             const int i = i0 + ii, j = j0 + jj;
-            if (j > i) continue;
             const T v = hsum(m[ii][jj]);
             s2[static_cast<std::size_t>(i) * D + j] += v;
             if (j != i) s2[static_cast<std::size_t>(j) * D + i] += v;
           }
+        }
       }
     }
   }
