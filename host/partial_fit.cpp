@@ -9,6 +9,9 @@
 #include <mixle/partial_fit.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
 
 namespace mixle {
 
@@ -68,7 +71,9 @@ StepwiseState stepwise_state_from_json(const std::string& text) {
   const d::Json in = d::parse_object(text, "stepwise state");
   if (d::get_string(in, "", "format") != kFormat)
     throw InvalidInput(std::string("stepwise state: format must be \"") + kFormat + "\"");
-  if (d::get_int(in, "", "version", 1) != 1) throw InvalidInput("stepwise state: version must be 1");
+  if (const std::int64_t version = d::get_int(in, "", "version", std::numeric_limits<std::int64_t>::min());
+      version != 1)
+    throw InvalidInput("stepwise state: version " + std::to_string(version) + " is not supported; accepted: 1");
   StepwiseState state;
   state.steps = d::get_uint(in, "", "steps");
   state.scale_weight = d::get_number(in, "", "scale_weight");

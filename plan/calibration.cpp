@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace mixle::plan {
@@ -227,7 +228,8 @@ CalibrationCatalog CalibrationCatalog::from_json(std::string_view text) {
                        "' is not a calibration catalog; accepted: "
                        "mixle-calibration");
   }
-  const std::int64_t version = get_int(doc, "", "version", 1);
+  // No floor: every version but 1, 0 and negatives included, gets the message below.
+  const std::int64_t version = get_int(doc, "", "version", std::numeric_limits<std::int64_t>::min());
   if (version != 1) {
     throw InvalidInput("calibration catalog version=" + std::to_string(version) + " is not supported; accepted: 1");
   }

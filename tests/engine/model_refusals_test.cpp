@@ -115,23 +115,27 @@ TEST(ModelRefusals, EveryParameterEntryIsCheckedAndNamedByItsOwnIndex) {
     ASSERT_NO_THROW(validate_model(good));
     const std::size_t n = (good.parts[0].*c.field).size();
     ASSERT_EQ(n, 2 * c.per_component);
-    for (std::size_t at = 0; at < n; ++at) {
-      Model bad = good;
-      std::vector<double>& values = bad.parts[0].*c.field;
-      const std::size_t k = at / c.per_component;
-      std::size_t i = at % c.per_component;
-      values[at] = c.bad;
-      if (c.symmetric) {  // the mirror entry too; the first of the two is the one named
-        const std::size_t mirror = i % 3 * 3 + i / 3;
-        values[k * c.per_component + mirror] = c.bad;
-        i = std::min(i, mirror);
+    // A parameter that must be > 0 is also refused at exactly 0.
+    std::vector<double> spoilers{c.bad};
+    if (c.rule == std::string("must be finite and > 0")) spoilers.push_back(0.0);
+    for (const double spoiler : spoilers)
+      for (std::size_t at = 0; at < n; ++at) {
+        Model bad = good;
+        std::vector<double>& values = bad.parts[0].*c.field;
+        const std::size_t k = at / c.per_component;
+        std::size_t i = at % c.per_component;
+        values[at] = spoiler;
+        if (c.symmetric) {  // the mirror entry too; the first of the two is the one named
+          const std::size_t mirror = i % 3 * 3 + i / 3;
+          values[k * c.per_component + mirror] = spoiler;
+          i = std::min(i, mirror);
+        }
+        std::ostringstream shown;
+        shown << spoiler;
+        const std::string named = std::string(c.name) + "[" + std::to_string(k) + "]" +
+                                  (c.one_index ? "" : "[" + std::to_string(i) + "]") + " = " + shown.str();
+        test::expect_invalid_input([&] { validate_model(bad); }, {"parts[0]", named + " is invalid: " + c.rule});
       }
-      std::ostringstream shown;
-      shown << c.bad;
-      const std::string named = std::string(c.name) + "[" + std::to_string(k) + "]" +
-                                (c.one_index ? "" : "[" + std::to_string(i) + "]") + " = " + shown.str();
-      test::expect_invalid_input([&] { validate_model(bad); }, {"parts[0]", named + " is invalid: " + c.rule});
-    }
   }
   // gaussian_tied: a second component's matrix that differs from the first's in one diagonal
   // entry (still a valid covariance) is named by that entry.

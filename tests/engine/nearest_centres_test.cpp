@@ -134,6 +134,21 @@ TEST(NearestCentres, TheScreenSettlesSeparatedClusters) {
   EXPECT_LE(expect_the_rule(centres, K, points, C), m / 100);
 }
 
+// One centre a million from the origin makes the first bound (the largest centre's, for every
+// centre) about 1e6, wider than the gap between the two near centres 10 apart: every point goes
+// to the second screen, where each centre's own bound — about 1e-4 for the near ones — must
+// settle it without the rule. Centre 0 is the nearest for every point, so its own bound is the
+// one that decides how far the others may reach.
+TEST(NearestCentres, EachCentresOwnBoundSettlesWhatTheWidestCannot) {
+  constexpr std::size_t K = 3, C = 2, m = 200;
+  const std::vector<double> centres = {0, 0, 10, 0, 1e6, 0};
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> near(-1.0, 1.0);
+  std::vector<double> points(m * C);
+  for (double& v : points) v = near(rng);
+  EXPECT_EQ(expect_the_rule(centres, K, points, C), 0u);
+}
+
 TEST(NearestCentres, TheScreensBoundScalesWithTheData) {
   // The same clusters a million times smaller: the bound is relative to the points' and
   // centres' norms, so the screen settles them as well as at unit scale.

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace mixle::test {
 namespace {
 
@@ -94,6 +96,13 @@ TEST(PartialFit, RefusesForeignStatesBadRowsAndBadOptions) {
 TEST(PartialFit, StateJsonIsCheckedFieldByField) {
   expect_invalid_input([] { stepwise_state_from_json("[]"); }, {"stepwise state"});
   expect_invalid_input([] { stepwise_state_from_json(R"({"format":"x","version":1})"); }, {"format"});
+  for (const char* version : {"0", "2", "-1"})
+    expect_invalid_input(
+        [&] {
+          stepwise_state_from_json(std::string(R"({"format":"mixle-stepwise-state","version":)") + version +
+                                   R"(,"steps":1,"scale_weight":5,"statistics":[1],"shifts":[]})");
+        },
+        {std::string("stepwise state: version ") + version + " is not supported; accepted: 1"});
   expect_invalid_input(
       [] {
         stepwise_state_from_json(

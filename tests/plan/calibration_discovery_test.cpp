@@ -162,6 +162,12 @@ TEST(PlanCalibration, OptionalRecordFieldsDefault) {
   EXPECT_EQ(back.statistic_bytes, 0u);
   EXPECT_EQ(back.timestamp, 0.0);
   EXPECT_EQ(back.sample_size, 512u);  // the required fields as written
+  // Every version but 1 gets the same refusal, 0 and negatives included.
+  for (const int version : {0, -1, 2}) {
+    doc["version"] = version;
+    expect_mentions(message_of<InvalidInput>([&] { CalibrationCatalog::from_json(doc.dump()); }),
+                    {"calibration catalog version=" + std::to_string(version) + " is not supported", "accepted: 1"});
+  }
 }
 
 TEST(PlanDiscovery, ParsesMeminfoAndCgroupLimits) {

@@ -6,6 +6,8 @@
 #include "plan/apportion.hpp"
 #include "plan/test_util.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -281,6 +283,17 @@ TEST(Placement, JsonRoundTripsExactly) {
   frac.replace(frac.find("\"total_rows\":12345"), 18, "\"total_rows\":12345.5");
   expect_mentions(message_of<InvalidInput>([&] { Placement::from_json(frac); }),
                   {"total_rows=12345.5", "exact integer"});
+  // A shard written without its optional fields reads one sub-chunk and no bytes.
+  nlohmann::json bare = nlohmann::json::parse(text);
+  for (nlohmann::json& shard : bare["shards"])
+    for (const char* field : {"sub_chunks", "encoded_bytes", "transient_bytes"}) ASSERT_EQ(shard.erase(field), 1u);
+  const Placement read = Placement::from_json(bare.dump());
+  ASSERT_EQ(read.shards.size(), p.shards.size());
+  for (const auto& shard : read.shards) {
+    EXPECT_EQ(shard.sub_chunks, 1u);
+    EXPECT_EQ(shard.encoded_bytes, 0u);
+    EXPECT_EQ(shard.transient_bytes, 0u);
+  }
 }
 
 TEST(ShardPlan, ThroughputWeightedComponentRanges) {
