@@ -149,6 +149,22 @@ TEST(NearestCentres, EachCentresOwnBoundSettlesWhatTheWidestCannot) {
   EXPECT_EQ(expect_the_rule(centres, K, points, C), 0u);
 }
 
+// Each point's bound grows with its own norm only: points beside centres near the origin, each
+// followed by one a million out along the first axis, are all settled by the screen — a near
+// point that took its neighbour's norm would get a bound of about 1e6 and fall to the rule.
+TEST(NearestCentres, APointsBoundIsItsOwn) {
+  constexpr std::size_t K = 3, C = 2, m = 200;
+  const std::vector<double> centres = {0, 0, 10, 0, 20, 0};
+  std::mt19937_64 rng(12);
+  std::uniform_real_distribution<double> near(-1.0, 1.0);
+  std::vector<double> points(m * C);
+  for (std::size_t i = 0; i < m; ++i) {
+    points[i * C] = (i % 2 ? 1e6 : 10.0 * static_cast<double>(i / 2 % K)) + near(rng);
+    points[i * C + 1] = near(rng);
+  }
+  EXPECT_EQ(expect_the_rule(centres, K, points, C), 0u);
+}
+
 TEST(NearestCentres, TheScreensBoundScalesWithTheData) {
   // The same clusters a million times smaller: the bound is relative to the points' and
   // centres' norms, so the screen settles them as well as at unit scale.

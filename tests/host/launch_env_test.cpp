@@ -344,7 +344,16 @@ TEST(LaunchEnv, ExplicitCommChoices) {
   LaunchEnv e = detect_launch_env(fake(torchrun_vars()));
   EXPECT_THROW(resolve_comm("single", e, false), UsageError);  // 2 ranks
   EXPECT_THROW(resolve_comm("carrier-pigeon", e, false), UsageError);
-  if (comms::find_comm_type("mpi")->built) EXPECT_THROW(resolve_comm("mpi", e, false), UsageError);
+  if (comms::find_comm_type("mpi")->built) {
+    EXPECT_THROW(resolve_comm("mpi", e, false), UsageError);
+    // One torchrun rank alone is a whole MPI world (a singleton): mpi is not refused there.
+    auto alone = torchrun_vars();
+    alone["RANK"] = alone["LOCAL_RANK"] = "0";
+    alone["WORLD_SIZE"] = alone["LOCAL_WORLD_SIZE"] = "1";
+    const LaunchEnv single = detect_launch_env(fake(alone));
+    ASSERT_EQ(single.launcher, Launcher::torchrun);
+    EXPECT_EQ(resolve_comm("mpi", single, false), "mpi");
+  }
   if (comms::find_comm_type("gloo")->built) EXPECT_EQ(resolve_comm("gloo", e, false), "gloo");
   LaunchEnv one = detect_launch_env(fake({}));
   EXPECT_EQ(resolve_comm("single", one, false), "single");

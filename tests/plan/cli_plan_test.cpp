@@ -208,6 +208,29 @@ TEST_F(PlanCli, PlanTableShowsSevenPiecesOfADeviceAndCountsTheMiddleOfEight) {
   EXPECT_NE(table[4].find("[6000, 7000)"), std::string::npos) << eight.out;
 }
 
+// Every placement option reaches plan(): the command's JSON is the placement plan() makes from
+// the same options, each one off its default.
+TEST_F(PlanCli, PlanPassesEveryPlacementOption) {
+  Resources({DeviceSpec{.name = "cpu:0"}, DeviceSpec{.name = "cpu:1", .throughput = 3.0}}).save(path("res.json"));
+  CliRun r = run("plan --rows 10000 --family gaussian_diag --components 2 --resources " + path("res.json") +
+                 " --json --num-chunks 3 --sub-chunks 4 --rows-per-chunk 1000 --safety-factor 1.5 --dtype f64"
+                 " --precision float64");
+  ASSERT_EQ(r.code, 0) << r.err;
+  PlanOptions options;
+  options.rows = 10000;
+  options.model = ModelSummary{2, {{"gaussian_diag", 1, 0}}};
+  options.data_dtype_bytes = 8;
+  options.precision = "float64";
+  options.num_chunks = 3;
+  options.sub_chunks = 4;
+  options.rows_per_chunk = 1000;
+  options.safety_factor = 1.5;
+  const Placement expected = plan(Resources::load(path("res.json")), options);
+  EXPECT_EQ(Placement::from_json(nlohmann::json::parse(r.out).at("placement").dump()), expected) << r.out;
+  EXPECT_EQ(expected.shards.size(), 3u);
+  EXPECT_EQ(expected.shards[0].sub_chunks, 4u);
+}
+
 TEST_F(PlanCli, PlanReadsTheModelFile) {
   Resources::single_cpu().save(path("res.json"));
   write("model.json", R"({"format": "mixle-model", "version": 1, "weights": [0.5, 0.25, 0.25],
