@@ -16,7 +16,6 @@ namespace mixle::engine {
 std::vector<RowRange> align_row_ranges(const std::vector<std::size_t>& splits, std::size_t rows) {
   constexpr std::size_t kAlign = kernels::cpu::kBlockRows;
   std::vector<RowRange> out;
-  out.reserve(splits.size() + 1);
   std::size_t previous = 0;
   for (const std::size_t split : splits) {
     const std::size_t b = std::clamp((split + kAlign / 2) / kAlign * kAlign, previous, rows);
