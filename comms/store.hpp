@@ -27,9 +27,14 @@ namespace mixle::comms {
 /// client can never block the others. Destruction stops the thread and closes every connection.
 class StoreServer {
  public:
-  /// Binds `bind_host:port` (port 0 picks a free port; see port()) and starts serving.
+  /// A client must finish its handshake within this time, so idle strays cannot pile up.
+  static constexpr std::chrono::milliseconds kHandshakeTimeout{10000};
+
+  /// Binds `bind_host:port` (port 0 picks a free port; see port()) and starts serving; a
+  /// connection whose handshake is not complete after `handshake_timeout` is closed.
   /// Throws CommunicationError when the port cannot be bound.
-  StoreServer(const std::string& bind_host, int port, std::string token);
+  StoreServer(const std::string& bind_host, int port, std::string token,
+              std::chrono::milliseconds handshake_timeout = kHandshakeTimeout);
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;

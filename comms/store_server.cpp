@@ -19,8 +19,6 @@
 namespace mixle::comms {
 namespace {
 
-// A client must finish its handshake within this time, so idle strays cannot pile up.
-constexpr auto kHandshakeTimeout = std::chrono::seconds(10);
 constexpr std::size_t kReadChunk = 1 << 16;
 // Longest server-side wait (one day); longer requests are shortened to this.
 constexpr std::int64_t kMaxWaitMillis = 24LL * 3600 * 1000;
@@ -52,6 +50,7 @@ struct Connection {
 
 struct StoreServer::State {
   std::string token;
+  std::chrono::milliseconds handshake_timeout{};
   std::list<Connection> connections;
   std::map<std::string, std::vector<char>, std::less<>> data;
   std::atomic<std::uint64_t> rejected{0};
@@ -70,9 +69,11 @@ struct StoreServer::State {
   bool execute(Connection& c, const std::string& key, std::string_view value);
 };
 
-StoreServer::StoreServer(const std::string& bind_host, int port, std::string token)
+StoreServer::StoreServer(const std::string& bind_host, int port, std::string token,
+                         std::chrono::milliseconds handshake_timeout)
     : state_(std::make_unique<State>()) {
   state_->token = std::move(token);
+  state_->handshake_timeout = handshake_timeout;
   if (state_->token.size() > wire::kMaxTokenBytes)
     throw InvalidInput("store token is " + std::to_string(state_->token.size()) + " bytes; at most " +
                        std::to_string(wire::kMaxTokenBytes) + " are accepted");
@@ -314,7 +315,7 @@ void StoreServer::serve() {
         Connection c;
         c.fd.reset(fd);
         make_nonblocking(fd);
-        c.handshake_deadline = Clock::now() + kHandshakeTimeout;
+        c.handshake_deadline = Clock::now() + s.handshake_timeout;
         s.connections.push_back(std::move(c));
       }
     }

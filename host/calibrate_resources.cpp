@@ -17,6 +17,8 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <utility>
+#include <vector>
 
 namespace mixle {
 namespace {
@@ -105,25 +107,25 @@ plan::DeviceCalibration measure(const plan::DeviceSpec& device, const Workload& 
         if (w.name == "em") (void)engine::m_step(w.model, stats, shifts, estimator);
       }
     };
-    run();  // untimed warm-up
+    run();                        // untimed warm-up
+    std::vector<double> elapsed;  // the record keeps timings only of a calibration that passed
     for (int i = 0; i < repeats; ++i) {
       const auto t0 = Clock::now();
       run();
-      out.elapsed_seconds.push_back(std::max(1e-12, std::chrono::duration<double>(Clock::now() - t0).count()));
+      elapsed.push_back(std::max(1e-12, std::chrono::duration<double>(Clock::now() - t0).count()));
     }
     e_step();
     const host::bench::CheckResult check =
         host::bench::compare_statistics(stats, oracle, host::bench::check_bound(precision));
     if (!check.passed) {
-      out.elapsed_seconds.clear();
       out.error =
           std::string("statistics differ from the CPU's (") + engine::precision_name(precision) + "): " + check.message;
       return out;
     }
+    out.throughput = plan::throughput_from_timings(rows, elapsed);
+    out.elapsed_seconds = std::move(elapsed);
     out.success = true;
-    out.throughput = plan::throughput_from_timings(rows, out.elapsed_seconds);
   } catch (const Error& e) {
-    out.elapsed_seconds.clear();
     out.error = e.what();
   }
   return out;

@@ -23,11 +23,18 @@
 namespace mixle::host {
 namespace {
 
+// The options' defaults are the library's default case (bench::BenchCase), so `mixle bench` and
+// a program that benchmarks through the library time the same problem unless told otherwise.
+constexpr bench::BenchCase kDefaultCase{};
+
 struct BenchArgs {
-  std::string family = "gaussian_diag", device = "cpu", precision = "fp32", json;
-  long long rows = 200000, dims = 32, components = 64, categories = 4;
-  int threads = 0, iters = 10, warmup = 2;
-  std::uint64_t seed = 0;
+  std::string family = family_name(kDefaultCase.family), device = "cpu",
+              precision = engine::precision_name(kDefaultCase.precision), json;
+  long long rows = static_cast<long long>(kDefaultCase.rows), dims = static_cast<long long>(kDefaultCase.dims),
+            components = static_cast<long long>(kDefaultCase.components),
+            categories = static_cast<long long>(kDefaultCase.categories);
+  int threads = kDefaultCase.threads, iters = kDefaultCase.iters, warmup = kDefaultCase.warmup;
+  std::uint64_t seed = kDefaultCase.seed;
   bool comm_bench = false;
   std::string comm_type = "auto";
   std::size_t min_bytes = 8, max_bytes = 16u << 20;

@@ -470,5 +470,28 @@ TEST(CliHelp, ScoreShowsItsDefaults) {
         << r.out;
 }
 
+// `mixle bench --help` shows the default case bench/README.md documents (and the results there
+// were measured on): gaussian_diag N=200000 D=32 K=64 V=4, fp32 on the CPU, 2 untimed and 10
+// timed iterations, seed 0 — the library's BenchCase, which the options take their defaults from.
+TEST(CliHelp, BenchShowsTheDocumentedDefaultCase) {
+  TempDir dir("cli-help-bench");
+  const CliRun r = test::run_cli(dir, "bench --help");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const auto& [option, value] : std::vector<std::pair<std::string, std::string>>{{"--family", "gaussian_diag"},
+                                                                                      {"--rows", "200000"},
+                                                                                      {"--dims", "32"},
+                                                                                      {"--components", "64"},
+                                                                                      {"--categories", "4"},
+                                                                                      {"--device", "cpu"},
+                                                                                      {"--precision", "fp32"},
+                                                                                      {"--threads", "0"},
+                                                                                      {"--iters", "10"},
+                                                                                      {"--warmup", "2"},
+                                                                                      {"--seed", "0"}})
+    EXPECT_TRUE(std::regex_search(r.out, std::regex(option + R"( \S*=)" + value + R"((\s|$))")))
+        << option << " should show =" << value << " in:\n"
+        << r.out;
+}
+
 }  // namespace
 }  // namespace mixle

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -117,6 +118,13 @@ TEST(CliMemoryBudget, ACsvCacheIsConvertedOnceAndStreams) {
                                                " --csv-cache " + dir.file("cache.npy") + " --what loglik-mean");
   ASSERT_EQ(scored.code, 0) << scored.err;
   EXPECT_NE(scored.err.find("converted earlier"), std::string::npos) << scored.err;
+  // A CSV whose name does not say so, read as one by --format csv: its cache is read as the .npy it is.
+  std::filesystem::copy_file(dir.file("rows.csv"), dir.file("rows.dat"));
+  test::CliRun named =
+      test::run_cli(dir, "fit -k 3 --seed 1 --max-iter 3 --tol 0 --data " + dir.file("rows.dat") +
+                             " --format csv --csv-cache " + dir.file("dat.npy") + " --out " + dir.file("d.json"));
+  ASSERT_EQ(named.code, 0) << named.err;
+  EXPECT_EQ(model_to_json(load_model(dir.file("d.json"))), model);
   test::CliRun wrong =
       test::run_cli(dir, "fit -k 3 --data " + dir.file("cache.npy") + " --csv-cache " + dir.file("other.npy"));
   EXPECT_EQ(wrong.code, 2) << wrong.err;

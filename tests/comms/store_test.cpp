@@ -405,6 +405,26 @@ TEST(Store, TruncatedMessagesOnlyDropTheirConnection) {
   expect_still_serving(server);
 }
 
+// A connection that has not finished its handshake when the timeout passes is closed (and
+// counted as refused), so idle strays cannot pile up; a client that finished it may stay idle.
+TEST(Store, AHandshakeLeftUnfinishedIsClosedAtItsDeadline) {
+  constexpr auto kTimeout = 300ms;
+  StoreServer server("127.0.0.1", 0, kToken, kTimeout);
+  auto good = connect(server, 0);
+  const auto start = Clock::now();
+  RawConnection raw(server.port());
+  auto hello = handshake(kToken, -1);
+  hello.resize(5);
+  raw.send(hello);
+  EXPECT_TRUE(raw.closed_by_server(5s));
+  EXPECT_GE(Clock::now() - start, kTimeout);
+  EXPECT_EQ(server.rejected_connections(), 1u);
+  std::this_thread::sleep_for(kTimeout);  // the finished handshake is past its deadline too
+  good->set("after", "idle");
+  EXPECT_TRUE(good->check({"after"}));
+  expect_still_serving(server);
+}
+
 TEST(Store, GarbageBytesAreRefused) {
   StoreServer server("127.0.0.1", 0, kToken);
   auto good = connect(server, 0);
