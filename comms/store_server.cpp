@@ -241,9 +241,11 @@ bool StoreServer::State::execute(Connection& c, const std::string& key, std::str
     case wire::Op::wait: {
       std::vector<std::string> keys;
       if (!wire::decode_keys(value, keys)) return false;
-      bool present = all_present(data, keys);
-      if (c.op == static_cast<std::uint8_t>(wire::Op::check) || present) {
+      const bool present = all_present(data, keys);
+      if (c.op == static_cast<std::uint8_t>(wire::Op::check)) {
         queue_reply(c, wire::Status::ok, present ? 1 : 0, {});
+      } else if (present) {  // a wait's arg means nothing: 0, answered now or released later
+        queue_reply(c, wire::Status::ok, 0, {});
       } else {
         c.wait_keys = std::move(keys);
         // Clamped so that a hostile or careless timeout cannot overflow the clock arithmetic.

@@ -83,9 +83,11 @@ void fold_batch(const Model& model, std::vector<double>& running, ShiftTable& ru
     for (std::size_t i = 0; i < batch.size(); ++i) running[i] = scale * batch[i];
   } else {
     if (running.size() != batch.size() || running_shifts.values.size() != shifts.values.size())
-      throw InvalidInput("stepwise EM: the running statistics (" + std::to_string(running.size()) +
-                         " values) belong to a model of another shape than this batch's (" +
-                         std::to_string(batch.size()) + ")");
+      throw InvalidInput("stepwise EM: the running statistics (" + std::to_string(running.size()) + " values, " +
+                         std::to_string(running_shifts.values.size()) +
+                         " shifts) belong to a model of another shape than this batch's (" +
+                         std::to_string(batch.size()) + " values, " + std::to_string(shifts.values.size()) +
+                         " shifts)");
     reshift_statistics(model, running, running_shifts, shifts);
     for (std::size_t i = 0; i < running.size(); ++i) running[i] = (1.0 - rho) * running[i] + rho * scale * batch[i];
   }

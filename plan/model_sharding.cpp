@@ -81,10 +81,10 @@ std::vector<ModelShard> model_sharding_plan(const ModelSummary& model, const Res
     counts[i] = std::max(min, static_cast<std::uint64_t>(std::floor(w[i] * static_cast<double>(k))));
     sum += counts[i];
   }
+  // Every count is at least `min` and shards ≤ K / min, so while the counts sum past K the
+  // largest is above `min`: taking one from it keeps every shard at the minimum or more.
   while (sum > k) {
-    auto it = std::max_element(counts.begin(), counts.end());
-    if (*it <= min) break;  // cannot shrink below the minimum; leftovers handled below
-    --*it;
+    --*std::max_element(counts.begin(), counts.end());
     --sum;
   }
   while (sum < k) {
@@ -103,7 +103,6 @@ std::vector<ModelShard> model_sharding_plan(const ModelSummary& model, const Res
     out.push_back({resources.devices()[i], start, stop, 0, 0});
     start = stop;
   }
-  if (start < k) out.back().component_stop = k;  // leftovers go to the last shard
   for (ModelShard& s : out) {
     s.parameter_bytes = s.num_components() * param_per;
     s.statistic_bytes = s.num_components() * stat_per + kGlobalStatisticBytes;

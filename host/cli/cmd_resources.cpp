@@ -48,7 +48,6 @@ plan::Resources calibrate(const plan::Resources& resources, const ResourcesArgs&
   c.dims = a.dims;
   c.components = a.components;
   c.iters = a.iters;
-  bench::validate_case(c);
   const bench::PreparedCase prepared = bench::prepare_case(c);
   CalibrateOptions options;
   options.workload = "em";

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -128,6 +129,38 @@ void expect_still_serving(const StoreServer& server) {
 }
 
 std::string text(const std::vector<char>& v) { return {v.begin(), v.end()}; }
+
+// A store address may be IPv6: the server listens on the address it is given, in that address's
+// family; only the wildcard ("" or "*") is IPv4. Where this machine has no IPv6 loopback, the
+// refusal names the address.
+TEST(Socket, AnIpv6AddressIsListenedOnInItsFamily) {
+  auto family_of = [](int fd) {
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    EXPECT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    return addr.ss_family;
+  };
+  EXPECT_EQ(family_of(listen_on("", 0).get()), AF_INET);
+  EXPECT_EQ(family_of(listen_on("*", 0).get()), AF_INET);
+  FileDescriptor probe(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in6 loopback{};
+  loopback.sin6_family = AF_INET6;
+  loopback.sin6_addr = in6addr_loopback;
+  if (!probe.valid() || ::bind(probe.get(), reinterpret_cast<sockaddr*>(&loopback), sizeof loopback) != 0) {
+    try {
+      (void)listen_on("::1", 0);
+      ADD_FAILURE() << "listening on ::1 without an IPv6 loopback should fail";
+    } catch (const CommunicationError& e) {
+      EXPECT_NE(std::string(e.what()).find("::1"), std::string::npos) << e.what();
+    }
+    return;
+  }
+  const FileDescriptor listener = listen_on("::1", 0);
+  EXPECT_EQ(family_of(listener.get()), AF_INET6);
+  std::string error;
+  const FileDescriptor client = try_connect("::1", local_port(listener.get()), error);
+  EXPECT_TRUE(client.valid()) << error;
+}
 
 TEST(Store, SetGetCheckAcrossClients) {
   StoreServer server("127.0.0.1", 0, kToken);
@@ -507,6 +540,69 @@ TEST(Store, AClientThatSendsWhileItWaitsIsDropped) {
   EXPECT_TRUE(raw.closed_by_server(5s));
   EXPECT_EQ(server.rejected_connections(), 1u);
   expect_still_serving(server);
+}
+
+// Every reply carries the arg the protocol's table gives it, and 0 where it gives none
+// (docs/distributed.md): seen on the wire, for one request of each op, sent together.
+TEST(Store, EveryReplyCarriesTheArgItsOpGivesIt) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  {
+    RawConnection vanished(server.port());  // rank 3 leaves without a goodbye: `lost` names it
+    vanished.send(handshake(kToken, 3));
+    char accepted = 0;
+    ASSERT_EQ(recv_all(vanished.fd.get(), &accepted, 1, Clock::now() + 2s), IoStatus::ok);
+  }
+  const auto deadline = Clock::now() + 3s;
+  while (server.lost_ranks().empty() && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(server.lost_ranks(), std::vector<int>{3});
+
+  RawConnection raw(server.port());
+  std::vector<char> all = handshake(kToken, -1);
+  auto request = [&](wire::Op op, std::int64_t arg, const std::string& key, const std::vector<char>& value) {
+    all.push_back(static_cast<char>(op));
+    wire::put_i64(all, arg);
+    wire::put_u32(all, static_cast<std::uint32_t>(key.size()));
+    wire::put_u32(all, static_cast<std::uint32_t>(value.size()));
+    all.insert(all.end(), key.begin(), key.end());
+    all.insert(all.end(), value.begin(), value.end());
+  };
+  request(wire::Op::set, 0, "k", {'v'});
+  request(wire::Op::get, 0, "k", {});
+  request(wire::Op::check, 0, "", wire::encode_keys({"k"}));
+  request(wire::Op::check, 0, "", wire::encode_keys({"k", "absent"}));
+  request(wire::Op::add, 5, "count", {});
+  request(wire::Op::wait, 1000, "", wire::encode_keys({"k"}));
+  request(wire::Op::lost, 0, "", {});
+  request(wire::Op::wait, 5000, "", wire::encode_keys({"later"}));  // released by another client
+  raw.send(all);
+  char accepted = 0;
+  ASSERT_EQ(recv_all(raw.fd.get(), &accepted, 1, Clock::now() + 3s), IoStatus::ok);
+  ASSERT_EQ(accepted, static_cast<char>(wire::kAccepted));
+  auto expect_reply = [&](const char* op, std::int64_t arg, const std::vector<char>& value) {
+    char head[wire::kReplyHeaderBytes] = {};
+    ASSERT_EQ(recv_all(raw.fd.get(), head, sizeof head, Clock::now() + 3s), IoStatus::ok) << op;
+    EXPECT_EQ(head[0], static_cast<char>(wire::Status::ok)) << op;
+    EXPECT_EQ(wire::get_i64(head + 1), arg) << op;
+    std::vector<char> got(wire::get_u32(head + 9));
+    if (!got.empty()) ASSERT_EQ(recv_all(raw.fd.get(), got.data(), got.size(), Clock::now() + 3s), IoStatus::ok) << op;
+    EXPECT_EQ(got, value) << op;
+  };
+  std::vector<char> three;
+  wire::put_u32(three, 3);
+  expect_reply("set", 0, {});
+  expect_reply("get", 0, {'v'});
+  expect_reply("check (present)", 1, {});
+  expect_reply("check (absent)", 0, {});
+  expect_reply("add", 5, {});
+  expect_reply("wait (present)", 0, {});
+  expect_reply("lost", 0, three);
+  connect(server)->set("later", "x");
+  expect_reply("wait (released)", 0, {});
+  all.clear();
+  request(wire::Op::bye, 0, "", {});
+  raw.send(all);
+  expect_reply("bye", 0, {});
+  EXPECT_TRUE(raw.closed_by_server());
 }
 
 TEST(Store, RankThatDisconnectsWithoutGoodbyeIsLost) {

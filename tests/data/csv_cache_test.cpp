@@ -2,6 +2,8 @@
 // cache is reused while the CSV, its element type and the cache's shape are those recorded, and
 // converted again otherwise; a bad CSV leaves neither cache nor record.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -78,6 +80,37 @@ TEST(CsvCache, AnythingThatDiffersFromTheRecordConvertsAgain) {
   const std::string moved = dir.file("moved.csv");  // another CSV with the same bytes
   std::filesystem::copy_file(csv, moved);
   EXPECT_TRUE(ensure_csv_cache(moved, npy, {}).converted);
+}
+
+// The record beside the cache (docs/streaming.md): format and version, the CSV's absolute path,
+// size, modification time and element type, the cache's shape. A record of another version —
+// written by another mixle — is not this one's, so the CSV is converted again.
+TEST(CsvCache, TheRecordNamesTheCsvItsTypeAndTheCachesShape) {
+  TempDir dir;
+  const std::string csv = dir.file("rows.csv"), npy = dir.file("rows.npy");
+  write_text(csv, "1,2,3\n4,5,6\n");
+  ReadOptions f32;
+  f32.csv_dtype = DType::f32;
+  ASSERT_TRUE(ensure_csv_cache(csv, npy, f32).converted);
+  std::ifstream in(npy + ".source");
+  const nlohmann::json record = nlohmann::json::parse(in);
+  struct stat st {};
+  ASSERT_EQ(::stat(csv.c_str(), &st), 0);
+  EXPECT_EQ(record.at("format"), "mixle-csv-cache");
+  EXPECT_EQ(record.at("version"), 1);
+  EXPECT_EQ(record.at("csv"), std::filesystem::absolute(csv).lexically_normal().string());
+  EXPECT_EQ(record.at("size"), std::filesystem::file_size(csv));
+  EXPECT_EQ(record.at("mtime_ns"), std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec);
+  EXPECT_EQ(record.at("dtype"), "f32");
+  EXPECT_EQ(record.at("rows"), 2);
+  EXPECT_EQ(record.at("cols"), 3);
+  EXPECT_EQ(record.size(), 8u) << record.dump();
+
+  nlohmann::json other = record;
+  other["version"] = 2;
+  write_text(npy + ".source", other.dump());
+  EXPECT_TRUE(ensure_csv_cache(csv, npy, f32).converted);
+  EXPECT_FALSE(ensure_csv_cache(csv, npy, f32).converted);
 }
 
 TEST(CsvCache, ABadCsvOrCacheNameLeavesNothing) {

@@ -297,6 +297,12 @@ TEST(DataNpy, RejectsBadShapesEmptyFilesAndNpz) {
   const std::string junk = dir.file("junk.npy");
   test::write_bytes(junk, "hello, world\n");
   test::expect_invalid_input([&] { read_data(junk); }, {junk, "not a .npy file"});
+  // The magic and its major version, cut before the minor one: too short to be a .npy, however
+  // it starts (and shorter still, the magic cut in half).
+  test::write_bytes(junk, std::string("\x93NUMPY\x01", 7));
+  test::expect_invalid_input([&] { read_data(junk); }, {junk, "not a .npy file", "file too short"});
+  test::write_bytes(junk, std::string("\x93NUM", 4));
+  test::expect_invalid_input([&] { read_data(junk); }, {junk, "not a .npy file", "file too short"});
 }
 
 // A header numpy would never write is refused naming the file, what is wrong and the header.

@@ -188,6 +188,22 @@ TEST(StepwiseEm, TwoStepsEqualTheMStepWrittenOut) {
   EXPECT_EQ(r.iterations, 1);
 }
 
+// Running statistics (from a saved stepwise state) that do not fit the batch's model — another
+// size, or shifts of another model — are refused, whichever of the two differs.
+TEST(StepwiseEm, RunningStatisticsOfAnotherShapeAreRefused) {
+  const Model model = three_parts();
+  const engine::ShiftTable shifts = engine::shift_table(model, engine::Precision::fp64);
+  const std::vector<double> batch(static_cast<std::size_t>(engine::stat_layout(model).size), 1.0);
+  std::vector<double> running(batch.size() - 1, 1.0);
+  engine::ShiftTable running_shifts = shifts;
+  expect_invalid_input([&] { engine::fold_batch(model, running, running_shifts, batch, 1.0, 0.5, shifts); },
+                       {"another shape", std::to_string(batch.size() - 1) + " values"});
+  running.assign(batch.size(), 1.0);
+  running_shifts.values.push_back(0.0);
+  expect_invalid_input([&] { engine::fold_batch(model, running, running_shifts, batch, 1.0, 0.5, shifts); },
+                       {"another shape", std::to_string(shifts.values.size() + 1) + " shifts"});
+}
+
 TEST(StepwiseEm, RefusesWhatItCannotRun) {
   const Dataset rows = Dataset::from_vector(std::vector<double>{1, 2, 3, 4}, 4, 1);
   const Model start = model_from_json(R"({"format":"mixle-model","version":1,"weights":[1],"parts":[

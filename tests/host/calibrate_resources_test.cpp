@@ -93,9 +93,12 @@ TEST(CalibrateResources, TheSampleIsTheFirstRowsAndNoMoreThanTheData) {
   EXPECT_EQ(catalog.records().back().sample_size, 1u);
 }
 
+// A slot without compute_units takes every thread: a width of its own, timed by itself too.
 TEST(CalibrateResources, CpuSlotsOfOneWidthAreMeasuredOnceAndEachWidthByItself) {
+  plan::DeviceSpec every_thread = cpu_slot("cpu:4", 0);
+  every_thread.compute_units.reset();
   const plan::Resources slots = plan::Resources::from_specs(
-      {cpu_slot("cpu:0", 1), cpu_slot("cpu:1", 1), cpu_slot("cpu:2", 2), cpu_slot("cpu:3", 2)});
+      {cpu_slot("cpu:0", 1), cpu_slot("cpu:1", 1), cpu_slot("cpu:2", 2), cpu_slot("cpu:3", 2), every_thread});
   plan::CalibrationCatalog catalog;
   CalibrateOptions options;
   options.catalog = &catalog;
@@ -103,13 +106,15 @@ TEST(CalibrateResources, CpuSlotsOfOneWidthAreMeasuredOnceAndEachWidthByItself) 
   std::vector<std::string> progressed;
   options.progress = [&](const plan::DeviceCalibration& r) { progressed.push_back(r.device_name); };
   const plan::Resources out = calibrate_resources(records(400), truth_model("mixed"), slots, options);
-  EXPECT_EQ(progressed, (std::vector<std::string>{"cpu:0", "cpu:1", "cpu:2", "cpu:3"}));
+  EXPECT_EQ(progressed, (std::vector<std::string>{"cpu:0", "cpu:1", "cpu:2", "cpu:3", "cpu:4"}));
   const auto& r = catalog.records().back().device_results;
-  ASSERT_EQ(r.size(), 4u);
+  ASSERT_EQ(r.size(), 5u);
   EXPECT_EQ(r[0].elapsed_seconds, r[1].elapsed_seconds);
   EXPECT_EQ(r[2].elapsed_seconds, r[3].elapsed_seconds);
   EXPECT_NE(r[0].elapsed_seconds, r[2].elapsed_seconds) << "a 2-CPU slot is timed by itself";
-  for (std::size_t i = 0; i < 4; ++i) {
+  EXPECT_NE(r[4].elapsed_seconds, r[0].elapsed_seconds) << "a slot of every thread is not a 1-CPU slot";
+  EXPECT_NE(r[4].elapsed_seconds, r[2].elapsed_seconds) << "nor a 2-CPU slot";
+  for (std::size_t i = 0; i < 5; ++i) {
     EXPECT_EQ(r[i].device_name, slots.devices()[i].name);
     EXPECT_EQ(out.devices()[i].compute_units, slots.devices()[i].compute_units);
   }

@@ -350,6 +350,12 @@ TEST(ShardPlanRefusals, MinimumsEmptyRangesAndShrinkingToK) {
   ModelShard empty = shards[0];
   empty.component_stop = empty.component_start;
   expect_mentions(message_of<InvalidInput>([&] { empty.validate(); }), {"big[0:0]", "empty component range"});
+  // A shard whose parameters and statistics take exactly the device's memory fits; a byte less does not.
+  ModelShard exact = shards[1];
+  exact.device.memory_bytes = exact.parameter_bytes + exact.statistic_bytes;
+  EXPECT_NO_THROW(exact.validate());
+  exact.device.memory_bytes = *exact.device.memory_bytes - 1;
+  expect_mentions(message_of<MemoryError>([&] { exact.validate(); }), {"small1[2:4]", "over the capacity"});
 }
 
 TEST(LauncherRefusals, TorchrunSlurmDaskAndSparkNameTheVariable) {
