@@ -107,8 +107,9 @@ plan::DeviceCalibration measure(const plan::DeviceSpec& device, const Workload& 
         if (w.name == "em") (void)engine::m_step(w.model, stats, shifts, estimator);
       }
     };
-    run();                        // untimed warm-up
-    std::vector<double> elapsed;  // the record keeps timings only of a calibration that passed
+    run();  // untimed warm-up
+    // The record keeps the timings only of a calibration whose check passed.
+    std::vector<double> elapsed;
     for (int i = 0; i < repeats; ++i) {
       const auto t0 = Clock::now();
       run();

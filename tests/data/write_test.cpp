@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "data_test_util.hpp"
+#include "host/data/atomic_file.hpp"
 #include "host/data/matrix_stream.hpp"
 
 namespace mixle {
@@ -182,6 +183,27 @@ TEST(DataAtomicWrite, AFailedWriteClosesDescriptorZero) {
   ::close(stdin_copy);
   EXPECT_TRUE(threw);
   EXPECT_TRUE(zero_closed) << "the temporary file's descriptor 0 was left open";
+  expect_only(dir, 0);
+}
+
+// An atomic file abandoned before its commit (an error on the way) on descriptor 0: the
+// descriptor is closed and the temporary file removed, leaving nothing behind.
+TEST(DataAtomicWrite, AnAbandonedFileOnDescriptorZeroClosesIt) {
+  TempDir dir;
+  const int stdin_copy = ::dup(0);
+  ASSERT_GE(stdin_copy, 0);
+  ::close(0);
+  bool on_zero = false;
+  {
+    host::AtomicFile file(dir.file("out.txt"));
+    file.write("never committed");
+    on_zero = ::fcntl(0, F_GETFD) != -1;
+  }
+  const bool zero_closed = ::fcntl(0, F_GETFD) == -1;
+  ::dup2(stdin_copy, 0);
+  ::close(stdin_copy);
+  EXPECT_TRUE(on_zero) << "the temporary file should have got descriptor 0";
+  EXPECT_TRUE(zero_closed) << "the abandoned file's descriptor 0 was left open";
   expect_only(dir, 0);
 }
 

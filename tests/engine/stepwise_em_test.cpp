@@ -204,6 +204,26 @@ TEST(StepwiseEm, RunningStatisticsOfAnotherShapeAreRefused) {
                        {"another shape", std::to_string(shifts.values.size() + 1) + " shifts"});
 }
 
+// A batch whose every row has weight 0 holds no data: it takes no step (and no step number), so
+// the run equals the run without it, bit for bit.
+TEST(StepwiseEm, ABatchOfWeightZeroTakesNoStep) {
+  const Model start = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
+      {"family":"gaussian_diag","columns":[0,1],"mean":[[-1],[12]],"var":[[4],[4]]}]})");
+  const Dataset rows = Dataset::from_vector(std::vector<double>{1, 3, 10, 14, 2, 11, 5, 7, 0, 13}, 10, 1)
+                           .with_weights(std::vector<double>{1, 2, 1, 1, 0, 0, 0, 3, 1, 2});
+  auto batch = [&](std::size_t begin, std::size_t end) { return engine::encoded_data(rows.slice(begin, end)); };
+  engine::EmOptions em;
+  em.max_iter = 3;
+  em.tol = 0.0;
+  em.estimator.precision = engine::Precision::fp64;
+  const StepwiseOptions o{.epochs = 3};
+  const engine::EmResult with = engine::run_stepwise_em({batch(0, 4), batch(4, 7), batch(7, 10)}, 11.0, start, em, o);
+  const engine::EmResult without = engine::run_stepwise_em({batch(0, 4), batch(7, 10)}, 11.0, start, em, o);
+  EXPECT_EQ(model_to_json(with.model), model_to_json(without.model));
+  EXPECT_EQ(with.mean_loglik, without.mean_loglik);
+  EXPECT_TRUE(std::isfinite(with.model.parts[0].mean[0]));
+}
+
 TEST(StepwiseEm, RefusesWhatItCannotRun) {
   const Dataset rows = Dataset::from_vector(std::vector<double>{1, 2, 3, 4}, 4, 1);
   const Model start = model_from_json(R"({"format":"mixle-model","version":1,"weights":[1],"parts":[

@@ -105,6 +105,13 @@ TEST(Placement, WorkingSetIsOneChunkNotTheWholeShard) {
   Placement q = plan(Resources::single_cpu(), f64);
   EXPECT_EQ(q.shards[0].transient_bytes, 1000u * 8 * 8 + fixed);
   EXPECT_EQ(q.shards[0].encoded_bytes, 1'000'000u * 2 * 8);
+  for (const char* half : {"float16", "bfloat16"}) {  // 2-byte compute precisions
+    PlanOptions h = o;
+    h.precision = half;
+    Placement r = plan(Resources::single_cpu(), h);
+    EXPECT_EQ(r.dtype_bytes, 2u) << half;
+    EXPECT_EQ(r.shards[0].transient_bytes, 1000u * 8 * 2 + fixed) << half;
+  }
 }
 
 TEST(Placement, WeightedResourcesGetProportionalChunks) {
