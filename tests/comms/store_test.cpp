@@ -441,6 +441,7 @@ TEST(Store, TruncatedMessagesOnlyDropTheirConnection) {
 // A connection that has not finished its handshake when the timeout passes is closed (and
 // counted as refused), so idle strays cannot pile up; a client that finished it may stay idle.
 TEST(Store, AHandshakeLeftUnfinishedIsClosedAtItsDeadline) {
+  EXPECT_EQ(StoreServer::kHandshakeTimeout, 10s) << "the default docs/distributed.md states";
   constexpr auto kTimeout = 300ms;
   StoreServer server("127.0.0.1", 0, kToken, kTimeout);
   auto good = connect(server, 0);
