@@ -97,16 +97,11 @@ std::vector<ModelShard> model_sharding_plan(const ModelSummary& model, const Res
   const std::uint64_t stat_per = (model.statistic_bytes() - kGlobalStatisticBytes) / k;
   std::vector<ModelShard> out;
   std::uint64_t start = 0;
-  for (std::size_t i = 0; i < shards && start < k; ++i) {
-    const std::uint64_t stop = std::min(k, start + counts[i]);
-    if (stop == start) continue;
-    out.push_back({resources.devices()[i], start, stop, 0, 0});
-    start = stop;
-  }
-  for (ModelShard& s : out) {
-    s.parameter_bytes = s.num_components() * param_per;
-    s.statistic_bytes = s.num_components() * stat_per + kGlobalStatisticBytes;
-    s.validate();
+  for (std::size_t i = 0; i < shards; ++i) {  // the counts, each ≥ min ≥ 1, sum to K
+    const std::uint64_t n = counts[i];
+    out.push_back({resources.devices()[i], start, start + n, n * param_per, n * stat_per + kGlobalStatisticBytes});
+    out.back().validate();
+    start += n;
   }
   // Post-conditions: contiguous cover of [0, K), each shard at least `min` components.
   std::uint64_t cursor = 0;

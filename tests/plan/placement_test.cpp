@@ -313,8 +313,14 @@ TEST(ShardPlan, ThroughputWeightedComponentRanges) {
   EXPECT_EQ(shards[1].component_stop, 5u);
   EXPECT_GT(shards[1].parameter_bytes + shards[1].statistic_bytes,
             shards[0].parameter_bytes + shards[0].statistic_bytes);
-  // Per-component bytes add up to the whole model's parameters.
+  // Per-component bytes add up to the whole model's parameters; each shard's statistics are its
+  // components' share of the rest plus the two global float64 values (log-likelihood, rows),
+  // which every shard keeps a copy of.
   EXPECT_EQ(shards[0].parameter_bytes + shards[1].parameter_bytes, gmm(5, 2).parameter_bytes());
+  const std::uint64_t global = 2 * sizeof(double), per_component = (gmm(5, 2).statistic_bytes() - global) / 5;
+  EXPECT_EQ(shards[0].statistic_bytes, 1 * per_component + global);
+  EXPECT_EQ(shards[1].statistic_bytes, 4 * per_component + global);
+  EXPECT_EQ(shards[0].statistic_bytes + shards[1].statistic_bytes, gmm(5, 2).statistic_bytes() + global);
 }
 
 TEST(ShardPlan, MinComponentsPerShardHonoured) {
