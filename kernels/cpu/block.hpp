@@ -29,14 +29,21 @@ struct Block {
     row_offset.assign(kBlockRows, T(0));
     loglik.assign(kBlockRows, 0.0);
   }
-  const T* column(int c) const { return xt.data() + static_cast<std::size_t>(c) * kBlockRows; }
-  const T* log_column(int c) const { return lx.data() + static_cast<std::size_t>(c) * kBlockRows; }
-  const T* row(int b) const { return xr.data() + static_cast<std::size_t>(b) * cols; }
+  // Indexed through the vectors (not `data() +`), so that a build with _GLIBCXX_ASSERTIONS, as
+  // the tests are, stops at a column, row or component past the block; a release build compiles
+  // both to the same address arithmetic.
+  const T* column(int c) const { return &xt[static_cast<std::size_t>(c) * kBlockRows]; }
+  const T* log_column(int c) const { return &lx[static_cast<std::size_t>(c) * kBlockRows]; }
+  const T* row(int b) const { return &xr[static_cast<std::size_t>(b) * cols]; }
   /// When set, log-densities/responsibilities live there ([K][kBlockRows], the caller's memory:
   /// a pass that keeps log-densities between two passes) instead of in `lp`.
   T* lp_at = nullptr;
-  T* logp(int k) { return (lp_at ? lp_at : lp.data()) + static_cast<std::size_t>(k) * kBlockRows; }
-  const T* resp(int k) const { return (lp_at ? lp_at : lp.data()) + static_cast<std::size_t>(k) * kBlockRows; }
+  T* logp(int k) {
+    return lp_at ? lp_at + static_cast<std::size_t>(k) * kBlockRows : &lp[static_cast<std::size_t>(k) * kBlockRows];
+  }
+  const T* resp(int k) const {
+    return lp_at ? lp_at + static_cast<std::size_t>(k) * kBlockRows : &lp[static_cast<std::size_t>(k) * kBlockRows];
+  }
 };
 
 }  // namespace mixle::kernels::cpu

@@ -317,6 +317,34 @@ TEST(Reseed, TheEmLoopDoesNotStopAtAnIterationThatReseeded) {
             "(weight 0.3)");
 }
 
+// The reseed warning writes a row count or weight as an integer while it is one below 10^15
+// (every digit exact), and otherwise in four significant digits.
+TEST(Reseed, TheWarningWritesWholeNumbersBelow1e15InFullAndOthersInFourDigits) {
+  const Model initial = start_model("gaussian_diag", 3);
+  engine::EmOptions em;
+  em.max_iter = 3;
+  em.tol = 0.0;
+  int calls = 0;
+  const engine::EmResult r = engine::run_em_steps(initial, em, [&](const Model& model) {
+    ++calls;
+    engine::IterationStep step{100.0, -250.0, engine::MStepResult{model, {}}, {}};
+    step.next.empty_components = {2};
+    if (calls == 1) step.reseeded = {engine::Reseeded{2, 999999999999999.0, 1e15}};
+    if (calls == 2) step.reseeded = {engine::Reseeded{2, 12345.5, 0.25}};
+    if (calls == 3) step.reseeded = {engine::Reseeded{2, 3.0, 2e15}};
+    return step;
+  });
+  ASSERT_EQ(r.warnings.size(), 3u);
+  EXPECT_EQ(r.warnings[0],
+            "component 2 captured no rows at iteration 1; reseeded from the 999999999999999 worst-explained rows "
+            "(weight 1e+15)");
+  EXPECT_EQ(r.warnings[1],
+            "component 2 captured no rows at iteration 2; reseeded from the 1.235e+04 worst-explained rows "
+            "(weight 0.25)");
+  EXPECT_EQ(r.warnings[2],
+            "component 2 captured no rows at iteration 3; reseeded from the 3 worst-explained rows (weight 2e+15)");
+}
+
 /// A handle whose every E-step finds component 2 empty (its share of the rows dropped).
 class LosesComponentTwo : public engine::LocalEncodedData {
  public:

@@ -330,6 +330,11 @@ TEST(ShardPlan, MinComponentsPerShardHonoured) {
   EXPECT_EQ(shards[0].num_components(), 3u);
   EXPECT_EQ(shards[1].num_components(), 2u);
   for (const ModelShard& s : shards) EXPECT_GE(s.num_components(), 2u);
+  // The minimum may be K itself: one shard holds every component.
+  shards = model_sharding_plan(gmm(5, 1), four, {.min_components_per_shard = 5});
+  ASSERT_EQ(shards.size(), 1u);
+  EXPECT_EQ(shards[0].component_start, 0u);
+  EXPECT_EQ(shards[0].num_components(), 5u);
 }
 
 TEST(ShardPlan, RejectsImpossibleRequests) {

@@ -199,6 +199,11 @@ TEST(PlannerRefusals, DtypeColumnsAndARowThatFitsNowhere) {
                   {"data_dtype_bytes=2", "4 (float32 data) or 8 (float64 data)"});
   expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 10, .model = gmm(2, 3), .columns = 2}); }),
                   {"columns=2", "the 3 columns", "columns ≥ Σ part dims"});
+  // A summary that describes no model is refused as the model, before any placement is sized.
+  expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 10, .model = gmm(0, 3)}); }),
+                  {"model components=0 is invalid", "K ≥ 1"});
+  expect_mentions(message_of<InvalidInput>([&] { plan(r, {.rows = 10, .model = gmm(2, 0)}); }),
+                  {"model part 0: dims=0 is invalid"});
   EXPECT_NO_THROW(plan(r, {.rows = 10, .model = gmm(2, 3), .columns = 5}));
   EXPECT_NO_THROW(plan(r, {.rows = 10, .model = gmm(2, 3), .columns = 3}));  // exactly the parts' columns
   // Room for the model's fixed state but not for one row beside it.
