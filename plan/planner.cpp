@@ -145,9 +145,8 @@ Placement plan(const Resources& resources, const PlanOptions& options) {
   std::uint64_t model_bytes = 0, statistic_bytes = 0;
   std::size_t columns = options.columns.value_or(0);
   if (options.model) {
-    options.model->validate();
     components = options.model->components;
-    model_bytes = options.model->parameter_bytes();
+    model_bytes = options.model->parameter_bytes();  // validates the summary first
     statistic_bytes = options.model->statistic_bytes();
     if (!options.columns) columns = options.model->columns();
     if (options.columns && *options.columns < options.model->columns()) {
