@@ -131,6 +131,24 @@ TEST(CliEdges, ProgressOnATerminalIsOneLiveLineThatEndsBeforeTheWarnings) {
   EXPECT_EQ(text[warning - 1], '\n') << "the live line ran into the warning:\n" << text;
 }
 
+// Off a terminal the progress is a line an iteration; `--quiet` prints none.
+TEST(CliEdges, ProgressIsALineAnIterationOnAPipeAndNoneWhenQuiet) {
+  TempDir dir("cli-edges-quiet");
+  test::write_bytes(dir.file("truth.json"), kTruth);
+  ASSERT_EQ(
+      test::run_cli(dir, "generate -m " + dir.file("truth.json") + " -n 300 --seed 2 -o " + dir.file("d.npy")).code, 0);
+  const std::string fit =
+      "fit --data " + dir.file("d.npy") + " -k 2 --seed 3 --tol 0 --max-iter 3 --out " + dir.file("m.json");
+  const test::CliRun loud = test::run_cli(dir, fit);
+  ASSERT_EQ(loud.code, 0) << loud.err;
+  for (const char* line : {"[restart 0] iter   1/3", "[restart 0] iter   2/3", "[restart 0] iter   3/3"})
+    EXPECT_NE(loud.err.find(line), std::string::npos) << line << "\n" << loud.err;
+  EXPECT_EQ(loud.err.find('\r'), std::string::npos) << loud.err;  // no live line off a terminal
+  const test::CliRun quiet = test::run_cli(dir, fit + " --quiet");
+  ASSERT_EQ(quiet.code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("] iter "), std::string::npos) << quiet.err;
+}
+
 TEST(CliEdges, FitSummaryAndBenchReportShowEveryLine) {
   TempDir dir("cli-edges-fit");
   test::write_bytes(dir.file("truth.json"), kTruth);

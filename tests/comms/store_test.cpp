@@ -543,6 +543,25 @@ TEST(Store, AClientThatSendsWhileItWaitsIsDropped) {
   expect_still_serving(server);
 }
 
+// A value of the protocol's largest size is stored and read back whole; a request announcing
+// one byte more is a violation, refused from its header before any value byte is read.
+TEST(Store, AValueOfTheLargestSizeIsStoredAndOneByteMoreIsRefused) {
+  StoreServer server("127.0.0.1", 0, kToken);
+  auto c = connect(server);
+  const std::string big(wire::kMaxValueBytes, 'v');
+  c->set("big", big);
+  EXPECT_EQ(c->get("big", 10s).size(), big.size());
+  RawConnection raw(server.port());
+  raw.send(handshake(kToken, -1));
+  char accepted = 0;
+  ASSERT_EQ(recv_all(raw.fd.get(), &accepted, 1, Clock::now() + 3s), IoStatus::ok);
+  ASSERT_EQ(accepted, static_cast<char>(wire::kAccepted));
+  raw.send(request_header(wire::Op::set, 1, wire::kMaxValueBytes + 1));
+  EXPECT_TRUE(raw.closed_by_server());
+  EXPECT_EQ(server.rejected_connections(), 1u);
+  expect_still_serving(server);
+}
+
 // Every reply carries the arg the protocol's table gives it, and 0 where it gives none
 // (docs/distributed.md): seen on the wire, for one request of each op, sent together.
 TEST(Store, EveryReplyCarriesTheArgItsOpGivesIt) {
@@ -579,10 +598,11 @@ TEST(Store, EveryReplyCarriesTheArgItsOpGivesIt) {
   char accepted = 0;
   ASSERT_EQ(recv_all(raw.fd.get(), &accepted, 1, Clock::now() + 3s), IoStatus::ok);
   ASSERT_EQ(accepted, static_cast<char>(wire::kAccepted));
-  auto expect_reply = [&](const char* op, std::int64_t arg, const std::vector<char>& value) {
+  auto expect_reply = [&](const char* op, std::int64_t arg, const std::vector<char>& value,
+                          wire::Status status = wire::Status::ok) {
     char head[wire::kReplyHeaderBytes] = {};
     ASSERT_EQ(recv_all(raw.fd.get(), head, sizeof head, Clock::now() + 3s), IoStatus::ok) << op;
-    EXPECT_EQ(head[0], static_cast<char>(wire::Status::ok)) << op;
+    EXPECT_EQ(head[0], static_cast<char>(status)) << op;
     EXPECT_EQ(wire::get_i64(head + 1), arg) << op;
     std::vector<char> got(wire::get_u32(head + 9));
     if (!got.empty()) ASSERT_EQ(recv_all(raw.fd.get(), got.data(), got.size(), Clock::now() + 3s), IoStatus::ok) << op;
@@ -600,8 +620,10 @@ TEST(Store, EveryReplyCarriesTheArgItsOpGivesIt) {
   connect(server)->set("later", "x");
   expect_reply("wait (released)", 0, {});
   all.clear();
+  request(wire::Op::wait, 100, "", wire::encode_keys({"never"}));  // times out
   request(wire::Op::bye, 0, "", {});
   raw.send(all);
+  expect_reply("wait (timed out)", 0, {}, wire::Status::timed_out);
   expect_reply("bye", 0, {});
   EXPECT_TRUE(raw.closed_by_server());
 }

@@ -56,6 +56,11 @@ TEST(GaussianSpherical, IsGaussianDiagWithOneVariancePerComponent) {
   one.parts[0].var = {2.0};
   EXPECT_NEAR(score_samples(one, rows_of({1.0, -1.0}, 2))[0], -std::log(4.0 * std::numbers::pi), 1e-14);
   EXPECT_EQ(one.free_parameters(), 3u);  // two means and one variance
+  // Sampling too: the same seed draws the same rows and labels from both.
+  std::vector<std::int64_t> labels_s, labels_d;
+  const Dataset drawn_s = sample(s, 64, 11, &labels_s), drawn_d = sample(as_diag(s), 64, 11, &labels_d);
+  EXPECT_EQ(labels_s, labels_d);
+  for (std::size_t i = 0; i < 64 * 3; ++i) EXPECT_EQ(drawn_s.as<double>()[i], drawn_d.as<double>()[i]) << i;
 }
 
 // One EM iteration from a given model, by hand: responsibilities from the model, then each

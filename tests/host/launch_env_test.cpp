@@ -160,6 +160,11 @@ TEST(LaunchEnv, StorePortRules) {
   EXPECT_EQ(detect_launch_env(fake(vars)).store_port, 29500);
   vars["MIXLE_STORE_PORT"] = "31000";
   EXPECT_EQ(detect_launch_env(fake(vars)).store_port, 31000);
+  // Both ports may be the last one.
+  vars["MIXLE_STORE_PORT"] = "65535";
+  vars["MASTER_PORT"] = "65535";
+  EXPECT_EQ(detect_launch_env(fake(vars)).store_port, 65535);
+  EXPECT_EQ(detect_launch_env(fake(vars)).master_port, 65535);
   // The agent's store on the last port leaves ours none: refused, naming both.
   vars.erase("MIXLE_STORE_PORT");
   vars["MASTER_PORT"] = "65535";

@@ -409,6 +409,9 @@ TEST(ContractLaunchers, LightningFabricOwnsDataParallelismOnly) {
   EXPECT_EQ(ddp.devices, 4);
   FabricLaunch fsdp = lightning_fabric_launch(ParallelPlan({.dp_shard = 8}), 4, 2);
   EXPECT_EQ(fsdp.strategy, "fsdp");
+  const FabricLaunch one_per_node = lightning_fabric_launch(ParallelPlan({.dp_shard = 4}), 1, 4);  // the least count
+  EXPECT_EQ(one_per_node.devices, 1);
+  EXPECT_EQ(one_per_node.num_nodes, 4);
   EXPECT_EQ(lightning_fabric_launch(ParallelPlan({.dp_shard = 2})).strategy, "fsdp");  // the least sharding
   expect_mentions(message_of<InvalidInput>([] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), 0, 1); }),
                   {"devices=0 is invalid", "≥ 1"});
