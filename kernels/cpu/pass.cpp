@@ -282,8 +282,9 @@ void normalise_external(int K, const double* log_norm, int n, Block<T>& block) {
     for (int b = 0; b < kBlockRows; ++b) {
       const T d = l[b] - norm[b];
       const T c = d < T(0) ? d : T(0);
-      // A NaN difference only arises from a row the caller's normaliser already rejected; it
-      // folds nothing rather than poisoning the statistics.
+      // A NaN difference comes from a NaN log-density, a row whose normaliser is NaN too: its
+      // caller rejects it (component sharding raises before it folds such a chunk). It gets no
+      // responsibility here, though a NaN value would reach the statistics through 0·x anyway.
       l[b] = d == d ? exp_nonpositive(c) * keep[b] : T(0);
     }
   }

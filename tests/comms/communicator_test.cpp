@@ -119,6 +119,17 @@ TEST(CommFactory, ValidatesRankSizeAndTimeout) {
   o.rank = 2;
   o.size = 2;
   EXPECT_THROW(make_communicator("single", o), InvalidInput);
+  o.rank = 1;
+  o.size = 1;  // a rank equal to the size is past the last
+  try {
+    (void)make_communicator("single", o);
+    ADD_FAILURE() << "rank 1 of a world of 1 accepted";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("communicator rank 1 of world size 1: need 0 ≤ rank < size"),
+              std::string::npos)
+        << e.what();
+  }
+  o.size = 2;
   o.rank = 0;
   EXPECT_THROW(make_communicator("single", o), InvalidInput);  // single needs size 1
   o.size = 1;

@@ -47,6 +47,7 @@ TEST(ThreadGroup, CollectivesGiveEveryMemberTheSameCorrectBytes) {
   std::vector<std::vector<float>> fsums(W);
   std::vector<std::uint64_t> payload(W);
   std::vector<std::string> letters(W);
+  std::string flags(W, '-');
   const auto errors = run_group(W, 10s, [&](int r, Communicator& c) {
     EXPECT_EQ(c.rank(), r);
     EXPECT_EQ(c.size(), W);
@@ -69,6 +70,10 @@ TEST(ThreadGroup, CollectivesGiveEveryMemberTheSameCorrectBytes) {
     c.all_gather(std::span<const char>(&letter, 1), std::span<char>(letters[static_cast<std::size_t>(r)]));
     broadcasts[static_cast<std::size_t>(r)] = {r == 2 ? 42.0 : 0.0, r == 2 ? 7.0 : 0.0};
     c.broadcast(std::span<double>(broadcasts[static_cast<std::size_t>(r)]), 2);
+    // One byte: the smallest broadcast still moves (and none moves nothing, from no buffer).
+    flags[static_cast<std::size_t>(r)] = r == 1 ? 'z' : '-';
+    c.broadcast(std::span<char>(&flags[static_cast<std::size_t>(r)], 1), 1);
+    c.broadcast(std::span<char>(static_cast<char*>(nullptr), 0), 1);
     c.barrier();
     payload[static_cast<std::size_t>(r)] = c.collective_bytes();
   });
@@ -83,9 +88,11 @@ TEST(ThreadGroup, CollectivesGiveEveryMemberTheSameCorrectBytes) {
     EXPECT_EQ(gathered[static_cast<std::size_t>(r)], (std::vector<double>{0, 0, 1, 10, 2, 20, 3, 30}));
     EXPECT_EQ(letters[static_cast<std::size_t>(r)], "abcd");
     EXPECT_EQ(broadcasts[static_cast<std::size_t>(r)], (std::vector<double>{42.0, 7.0}));
+    EXPECT_EQ(flags[static_cast<std::size_t>(r)], 'z') << "member " << r;
     // Payload handed to collectives: the three all-reduces, the all-gathers' whole results
-    // (W members × 2 doubles, W bytes), the broadcast; the barrier carries none.
-    EXPECT_EQ(payload[static_cast<std::size_t>(r)], 1000u * 8 + 2 * 8 + 4 + W * 2 * 8 + W + 2 * 8) << "member " << r;
+    // (W members × 2 doubles, W bytes), the broadcasts; the barrier carries none.
+    EXPECT_EQ(payload[static_cast<std::size_t>(r)], 1000u * 8 + 2 * 8 + 4 + W * 2 * 8 + W + 2 * 8 + 1)
+        << "member " << r;
   }
 }
 

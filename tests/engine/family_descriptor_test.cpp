@@ -209,6 +209,24 @@ TEST(FamilyDescriptors, FitOptionsSummariseTheModelToBeFitted) {
 }
 
 // The benchmark's work model reads as it always has (bench reports carry these strings).
+// A value a family refuses is written with every digit that tells it apart (17 significant
+// digits): a count a hair above 2.5 must not read as 2.5.
+TEST(FamilyDescriptors, ARefusedValueIsWrittenToEveryDigit) {
+  Part p;
+  p.family = Family::poisson;
+  p.col_begin = 0;
+  p.col_end = 1;
+  const Dataset d = Dataset::from_vector(std::vector<double>{1.0, std::nextafter(2.5, 3.0)}, 2, 1);
+  try {
+    engine::family_ops(Family::poisson).check_data(p, d);
+    ADD_FAILURE() << "a fractional count accepted";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("row 1, column 0: value 2.5000000000000004 is not valid for poisson"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(FamilyDescriptors, FlopFormulas) {
   EXPECT_EQ(flop_formula(family_descriptor(Family::gaussian_diag).flops), "8*N*K*D");
   // gaussian_tied: gaussian_full's kernels, so its work (the pooling is per component, not per row).

@@ -163,6 +163,8 @@ TEST(ShardChunking, ChunksFollowTheKeptBudgetAndTheLargestGroup) {
   // A largest group of whole blocks needs exactly its rows, not a block more.
   EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 256}, {256, 1024}}).rows, 768u);
   EXPECT_EQ(small.count, 1u);
+  EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 129}}).rows, 256u);  // a block and a row: two blocks
+  EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 129}}).count, 1u);
   EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 1}}).rows, 128u);
   EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 1}}).count, 1u);
   EXPECT_EQ(shard_chunking(4, Precision::fp32, true, {{0, 128}}).count, 1u);     // exactly one chunk

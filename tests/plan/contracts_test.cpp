@@ -169,6 +169,7 @@ TEST(ContractDistributedUpdate, ExactnessAndEvidenceRules) {
                   {"collective=all_reduce", "cannot claim guaranteed numerical exactness"});
   exact.collective = CollectiveKind::none;
   EXPECT_NO_THROW(exact.validate());
+  EXPECT_EQ(DistributedUpdate::from_json(exact.to_json()), exact);  // the claim survives the file
   DistributedUpdate neg = u;
   neg.numerics_sample_count = -1;
   expect_mentions(message_of<InvalidInput>([&] { neg.validate(); }), {"numerics_sample_count=-1"});

@@ -374,6 +374,10 @@ TEST(LauncherRefusals, TorchrunSlurmDaskAndSparkNameTheVariable) {
   odd["SLURM_NTASKS_PER_NODE"] = "3";
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(odd); }),
                   {"SLURM_NTASKS_PER_NODE=3 does not divide SLURM_NTASKS=4", "SLURM_TASKS_PER_NODE"});
+  Environment none_per_node = four;  // 0 tasks a node divides nothing
+  none_per_node["SLURM_NTASKS_PER_NODE"] = "0";
+  expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(none_per_node); }),
+                  {"SLURM_NTASKS_PER_NODE=0 is out of range", "an integer ≥ 1"});
   expect_mentions(message_of<InvalidInput>([&] { Resources::from_slurm(four); }),
                   {"SLURM_NTASKS=4 but neither SLURM_TASKS_PER_NODE nor SLURM_NTASKS_PER_NODE is set"});
   Environment beyond = four;
