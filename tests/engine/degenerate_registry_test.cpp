@@ -38,6 +38,13 @@ void expect_empty_components_warned(const FitResult& r) {
   EXPECT_GT(empty, 0u) << "a component should have captured no rows";
 }
 
+// The row hash is SplitMix64's finaliser: the reference generator's first two outputs from
+// state 0 are 0xe220a8397b1dcdaf and 0x6e789e6aa1b965f4.
+TEST(RowHash, Mix64IsSplitMix64) {
+  EXPECT_EQ(engine::mix64(0), 0xe220a8397b1dcdafull);
+  EXPECT_EQ(engine::mix64(0x9E3779B97F4A7C15ull), 0x6e789e6aa1b965f4ull);
+}
+
 TEST(EngineDegenerate, IdenticalRowsK3GaussianDiag) {
   const std::size_t N = 500;
   std::vector<double> v;

@@ -122,11 +122,13 @@ TEST_P(NormalisedFold, KeptLogDensitiesFoldBitIdenticallyToRecomputedOnes) {
   std::vector<double> loglik(rows.rows());
   compute->score(whole, rows, Precision::fp64, loglik.data(), nullptr);
   const Model slice = engine::slice_components(whole, 1, whole.components());
-  ASSERT_GT(compute->kept_bytes_per_row(slice.components(), c.precision), 0u);
+  const std::size_t per_row = compute->kept_bytes_per_row(slice.components(), c.precision);
+  EXPECT_EQ(per_row, slice.components() * (c.precision == Precision::fp64 ? sizeof(double) : sizeof(float)));
   std::vector<double> shard_ll(rows.rows()), shard_ll_kept(rows.rows());
   std::vector<unsigned char> kept;
   compute->score(slice, rows, c.precision, shard_ll.data(), nullptr);
   compute->score_keeping(slice, rows, c.precision, shard_ll_kept.data(), kept);
+  EXPECT_EQ(kept.size(), 1024 * per_row);  // 1,000 rows kept as whole blocks of 128
   EXPECT_EQ(std::memcmp(shard_ll.data(), shard_ll_kept.data(), rows.rows() * sizeof(double)), 0);
   const std::size_t size = static_cast<std::size_t>(engine::stat_layout(slice).size);
   std::vector<double> recomputed(size, 0.0), from_kept(size, 0.0);

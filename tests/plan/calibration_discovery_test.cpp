@@ -88,9 +88,10 @@ TEST(PlanCalibration, ApplyCalibrationReplacesThroughput) {
   const DeviceCalibration no_rate{"cpu:0", true, {0.5}, std::nullopt, std::nullopt};
   expect_mentions(message_of<InvalidInput>([&] { apply_calibration(res, {no_rate}); }),
                   {"calibration of 'cpu:0'", "success=true with throughput=none"});
-  const DeviceCalibration bad_timing{"cpu:1", false, {-1.0}, std::nullopt, "boom"};
+  // The bad timing is written to every digit that tells it apart, and no further.
+  const DeviceCalibration bad_timing{"cpu:1", false, {-0.1}, std::nullopt, "boom"};
   expect_mentions(message_of<InvalidInput>([&] { apply_calibration(res, {bad_timing}); }),
-                  {"calibration of 'cpu:1'", "elapsed_seconds contains -1"});
+                  {"calibration of 'cpu:1'", "elapsed_seconds contains -0.10000000000000001;"});
 }
 
 // A record is fully successful when every device has its own successful result, in any order.

@@ -98,6 +98,9 @@ TEST(Resources, SingleCpuAndLocalSplitMemory) {
   ASSERT_EQ(four.size(), 4u);
   EXPECT_EQ(four.devices()[3].name, "cpu:3");
   EXPECT_EQ(four.devices()[3].memory_bytes, 250u);
+  // Fewer bytes than slots: each slot keeps one byte rather than a share of 0, which a device
+  // may not have.
+  for (const DeviceSpec& d : Resources::local(4, {.memory_bytes = 3}).devices()) EXPECT_EQ(d.memory_bytes, 1u);
   expect_mentions(message_of<InvalidInput>([] { Resources::local(0); }), {"num_cpus=0"});
   expect_mentions(message_of<InvalidInput>([] { Resources::single_cpu({.precision = "fp12"}); }), {"fp12", "float32"});
 }
