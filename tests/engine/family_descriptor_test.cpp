@@ -208,7 +208,6 @@ TEST(FamilyDescriptors, FitOptionsSummariseTheModelToBeFitted) {
   EXPECT_EQ(s.parts[0].dims, 3u);
 }
 
-// The benchmark's work model reads as it always has (bench reports carry these strings).
 // A value a family refuses is written with every digit that tells it apart (17 significant
 // digits): a count a hair above 2.5 must not read as 2.5.
 TEST(FamilyDescriptors, ARefusedValueIsWrittenToEveryDigit) {
@@ -227,6 +226,7 @@ TEST(FamilyDescriptors, ARefusedValueIsWrittenToEveryDigit) {
   }
 }
 
+// The benchmark's work model reads as it always has (bench reports carry these strings).
 TEST(FamilyDescriptors, FlopFormulas) {
   EXPECT_EQ(flop_formula(family_descriptor(Family::gaussian_diag).flops), "8*N*K*D");
   // gaussian_tied: gaussian_full's kernels, so its work (the pooling is per component, not per row).
