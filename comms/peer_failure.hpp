@@ -47,7 +47,8 @@ inline std::string describe_lost_peers(StoreClient* store, const std::string& pr
         if (r != self && is_member(r) && !reported(r)) lost.push_back(r);
       if (!lost.empty())
         return "lost " + rank_word + (lost.size() == 1 ? " " : "s ") + join(lost) +
-               " (its process exited or was killed without leaving the group)";
+               (lost.size() == 1 ? " (its process exited or was killed" : " (their processes exited or were killed") +
+               " without leaving the group)";
       silent.clear();
       for (int r : members)
         if (r != self && !reported(r)) silent.push_back(r);

@@ -136,6 +136,13 @@ TEST(FamilyDescriptors, SizesMatchWhatTheEngineAllocates) {
       (K - 1) + K * (2 * D + (D + D * (D + 1) / 2) + D * (V - 1) + 3 * D + 2 * 2 * D + (D + 1) + D) + D * (D + 1) / 2);
 }
 
+// A model with no components (a default-constructed one) has no weights to choose and no parts:
+// no free parameters and no columns.
+TEST(FamilyDescriptors, AnEmptyModelHasNoFreeParameters) {
+  EXPECT_EQ(Model{}.free_parameters(), 0u);
+  EXPECT_EQ(Model{}.columns(), 0u);
+}
+
 // Every parameter array of every family must hold exactly its shape's values: one fewer or one
 // more is refused naming the array, before any kernel reads past its end.
 TEST(FamilyDescriptors, EveryParameterArrayOfTheWrongSizeIsRefused) {

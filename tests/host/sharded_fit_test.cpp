@@ -164,6 +164,8 @@ TEST(ShardedFit, LaunchShardedMatchesOneProcessFp64) {
                        : "parallel: data parallel (--shard-components 1)"),
         std::string::npos)
         << out;
+    // Both paths say how this rank holds its rows: these few, resident under the default budget.
+    EXPECT_EQ(line_after(out, "\nrows: ").rfind("resident (", 0), 0u) << "G = " << G << "\n" << out;
     EXPECT_LT(max_relative_difference(dir.path / "one.json", dir.path / (name + ".json")), kShardRtol) << "G = " << G;
     // The final model's log-likelihood, scored once more after the last iteration, is the
     // one-process fit's (printed to 6 decimals).

@@ -427,6 +427,9 @@ TEST(ContractLaunchers, LightningFabricOwnsDataParallelismOnly) {
   EXPECT_EQ(lightning_fabric_launch(ParallelPlan({.dp_replicate = 2, .dp_shard = 2}), {}, 1, "hsdp").strategy, "hsdp");
   expect_mentions(message_of<InvalidInput>([] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), 3, 1); }),
                   {"devices=3", "world_size=4"});
+  // The product it names is the launch's whole process count: three a node on two nodes.
+  expect_mentions(message_of<InvalidInput>([] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), 3, 2); }),
+                  {"devices=3 × num_nodes=2 = 6 processes", "world_size=4"});
   expect_mentions(message_of<InvalidInput>([] { lightning_fabric_launch(ParallelPlan({.dp_replicate = 4}), {}, 2); }),
                   {"\"auto\"", "num_nodes=2"});
 }
