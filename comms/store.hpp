@@ -35,6 +35,11 @@ class StoreServer {
   /// Throws CommunicationError when the port cannot be bound.
   StoreServer(const std::string& bind_host, int port, std::string token,
               std::chrono::milliseconds handshake_timeout = kHandshakeTimeout);
+  /// Serves on `listener`, a socket already bound and listening — one a launcher bound and
+  /// handed to rank 0, so that no other process could take the port in between — and owns it
+  /// from now on (closed on exec, so this process's own children do not hold the port).
+  StoreServer(FileDescriptor listener, std::string token,
+              std::chrono::milliseconds handshake_timeout = kHandshakeTimeout);
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;

@@ -71,13 +71,17 @@ struct StoreServer::State {
 
 StoreServer::StoreServer(const std::string& bind_host, int port, std::string token,
                          std::chrono::milliseconds handshake_timeout)
+    : StoreServer(listen_on(bind_host, port), std::move(token), handshake_timeout) {}
+
+StoreServer::StoreServer(FileDescriptor listener, std::string token, std::chrono::milliseconds handshake_timeout)
     : state_(std::make_unique<State>()) {
   state_->token = std::move(token);
   state_->handshake_timeout = handshake_timeout;
   if (state_->token.size() > wire::kMaxTokenBytes)
     throw InvalidInput("store token is " + std::to_string(state_->token.size()) + " bytes; at most " +
                        std::to_string(wire::kMaxTokenBytes) + " are accepted");
-  listener_ = listen_on(bind_host, port);
+  listener_ = std::move(listener);
+  ::fcntl(listener_.get(), F_SETFD, FD_CLOEXEC);  // a handed-over socket came without it
   make_nonblocking(listener_.get());
   port_ = local_port(listener_.get());
   int pipe_fds[2];

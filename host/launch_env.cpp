@@ -10,11 +10,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
+#include <mutex>
 
 namespace mixle::host {
 namespace {
@@ -189,6 +193,38 @@ std::string resolve_comm(std::string_view requested, const LaunchEnv& env, bool 
   return b.name;
 }
 
+namespace {
+
+/// The listening socket `mixle launch` handed to rank 0 (its number in MIXLE_STORE_FD), for the
+/// first store this process starts: binding the port anew would race every other process on the
+/// machine for it, and fail while this process holds the socket. A descriptor is a process's, not
+/// a launch description's, so it is read from the process environment even when the caller gave
+/// its launch variables itself. Not taken (an invalid descriptor) when there is none, when it
+/// was taken already, or when it is not a socket listening on `port` (a variable left from
+/// elsewhere, or MIXLE_STORE_PORT naming another port): the store then binds its port itself.
+comms::FileDescriptor take_handed_listener(int port) {
+  static std::mutex mutex;
+  static bool taken = false;
+  const char* text = std::getenv("MIXLE_STORE_FD");
+  int fd = -1;
+  if (text == nullptr) return {};
+  const char* end = text + std::strlen(text);
+  if (auto [at, ec] = std::from_chars(text, end, fd); ec != std::errc() || at != end || at == text || fd < 0) return {};
+  const std::lock_guard lock(mutex);
+  int listening = 0;
+  socklen_t size = sizeof listening;
+  if (taken || ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &size) != 0 || listening == 0) return {};
+  try {
+    if (comms::local_port(fd) != port) return {};
+  } catch (const std::exception&) {
+    return {};
+  }
+  taken = true;
+  return comms::FileDescriptor(fd);
+}
+
+}  // namespace
+
 std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, std::string_view type,
                                                            std::chrono::milliseconds timeout,
                                                            const std::function<void(int port)>& on_store_port) {
@@ -208,7 +244,10 @@ std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env,
     const bool loopback = comms::is_loopback_address(env.master_addr);
     int port = env.store_port;
     if (env.is_rank0()) {
-      o.store_server = std::make_shared<comms::StoreServer>(loopback ? env.master_addr : "*", port, env.run_token);
+      comms::FileDescriptor handed = take_handed_listener(port);
+      o.store_server =
+          handed.valid() ? std::make_shared<comms::StoreServer>(std::move(handed), env.run_token)
+                         : std::make_shared<comms::StoreServer>(loopback ? env.master_addr : "*", port, env.run_token);
       port = o.store_server->port();
       if (picks_port) on_store_port(port);
     }

@@ -63,6 +63,9 @@ std::string resolve_comm(std::string_view requested, const LaunchEnv& env, bool 
 /// `timeout` — which also becomes the deadline of every later collective. Rank 0 with a store
 /// port of 0 and `on_store_port` binds a port the OS picks and calls on_store_port with it before
 /// the group forms (the caller publishes it to the other ranks, which are given that port).
+/// The first store of a process that inherited a socket listening on its port (MIXLE_STORE_FD:
+/// `mixle launch` binds the port and hands it to rank 0) serves on that socket instead of binding
+/// the port again — whatever launch description the caller gave; later stores bind their own.
 std::unique_ptr<comms::Communicator> communicator_from_env(const LaunchEnv& env, std::string_view type,
                                                            std::chrono::milliseconds timeout,
                                                            const std::function<void(int port)>& on_store_port = {});

@@ -11,6 +11,7 @@
 
 #include <mixle/error.hpp>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -69,8 +70,8 @@ int exit_code_for(int status) {
   return 1;
 }
 
-[[noreturn]] void exec_child(const LaunchOptions& o, int rank, int port, const std::string& run_id, int restart,
-                             pid_t launcher, const sigset_t& old_mask) {
+[[noreturn]] void exec_child(const LaunchOptions& o, int rank, int port, int store_fd, const std::string& run_id,
+                             int restart, pid_t launcher, const sigset_t& old_mask) {
   // Own process group: a signal for the group reaches the child's own children too, and the
   // terminal's Ctrl-C reaches only the launcher, which forwards it once.
   ::setpgid(0, 0);
@@ -89,7 +90,14 @@ int exit_code_for(int status) {
   set("MASTER_ADDR", "127.0.0.1");
   set("MASTER_PORT", std::to_string(port));
   set("TORCHELASTIC_RUN_ID", run_id);
-  set("TORCHELASTIC_USE_AGENT_STORE", "False");  // no agent store: rank 0 binds MASTER_PORT
+  set("TORCHELASTIC_USE_AGENT_STORE", "False");  // no agent store: rank 0 hosts the store on MASTER_PORT
+  if (store_fd >= 0) {
+    // The port's listening socket, bound by the launcher: rank 0 serves the store on it.
+    ::fcntl(store_fd, F_SETFD, 0);  // kept across the exec (it was opened close-on-exec)
+    set("MIXLE_STORE_FD", std::to_string(store_fd));
+  } else {
+    ::unsetenv("MIXLE_STORE_FD");  // an outer launch's, which names nothing here
+  }
   set("TORCHELASTIC_RESTART_COUNT", std::to_string(restart));
   set("TORCHELASTIC_MAX_RESTARTS", std::to_string(o.max_restarts));
   if (o.nproc > 1) ::setenv("OMP_NUM_THREADS", "1", 0);  // as torchrun: only when not already set
@@ -119,16 +127,17 @@ struct GroupEnd {
   int interrupted_by = 0;  // a signal the launcher received and forwarded
 };
 
-/// Starts the group once (restart `restart`) and waits until every rank has ended. The handled
-/// signals are blocked in the caller.
-GroupEnd run_group(const LaunchOptions& o, int port, const std::string& run_id, int restart, sigset_t& handled,
-                   const sigset_t& old_mask) {
+/// Starts the group once (restart `restart`) and waits until every rank has ended. `listener`,
+/// when valid, is the socket listening on `port`, handed to rank 0. The handled signals are
+/// blocked in the caller.
+GroupEnd run_group(const LaunchOptions& o, int port, comms::FileDescriptor listener, const std::string& run_id,
+                   int restart, sigset_t& handled, const sigset_t& old_mask) {
   GroupEnd end;
   std::vector<Child> children(static_cast<std::size_t>(o.nproc));
   const pid_t self = ::getpid();
   for (int r = 0; r < o.nproc; ++r) {
     pid_t pid = ::fork();
-    if (pid == 0) exec_child(o, r, port, run_id, restart, self, old_mask);
+    if (pid == 0) exec_child(o, r, port, r == 0 ? listener.get() : -1, run_id, restart, self, old_mask);
     if (pid < 0) {
       std::cerr << "mixle launch: fork failed for rank " << r << ": " << std::strerror(errno) << "\n";
       signal_all(children, SIGKILL);  // the ranks started before this one
@@ -139,6 +148,9 @@ GroupEnd run_group(const LaunchOptions& o, int port, const std::string& run_id, 
     ::setpgid(pid, pid);  // also here, so a signal sent right after fork reaches the group
     children[static_cast<std::size_t>(r)] = Child{pid, r, true};
   }
+  // Rank 0 holds the socket now: when it ends, the port closes, and a rank still connecting is
+  // refused instead of waiting on a socket nobody serves.
+  listener.reset();
 
   constexpr auto kNever = Clock::time_point::max();
   Clock::time_point kill_at = kNever;  // when the SIGTERMed ranks get SIGKILL
@@ -196,8 +208,12 @@ int run_launch(const LaunchOptions& o) {
   GroupEnd end;
   for (int restart = 0;; ++restart) {
     // A fresh port for every start unless one was given: the last group's store may still hold it.
-    const int port = o.master_port > 0 ? o.master_port : comms::find_free_port("127.0.0.1");
-    end = run_group(o, port, run_id, restart, handled, old_mask);
+    // The launcher binds it and hands the listening socket to rank 0, so no other process on the
+    // machine can take the port between the choice and rank 0's store.
+    comms::FileDescriptor listener;
+    if (o.master_port <= 0) listener = comms::listen_on("127.0.0.1", 0);
+    const int port = listener.valid() ? comms::local_port(listener.get()) : o.master_port;
+    end = run_group(o, port, std::move(listener), run_id, restart, handled, old_mask);
     if (end.interrupted_by || !end.failure || restart >= o.max_restarts) break;
     std::cerr << "mixle launch: restarting the group (restart " << restart + 1 << " of " << o.max_restarts
               << ", TORCHELASTIC_RESTART_COUNT=" << restart + 1 << ")\n";

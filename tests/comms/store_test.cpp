@@ -174,6 +174,20 @@ TEST(Store, SetGetCheckAcrossClients) {
   EXPECT_EQ(a->get("k", 1s).size(), 8u);
 }
 
+// A server on a socket bound before it (a launcher's, handed to rank 0) serves on that port and
+// marks the socket close-on-exec, so the process's own children do not hold the port.
+TEST(Store, ServesOnASocketBoundBeforeIt) {
+  FileDescriptor listener = listen_on("127.0.0.1", 0);
+  const int fd = listener.get(), port = local_port(fd);
+  ASSERT_EQ(::fcntl(fd, F_SETFD, 0), 0);  // as a socket inherited across exec arrives
+  StoreServer server(std::move(listener), kToken);
+  EXPECT_EQ(server.port(), port);
+  EXPECT_NE(::fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+  auto a = connect(server, 0), b = connect(server, 1);
+  a->set("k", "served");
+  EXPECT_EQ(text(b->get("k", 1s)), "served");
+}
+
 TEST(Store, LargeValueRoundTrips) {
   StoreServer server("127.0.0.1", 0, kToken);
   auto a = connect(server), b = connect(server);

@@ -85,10 +85,52 @@ TEST(LaunchCli, OneOpenMpThreadPerRankOnlyWhenThereAreSeveral) {
   EXPECT_EQ(omp_threads("2", "4"), "4\n");
 }
 
-TEST(LaunchCli, PicksAFreeMasterPortWhenNotGiven) {
+/// The line of /proc/net/tcp (a copy in `table`) of the socket with inode `inode`, split into its
+/// fields: sl, local address:port (hex), remote, state (0A: listening), …; empty when none.
+std::vector<std::string> tcp_socket(const std::string& table, const std::string& inode) {
+  std::istringstream lines(table);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream in(line);
+    std::vector<std::string> fields;
+    for (std::string f; in >> f;) fields.push_back(f);
+    if (fields.size() > 9 && fields[9] == inode) return fields;
+  }
+  return {};
+}
+
+// Without --master-port the launcher binds a free port itself and hands the listening socket to
+// rank 0 (MIXLE_STORE_FD), which serves the store on it: no other process can take the port
+// between the choice and the store. The other ranks get no descriptor, not even one the launcher
+// inherited from an outer launch.
+TEST(LaunchCli, PicksAFreeMasterPortAndHandsItsSocketToRankZero) {
   TempDir dir;
-  Process p = launch({"--nproc", "2", "--", "sh", "-c", "test \"$MASTER_PORT\" -gt 0"}, dir);
-  EXPECT_EQ(p.exit_code(), 0) << p.output();
+  const std::string d = dir.path.string();
+  const std::string script = "fd=${MIXLE_STORE_FD-none}; echo \"$MASTER_PORT $fd\" > " + d +
+                             "/rank.$RANK; if [ \"$fd\" != none ]; then readlink /proc/$$/fd/$fd >> " + d +
+                             "/rank.$RANK; cat /proc/net/tcp /proc/net/tcp6 > " + d +
+                             "/tcp.$RANK 2>/dev/null; fi; true";
+  Process p = launch({"--nproc", "2", "--", "sh", "-c", script}, dir, 30s, {{"MIXLE_STORE_FD", "7"}});
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  std::istringstream zero(read_file(dir.path / "rank.0"));
+  int port = 0;
+  std::string fd, link;
+  zero >> port >> fd >> link;
+  ASSERT_GT(port, 0);
+  ASSERT_NE(fd, "none") << "rank 0 was handed no socket";
+  const std::regex socket_link("socket:\\[([0-9]+)\\]");
+  std::smatch inode;
+  ASSERT_TRUE(std::regex_match(link, inode, socket_link)) << "descriptor " << fd << " is " << link;
+  // That socket listens on MASTER_PORT.
+  const std::vector<std::string> row = tcp_socket(read_file(dir.path / "tcp.0"), inode[1]);
+  ASSERT_FALSE(row.empty()) << "socket " << inode[1] << " is not a TCP socket";
+  EXPECT_EQ(std::stoi(row[1].substr(row[1].find(':') + 1), nullptr, 16), port) << row[1];
+  EXPECT_EQ(row[3], "0A") << "not listening";
+  EXPECT_EQ(read_file(dir.path / "rank.1"), std::to_string(port) + " none\n");
+  // A port given on the command line is rank 0's to bind: no socket is handed over.
+  Process given = launch({"--nproc", "1", "--master-port", "29878", "--", "sh", "-c", script}, dir);
+  ASSERT_EQ(given.exit_code(), 0) << given.output();
+  EXPECT_EQ(read_file(dir.path / "rank.0"), "29878 none\n");
 }
 
 // Without --nproc the group is one rank, as torchrun's default.

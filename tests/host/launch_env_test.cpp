@@ -9,6 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -428,6 +431,53 @@ TEST(LaunchEnv, OnlyRankZeroWithACallbackPicksTheStorePort) {
                           std::chrono::milliseconds(200), publish);
   } catch (const std::exception&) {}
   EXPECT_EQ(published, -1);
+}
+
+// `mixle launch` hands rank 0 the socket it bound to MASTER_PORT, its number in the process's
+// MIXLE_STORE_FD: rank 0 serves the store on it — binding the port again would fail while the
+// socket holds it — and owns it, so the port is free once the store is gone. It does so with
+// launch variables given by the caller too (the descriptor is the process's). A descriptor that
+// is not a socket listening on the store port, or no number, is left alone.
+TEST(LaunchEnv, RankZeroServesTheStoreOnTheSocketItWasHanded) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(comms::find_comm_type("gloo")->built, "gloo");
+  struct Restore {
+    ~Restore() { ::unsetenv("MIXLE_STORE_FD"); }
+  } restore;
+  // The group never forms (rank 1 never comes); what matters is how rank 0 got its port.
+  const auto start_rank0 = [](int port, const std::string& fd) -> std::string {
+    ::setenv("MIXLE_STORE_FD", fd.c_str(), 1);
+    const LaunchEnv e = detect_launch_env(fake(
+        {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}}));
+    try {
+      communicator_from_env(e, "gloo", std::chrono::milliseconds(300));
+    } catch (const std::exception& err) {
+      return err.what();
+    }
+    return "formed";
+  };
+  // The store started (on the socket, or on a port it bound) unless the port was held.
+  const auto store_started = [](const std::string& said) { return said.find("cannot listen") == std::string::npos; };
+  // A pipe is no listening socket: ignored, and still open after.
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  const comms::FileDescriptor pipe_read(pipe_ends[0]), pipe_write(pipe_ends[1]);
+  const std::string ignored = start_rank0(comms::find_free_port(), std::to_string(pipe_read.get()));
+  EXPECT_TRUE(store_started(ignored)) << ignored;
+  EXPECT_NE(::fcntl(pipe_read.get(), F_GETFD), -1) << "the pipe was closed";
+  // A listening socket on another port than the store's: ignored too.
+  comms::FileDescriptor elsewhere = comms::listen_on("127.0.0.1", 0);
+  const std::string other = start_rank0(comms::find_free_port(), std::to_string(elsewhere.get()));
+  EXPECT_TRUE(store_started(other)) << other;
+  EXPECT_NE(::fcntl(elsewhere.get(), F_GETFD), -1) << "a socket on another port was taken";
+  // The socket listening on the store port, but not a number: not read.
+  comms::FileDescriptor handed = comms::listen_on("127.0.0.1", 0);
+  const int port = comms::local_port(handed.get());
+  const std::string garbled = start_rank0(port, std::to_string(handed.get()) + "x");
+  EXPECT_FALSE(store_started(garbled)) << "the socket holds its port: " << garbled;
+  // Named right: served on, then closed with the store.
+  const std::string served = start_rank0(port, std::to_string(handed.release()));
+  EXPECT_TRUE(store_started(served)) << served;
+  EXPECT_NO_THROW(comms::listen_on("127.0.0.1", port)) << "the store did not close the socket it took";
 }
 
 // Every 127.x.y.z address is loopback, not only 127.0.0.1: with one, an nccl run pins NCCL's
