@@ -546,6 +546,17 @@ TEST(BenchLibrary, TheTableShowsEachPhasesTimesAndRates) {
   EXPECT_EQ(words(line_of(table, "iteration")),
             (W{"iteration", "7", "8", "9", "750", "4e+06", "8.50", "2.00", "12.5%"}))
       << table;
+  // Then, after a line of its own, each device's name, peak and check against the oracle.
+  r.check = {.rows = 64, .max_rel_error = 2.5e-13, .bound = 1e-9, .passed = true, .message = ""};
+  const std::string with_check = mb::format_table(p, {r});
+  EXPECT_EQ(with_check.substr(with_check.find('\n', with_check.find(" iteration ")) + 1),
+            "#\n"
+            "# cpu: a test CPU; peak 49.0 GFLOP/s (measured: given)\n"
+            "# cpu check: statistics of the first 64 rows vs the CPU fp64 oracle: max rel error 2.5e-13, bound 1e-09: "
+            "passed\n");
+  r.check = {.rows = 64, .max_rel_error = 0.5, .bound = 1e-9, .passed = false, .message = "above the bound"};
+  const std::string failed = mb::format_table(p, {r});
+  EXPECT_NE(failed.find("max rel error 0.5, bound 1e-09: FAILED — above the bound\n"), std::string::npos) << failed;
   r.peak.gflop_per_s = 0.0;
   EXPECT_EQ(words(line_of(mb::format_table(p, {r}), "e_step")).back(), "n/a");
 }

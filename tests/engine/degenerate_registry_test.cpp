@@ -393,6 +393,31 @@ TEST(EngineKernelRules, ResponsibilitiesSumToOneAndPredictIsArgmax) {
   }
 }
 
+// Components that tie — here 0 and 2 are the same component with the same weight — give a row
+// the first of them, as numpy's argmax and scikit-learn's predict do: every row's label is 0 or
+// 1, never 2, in both precisions.
+TEST(EngineKernelRules, PredictGivesATieToTheFirstComponent) {
+  Model m;
+  m.weights = {0.3, 0.4, 0.3};
+  Part g = make_part(Family::gaussian_diag, 0, 1);
+  g.mean = {0, 6, 0};
+  g.var = {1, 1, 1};
+  m.parts = {g};
+  const Dataset data = sample(m, 400, 5);
+  for (const char* precision : {"fp32", "fp64"}) {
+    SCOPED_TRACE(precision);
+    const auto resp = predict_proba(m, data, "cpu", 2, precision);
+    const auto labels = predict(m, data, "cpu", 2, precision);
+    std::size_t zeros = 0;
+    for (std::size_t r = 0; r < data.rows(); ++r) {
+      ASSERT_EQ(resp[r * 3], resp[r * 3 + 2]) << "row " << r << ": the tie this test needs";
+      EXPECT_NE(labels[r], 2) << "row " << r;
+      zeros += labels[r] == 0;
+    }
+    EXPECT_GT(zeros, 100u) << "rows near the tied components";
+  }
+}
+
 TEST(EngineKernelRules, ScoreMatchesPerComponentSum) {
   // score_samples = log Σ_k exp(log w_k + log p_k(x)), with each component scored alone.
   Model m;
