@@ -74,23 +74,6 @@ TEST(GlooSplit, SubCommunicatorsUnderMixleLaunch) {
     EXPECT_TRUE(contains(out, "probe: rank " + std::to_string(r) + "/4 gloo split ok")) << out;
 }
 
-// A launcher started with its standard input closed binds the store's port on descriptor 0 and
-// hands rank 0 that number: descriptor 0 is a descriptor like any other, and rank 0 serves on it
-// (binding the port anew would fail while the socket holds it).
-TEST(GlooLaunch, AStoreSocketOnDescriptorZeroIsServed) {
-  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
-  TempDir dir;
-  const std::string fd_file = (dir.path / "store_fd").string();
-  Process p = run_process({"sh", "-c", "exec 0<&-; exec \"$@\"", "sh", MIXLE_CLI_PATH, "launch", "--nproc", "2", "--",
-                           "sh", "-c", "[ \"$RANK\" = 0 ] && echo \"$MIXLE_STORE_FD\" > " + fd_file + "; exec \"$@\"",
-                           "sh", MIXLE_PROBE_PATH, "--comm", "gloo", "--timeout-ms", "20000"},
-                          {}, dir.path / "launch.log", 60s);
-  const std::string out = p.output();
-  ASSERT_EQ(p.exit_code(), 0) << out;
-  EXPECT_EQ(read_file(dir.path / "store_fd"), "0\n");
-  for (int r = 0; r < 2; ++r) EXPECT_TRUE(contains(out, "probe: rank " + std::to_string(r) + "/2 gloo ok")) << out;
-}
-
 class GlooFaults : public ::testing::Test {
  protected:
   void SetUp() override { MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo"); }

@@ -1,5 +1,6 @@
 // `mixle launch`: torchrun-compatible variables, exit-status propagation, a failing rank failing
 // the group (SIGTERM, then SIGKILL after the grace period) and signal forwarding. Real processes.
+#include "common/require.hpp"
 #include "comms/process_util.hpp"
 
 #include <gtest/gtest.h>
@@ -131,6 +132,44 @@ TEST(LaunchCli, PicksAFreeMasterPortAndHandsItsSocketToRankZero) {
   Process given = launch({"--nproc", "1", "--master-port", "29878", "--", "sh", "-c", script}, dir);
   ASSERT_EQ(given.exit_code(), 0) << given.output();
   EXPECT_EQ(read_file(dir.path / "rank.0"), "29878 none\n");
+}
+
+// A launcher started with its standard input closed binds the store's port on descriptor 0 and
+// hands rank 0 that number: descriptor 0 is a descriptor like any other, and rank 0 serves on it
+// (binding the port anew would fail while the socket holds it) — here a gloo group forms.
+TEST(LaunchCli, AStoreSocketOnDescriptorZeroIsServed) {
+  MIXLE_SKIP_UNLESS_BUILT_WITH(MIXLE_HAVE_GLOO, "gloo");
+  TempDir dir;
+  const std::string fd_file = (dir.path / "store_fd").string();
+  Process p = run_process({"sh",
+                           "-c",
+                           "exec 0<&-; exec \"$@\"",
+                           "sh",
+                           MIXLE_CLI_PATH,
+                           "launch",
+                           "--nproc",
+                           "2",
+                           "--",
+                           "sh",
+                           "-c",
+                           "[ \"$RANK\" = 0 ] && echo \"$MIXLE_STORE_FD\" > " + fd_file + "; exec \"$@\"",
+                           "sh",
+                           MIXLE_CLI_PATH,
+                           "bench",
+                           "--comm",
+                           "--comm-type",
+                           "gloo",
+                           "--min-bytes",
+                           "8",
+                           "--max-bytes",
+                           "8",
+                           "--iters",
+                           "1",
+                           "--warmup",
+                           "0"},
+                          {}, dir.path / "launch.log", 60s);
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  EXPECT_EQ(read_file(dir.path / "store_fd"), "0\n");
 }
 
 // Without --nproc the group is one rank, as torchrun's default.
