@@ -134,6 +134,30 @@ TEST(LaunchCli, PicksAFreeMasterPortAndHandsItsSocketToRankZero) {
   EXPECT_EQ(read_file(dir.path / "rank.0"), "29878 none\n");
 }
 
+// The launcher keeps no copy of the handed socket once the ranks are started: when rank 0 lets
+// go of it (here it closes it; a rank 0 that dies does the same), nothing listens on the port any
+// more, so a rank still connecting is refused at once instead of queueing on a socket nobody serves.
+TEST(LaunchCli, OnlyRankZeroHoldsTheStoreSocket) {
+  TempDir dir;
+  const std::string d = dir.path.string();
+  const std::string script =
+      "if [ \"$RANK\" = 0 ]; then eval \"exec $MIXLE_STORE_FD<&-\"; touch " + d + "/closed; else while [ ! -e " + d +
+      "/closed ]; do sleep 0.02; done; echo $MASTER_PORT > " + d + "/port; cat /proc/net/tcp > " + d + "/tcp; fi";
+  Process p = launch({"--nproc", "2", "--", "sh", "-c", script}, dir);
+  ASSERT_EQ(p.exit_code(), 0) << p.output();
+  const int port = std::stoi(read_file(dir.path / "port"));
+  std::istringstream lines(read_file(dir.path / "tcp"));
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream in(line);
+    std::vector<std::string> f;
+    for (std::string x; in >> x;) f.push_back(x);
+    if (f.size() < 4 || f[1].find(':') == std::string::npos || f[1].rfind("local", 0) == 0) continue;
+    const int local = std::stoi(f[1].substr(f[1].find(':') + 1), nullptr, 16);
+    EXPECT_FALSE(local == port && f[3] == "0A") << "something still listens on the store port: " << line;
+  }
+}
+
 // A launcher started with its standard input closed binds the store's port on descriptor 0 and
 // hands rank 0 that number: descriptor 0 is a descriptor like any other, and rank 0 serves on it
 // (binding the port anew would fail while the socket holds it) — here a gloo group forms.
