@@ -68,11 +68,21 @@ StoreClient::StoreClient(std::string host, int port, std::string token, int rank
   if (s == IoStatus::ok) s = recv_all(fd_.get(), &answer, 1, reply_deadline);
   if (s != IoStatus::ok || answer != wire::kAccepted) {
     fd_.reset();
-    throw CommunicationError("the rendezvous store at " + address_ + " refused this process: " +
-                             (s == IoStatus::ok || s == IoStatus::closed
-                                  ? std::string("wrong run token (TORCHELASTIC_RUN_ID/MIXLE_RUN_TOKEN "
-                                                "must match rank 0's)")
-                                  : describe(s)));
+    // Only an explicit refusal means a wrong token. A connection closed unanswered is a store that
+    // went away before serving it: under `mixle launch` a rank connects to the socket the launcher
+    // bound as soon as it starts, so a rank 0 that ends before serving closes it under the queue.
+    std::string why;
+    if (s == IoStatus::ok && answer == wire::kRefused)
+      why = "refused this process: wrong run token (TORCHELASTIC_RUN_ID/MIXLE_RUN_TOKEN must match rank 0's)";
+    else if (s == IoStatus::ok)
+      why = "answered the handshake with an unknown byte: is another program listening on this port?";
+    else if (s == IoStatus::closed)
+      why =
+          "closed the connection before answering: rank 0 ended before serving its store, or the port is not a "
+          "mixle store's";
+    else
+      why = "did not answer the handshake: " + describe(s);
+    throw CommunicationError("the rendezvous store at " + address_ + " " + why);
   }
 }
 

@@ -188,6 +188,39 @@ TEST(Store, ServesOnASocketBoundBeforeIt) {
   EXPECT_EQ(text(b->get("k", 1s)), "served");
 }
 
+// A client says why its handshake failed: a store that closes the connection unanswered (a rank 0
+// that ended before serving the socket the launcher handed it) is not a wrong token, and a
+// listener that answers with a byte no store sends is not a store.
+TEST(Store, AnUnansweredOrForeignHandshakeIsNamedAsSuch) {
+  const auto handshake_error = [](bool answer) -> std::string {
+    FileDescriptor listener = listen_on("127.0.0.1", 0);
+    const int port = local_port(listener.get());
+    std::thread peer([&] {
+      FileDescriptor c(::accept(listener.get(), nullptr, nullptr));
+      char hello[64];
+      [[maybe_unused]] auto n = ::recv(c.get(), hello, sizeof hello, 0);
+      if (answer) {
+        [[maybe_unused]] auto m = ::send(c.get(), "?", 1, MSG_NOSIGNAL);
+      }
+    });
+    std::string what = "connected";
+    try {
+      StoreClient client("127.0.0.1", port, kToken, 1, 2s, 2s);
+    } catch (const CommunicationError& e) {
+      what = e.what();
+    }
+    peer.join();
+    return what;
+  };
+  const std::string closed = handshake_error(false);
+  EXPECT_NE(closed.find("closed the connection before answering: rank 0 ended before serving its store"),
+            std::string::npos)
+      << closed;
+  EXPECT_EQ(closed.find("wrong run token"), std::string::npos) << closed;
+  const std::string foreign = handshake_error(true);
+  EXPECT_NE(foreign.find("answered the handshake with an unknown byte"), std::string::npos) << foreign;
+}
+
 TEST(Store, LargeValueRoundTrips) {
   StoreServer server("127.0.0.1", 0, kToken);
   auto a = connect(server), b = connect(server);
