@@ -189,36 +189,43 @@ TEST(Store, ServesOnASocketBoundBeforeIt) {
 }
 
 // A client says why its handshake failed: a store that closes the connection unanswered (a rank 0
-// that ended before serving the socket the launcher handed it) is not a wrong token, and a
-// listener that answers with a byte no store sends is not a store.
+// that ended before serving the socket the launcher handed it) is not a wrong token, a listener
+// that answers with a byte no store sends is not a store, and one that never answers is named so
+// once the deadline has passed.
 TEST(Store, AnUnansweredOrForeignHandshakeIsNamedAsSuch) {
-  const auto handshake_error = [](bool answer) -> std::string {
+  enum class Peer { closes, answers_garbage, stays_silent };
+  const auto handshake_error = [](Peer peer) -> std::string {
     FileDescriptor listener = listen_on("127.0.0.1", 0);
     const int port = local_port(listener.get());
-    std::thread peer([&] {
+    std::atomic<bool> client_done{false};
+    std::thread other([&] {
       FileDescriptor c(::accept(listener.get(), nullptr, nullptr));
       char hello[64];
       [[maybe_unused]] auto n = ::recv(c.get(), hello, sizeof hello, 0);
-      if (answer) {
+      if (peer == Peer::answers_garbage) {
         [[maybe_unused]] auto m = ::send(c.get(), "?", 1, MSG_NOSIGNAL);
       }
+      while (peer == Peer::stays_silent && !client_done) std::this_thread::sleep_for(10ms);
     });
     std::string what = "connected";
     try {
-      StoreClient client("127.0.0.1", port, kToken, 1, 2s, 2s);
+      StoreClient client("127.0.0.1", port, kToken, 1, 200ms, 200ms);
     } catch (const CommunicationError& e) {
       what = e.what();
     }
-    peer.join();
+    client_done = true;
+    other.join();
     return what;
   };
-  const std::string closed = handshake_error(false);
+  const std::string closed = handshake_error(Peer::closes);
   EXPECT_NE(closed.find("closed the connection before answering: rank 0 ended before serving its store"),
             std::string::npos)
       << closed;
   EXPECT_EQ(closed.find("wrong run token"), std::string::npos) << closed;
-  const std::string foreign = handshake_error(true);
+  const std::string foreign = handshake_error(Peer::answers_garbage);
   EXPECT_NE(foreign.find("answered the handshake with an unknown byte"), std::string::npos) << foreign;
+  const std::string silent = handshake_error(Peer::stays_silent);
+  EXPECT_NE(silent.find("did not answer the handshake: timed out"), std::string::npos) << silent;
 }
 
 TEST(Store, LargeValueRoundTrips) {
