@@ -45,5 +45,26 @@ TEST(Cli, InfoListsEveryCommunicatorAndTheCpu) {
   EXPECT_EQ(run.out.find("mixle " MIXLE_VERSION_STRING "\nfeatures: cpu"), 0u) << run.out;
 }
 
+// The cores are the ones `mixle info` itself may run on, not the machine's: started on one core
+// (the affinity a child inherits from this thread), it counts one.
+TEST(Cli, InfoCountsTheCoresItMayRunOn) {
+  cpu_set_t all;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "one usable core: narrowing the affinity changes nothing";
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const mixle::test::TempDir dir("cli-info-core");
+  const mixle::test::CliRun run = mixle::test::run_cli(dir, "info");
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_NE(run.out.find("\ncpu: 1 usable core(s), "), std::string::npos) << run.out;
+}
+
 TEST(Cli, UnknownCommandIsUsageError) { EXPECT_EQ(cli_exit_code("no-such-command"), 2); }
 TEST(Cli, UnknownFlagIsUsageError) { EXPECT_EQ(cli_exit_code("info --no-such-flag"), 2); }

@@ -305,6 +305,24 @@ TEST(DataNpy, RejectsBadShapesEmptyFilesAndNpz) {
   test::expect_invalid_input([&] { read_data(junk); }, {junk, "not a .npy file", "file too short"});
 }
 
+// write_matrix refuses a null pointer that should hold values, naming the file and the shape, and
+// writes nothing there; an empty matrix needs no values, so null is a valid pointer to none of them.
+TEST(DataNpy, NullValuesAreRefusedOnlyWhenThereShouldBeSome) {
+  TempDir dir;
+  const std::string path = dir.file("null.npy");
+  test::expect_invalid_input([&] { write_matrix(path, static_cast<const double*>(nullptr), 2, 3); },
+                             {path, "null values for 2 x 3"});
+  EXPECT_FALSE(std::filesystem::exists(path));
+  for (const std::string name : {"none.npy", "none.csv"}) {
+    const std::string empty = dir.file(name);
+    write_matrix(empty, static_cast<const float*>(nullptr), 0, 3);
+    EXPECT_TRUE(std::filesystem::exists(empty)) << empty;
+  }
+  // The header of an empty .npy says its shape: no rows of three columns.
+  const std::string header = test::read_bytes(dir.file("none.npy"));
+  EXPECT_NE(header.find("'shape': (0, 3)"), std::string::npos) << header;
+}
+
 // A header numpy would never write is refused naming the file, what is wrong and the header.
 TEST(DataNpy, RejectsMalformedHeadersNamingWhatIsWrong) {
   TempDir dir;

@@ -86,17 +86,30 @@ TEST(LaunchCli, OneOpenMpThreadPerRankOnlyWhenThereAreSeveral) {
   EXPECT_EQ(omp_threads("2", "4"), "4\n");
 }
 
-/// The line of /proc/net/tcp (a copy in `table`) of the socket with inode `inode`, split into its
-/// fields: sl, local address:port (hex), remote, state (0A: listening), …; empty when none.
-std::vector<std::string> tcp_socket(const std::string& table, const std::string& inode) {
+/// The socket lines of /proc/net/tcp (a copy in `table`), each split into its fields: sl, local
+/// address:port (hex), remote, state (0A: listening), …, inode (the tenth); the heading left out.
+std::vector<std::vector<std::string>> tcp_rows(const std::string& table) {
+  std::vector<std::vector<std::string>> rows;
   std::istringstream lines(table);
   std::string line;
   while (std::getline(lines, line)) {
     std::istringstream in(line);
     std::vector<std::string> fields;
     for (std::string f; in >> f;) fields.push_back(f);
-    if (fields.size() > 9 && fields[9] == inode) return fields;
+    if (fields.size() > 9 && fields[1].find(':') != std::string::npos && fields[0] != "sl") rows.push_back(fields);
   }
+  return rows;
+}
+
+/// The port of a row's local address.
+int local_port(const std::vector<std::string>& row) {
+  return std::stoi(row[1].substr(row[1].find(':') + 1), nullptr, 16);
+}
+
+/// The row of the socket with inode `inode` in `table`; empty when none.
+std::vector<std::string> tcp_socket(const std::string& table, const std::string& inode) {
+  for (const std::vector<std::string>& row : tcp_rows(table))
+    if (row[9] == inode) return row;
   return {};
 }
 
@@ -125,7 +138,7 @@ TEST(LaunchCli, PicksAFreeMasterPortAndHandsItsSocketToRankZero) {
   // That socket listens on MASTER_PORT.
   const std::vector<std::string> row = tcp_socket(read_file(dir.path / "tcp.0"), inode[1]);
   ASSERT_FALSE(row.empty()) << "socket " << inode[1] << " is not a TCP socket";
-  EXPECT_EQ(std::stoi(row[1].substr(row[1].find(':') + 1), nullptr, 16), port) << row[1];
+  EXPECT_EQ(local_port(row), port) << row[1];
   EXPECT_EQ(row[3], "0A") << "not listening";
   EXPECT_EQ(read_file(dir.path / "rank.1"), std::to_string(port) + " none\n");
   // A port given on the command line is rank 0's to bind: no socket is handed over.
@@ -146,16 +159,9 @@ TEST(LaunchCli, OnlyRankZeroHoldsTheStoreSocket) {
   Process p = launch({"--nproc", "2", "--", "sh", "-c", script}, dir);
   ASSERT_EQ(p.exit_code(), 0) << p.output();
   const int port = std::stoi(read_file(dir.path / "port"));
-  std::istringstream lines(read_file(dir.path / "tcp"));
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream in(line);
-    std::vector<std::string> f;
-    for (std::string x; in >> x;) f.push_back(x);
-    if (f.size() < 4 || f[1].find(':') == std::string::npos || f[1].rfind("local", 0) == 0) continue;
-    const int local = std::stoi(f[1].substr(f[1].find(':') + 1), nullptr, 16);
-    EXPECT_FALSE(local == port && f[3] == "0A") << "something still listens on the store port: " << line;
-  }
+  const std::vector<std::vector<std::string>> rows = tcp_rows(read_file(dir.path / "tcp"));
+  for (const std::vector<std::string>& row : rows)
+    EXPECT_FALSE(local_port(row) == port && row[3] == "0A") << "something still listens on the store port: " << row[1];
 }
 
 // A launcher started with its standard input closed binds the store's port on descriptor 0 and
