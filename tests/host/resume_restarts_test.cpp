@@ -110,6 +110,37 @@ TEST(ResumeRestarts, AResumedFitRunsTheRestartsLeftAndKeepsTheBest) {
   EXPECT_EQ(model_to_json(last_resumed->best->model, -1), model_to_json(last_whole->best->model, -1));
 }
 
+// A restart resumed from its checkpoint continues the restart's history: its log-likelihoods
+// start with the checkpoint's, and the convergence rule compares its first iteration with the
+// checkpoint's last — stopped one iteration before it converged, the resumed fit converges at
+// the same iteration as the fit never stopped, with the same history.
+TEST(ResumeRestarts, AResumedRestartKeepsItsHistoryAndConvergesWhereTheWholeOneDid) {
+  TempDir dir;
+  const std::string data = write_data(dir);
+  FitOptions options = three_restarts();
+  options.n_init = 1;
+  options.max_iter = 200;
+  options.tol = 1e-4;
+  const DistributedFitResult whole = fit_distributed(data, {}, options, checkpoints_in(dir, "whole"));
+  ASSERT_TRUE(whole.fit.converged);
+  const int converged_at = whole.fit.iterations;
+  ASSERT_GE(converged_at, 3);
+  ASSERT_EQ(whole.fit.mean_loglik.size(), static_cast<std::size_t>(converged_at));
+
+  FitOptions stopping = options;
+  stopping.progress = [converged_at](const FitProgress& p) {
+    if (p.iteration == converged_at - 1) throw Interrupted();
+  };
+  DistributedOptions resume = checkpoints_in(dir, "stopped");
+  EXPECT_THROW(fit_distributed(data, {}, stopping, resume), Interrupted);
+  resume.resume_dir = resume.checkpoint_dir;
+  const DistributedFitResult resumed = fit_distributed(data, {}, options, resume);
+  EXPECT_EQ(resumed.resumed_from_iteration, converged_at - 1);
+  EXPECT_TRUE(resumed.fit.converged);
+  EXPECT_EQ(resumed.fit.iterations, converged_at);
+  EXPECT_EQ(resumed.fit.mean_loglik, whole.fit.mean_loglik);
+}
+
 // A checkpoint folder with an interval below 1 would never be written to: refused before the
 // group forms, and no folder is made.
 TEST(ResumeRestarts, ACheckpointFolderNeedsAnIntervalOfAtLeastOneIteration) {
