@@ -230,6 +230,38 @@ TEST(ComponentShardedThreads, RowsImpossibleUnderEveryShardAreListedAsUnsharded)
   }
 }
 
+// A row whose log-density is NaN under every shard is reported as the unsharded fit reports it,
+// a NaN row (InvalidInput), not an impossible one: the row maximum skips NaN, so the fold must
+// not take a row with no finite value for one of zero probability. A Poisson count of 1e308 is
+// such a row in float32: the value overflows to +inf and x·log λ − log Γ(x + 1) is inf − inf.
+// (float64 reads the same row as impossible.)
+TEST(ComponentShardedThreads, RowsNaNUnderEveryShardAreReportedAsNaNAsUnsharded) {
+  std::vector<double> counts(600);
+  for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = static_cast<double>(i % 7);
+  counts[7] = 1e308;
+  const Dataset data = Dataset::from_vector(counts, counts.size(), 1);
+  FitOptions o;
+  o.init = InitMethod::model;
+  o.init_model = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[
+      {"family":"poisson","columns":[0,1],"rate":[[10],[20]]}]})");
+  o.max_iter = 2;
+  o.precision = "fp32";
+  o.threads = 1;
+  for (const auto& [backend, shards] : {std::pair{"local", 0}, std::pair{"component_sharded", 2}}) {
+    SCOPED_TRACE(backend);
+    o.backend = backend;
+    o.num_workers = shards;
+    try {
+      (void)fit(data, o);
+      ADD_FAILURE() << "fitted";
+    } catch (const ImpossibleEvidence& e) {
+      ADD_FAILURE() << "reported as impossible: " << e.what();
+    } catch (const InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("1 row(s) gave a NaN log-density (rows 7)"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The bytes of a model's parameters: every weight and every parameter value, float64.
 TEST(ComponentShardedThreads, ModelParameterBytesCountEveryValue) {
   Model m = model_from_json(R"({"format":"mixle-model","version":1,"weights":[0.5,0.5],"parts":[

@@ -83,6 +83,15 @@ TEST(PartialFit, RefusesForeignStatesBadRowsAndBadOptions) {
   const Model other = model_from_json(R"({"format":"mixle-model","version":1,"weights":[1],"parts":[
       {"family":"gaussian_diag","columns":[0,2],"mean":[[0,0]],"var":[[1,1]]}]})");
   expect_invalid_input([&] { partial_fit(other, data, state); }, {"this model needs 7", "start a new one"});
+  // One count matching is not enough: a state with the model's statistics but not its shifts,
+  // or its shifts but not its statistics, is as foreign.
+  StepwiseState more_statistics = state, more_shifts = state;
+  more_statistics.statistics.push_back(0.0);
+  more_shifts.shifts.push_back(0.0);
+  expect_invalid_input([&] { partial_fit(start_of(truth), data, more_statistics); },
+                       {"holds " + std::to_string(state.statistics.size() + 1) + " statistics", "start a new one"});
+  expect_invalid_input([&] { partial_fit(start_of(truth), data, more_shifts); },
+                       {"and " + std::to_string(state.shifts.size() + 1) + " shifts", "start a new one"});
   StepwiseState fresh;
   expect_invalid_input([&] { partial_fit(start_of(truth), data, fresh, {.step_decay = 2}); }, {"step decay"});
   expect_invalid_input([&] { partial_fit(start_of(truth), data, fresh, {.total_weight = -1}); }, {"total_weight"});
