@@ -5,8 +5,6 @@
 
 #include <mixle/version.hpp>
 
-#include <sched.h>
-
 #include <cstdio>
 #include <iostream>
 
@@ -24,10 +22,8 @@ std::function<int()> setup_info(CLI::App& app) {
     std::cout << "\n";
     for (const comms::CommType* b : comms::comm_types())
       std::printf("comm %s: %s\n", b->name.c_str(), b->summary.c_str());
-    cpu_set_t set;
-    const int cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
     const auto memory = usable_memory_bytes();
-    std::printf("cpu: %d usable core(s), %.1f GiB memory\n", cpus,
+    std::printf("cpu: %zu usable core(s), %.1f GiB memory\n", affinity_cpu_count(),
                 memory ? static_cast<double>(*memory) / (1024.0 * 1024.0 * 1024.0) : 0.0);
     const auto gpus = cuda_devices();
     if (gpus.empty()) std::printf("cuda: no device%s\n", MIXLE_HAVE_CUDA ? "" : " (built without CUDA)");

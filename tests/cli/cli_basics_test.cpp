@@ -1,4 +1,5 @@
 // The CLI's exit-code contract (0 success, 2 usage error) and what `mixle info` prints.
+#include "common/one_cpu.hpp"
 #include "common/run_cli.hpp"
 
 #include "comms/comm_type.hpp"
@@ -51,17 +52,8 @@ TEST(Cli, InfoCountsTheCoresItMayRunOn) {
   cpu_set_t all;
   ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
   if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "one usable core: narrowing the affinity changes nothing";
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &all)) {
-      CPU_SET(c, &one);
-      break;
-    }
-  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
   const mixle::test::TempDir dir("cli-info-core");
-  const mixle::test::CliRun run = mixle::test::run_cli(dir, "info");
-  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
+  const mixle::test::CliRun run = mixle::test::on_one_cpu([&] { return mixle::test::run_cli(dir, "info"); });
   ASSERT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.out.find("\ncpu: 1 usable core(s), "), std::string::npos) << run.out;
 }

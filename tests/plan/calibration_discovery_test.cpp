@@ -2,6 +2,7 @@
 #include <mixle/error.hpp>
 #include <mixle/plan.hpp>
 
+#include "common/one_cpu.hpp"
 #include "host/resources_discovery.hpp"
 #include "plan/test_util.hpp"
 
@@ -272,15 +273,7 @@ TEST(PlanDiscovery, AGpuIsDescribedFromItsProperties) {
 TEST(PlanDiscovery, TheAffinityMaskBoundsTheCpuCount) {
   cpu_set_t saved;
   ASSERT_EQ(sched_getaffinity(0, sizeof saved, &saved), 0);
-  int first = 0;
-  while (!CPU_ISSET(first, &saved)) ++first;
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(first, &one);
-  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
-  const std::size_t counted = mixle::host::affinity_cpu_count();
-  ASSERT_EQ(sched_setaffinity(0, sizeof saved, &saved), 0);
-  EXPECT_EQ(counted, 1u);
+  EXPECT_EQ(mixle::test::on_one_cpu([] { return mixle::host::affinity_cpu_count(); }), 1u);
   EXPECT_EQ(mixle::host::affinity_cpu_count(), static_cast<std::size_t>(CPU_COUNT(&saved)));
 }
 
