@@ -202,7 +202,7 @@ TEST(ComponentShardedThreads, RowsImpossibleUnderOneShardAreCombinedRowByRow) {
 }
 
 /// The error each of the unsharded fit and the fit on two component shards of `data` by `o`
-/// throws, with the backend's name; a fit that succeeds is a test failure (its error is null).
+/// throws, with the backend's name; a fit that succeeds is a test failure, and left out.
 std::vector<std::pair<std::string, std::exception_ptr>> refusals(const Dataset& data, FitOptions o) {
   std::vector<std::pair<std::string, std::exception_ptr>> out;
   for (const auto& [backend, shards] : {std::pair{"local", 0}, std::pair{"component_sharded", 2}}) {
