@@ -1,6 +1,8 @@
 // gaussian_full: the CUDA kernels against the CPU oracle (through engine::Compute).
 #include "common/kernel_compare.hpp"
 
+#include <utility>
+
 namespace mixle::test {
 namespace {
 
@@ -52,15 +54,50 @@ TEST(GaussianFullCuda, TiledAndGenericStatisticsAgree) {
     expect_variants_agree(*cuda, Family::gaussian_full, c, "MIXLE_CUDA_FULL_STATS");
 }
 
+// The packed second-moment kernel (float, D ≤ 64: the default there) against the region kernel
+// (MIXLE_CUDA_FULL_STATS=region): per entry the same operations in the same order, so the same
+// bits. The shapes cover one component a block (D = 64, K = 1), blocks of several components with
+// a last one part full (D = 5: 40 a block, K = 45; D = 16: 21 a block, K = 23; D = 33: 5 a block,
+// K = 7; D = 64: 3 a block, K = 5), ragged column blocks (D = 5, 33), slots of six sub-blocks
+// (D = 64, K = 5: the partials' budget makes slots of 768 rows) and a last tile of 13 rows. Three
+// rows carry a NaN: they are NaN rows (r = 0), which neither kernel may fold.
+TEST(GaussianFullCuda, PackedAndRegionStatisticsBitIdentical) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  constexpr std::size_t rows = 1037;
+  for (const auto& [K, D] :
+       std::vector<std::pair<std::size_t, std::size_t>>{{1, 64}, {45, 5}, {23, 16}, {7, 33}, {5, 64}}) {
+    SCOPED_TRACE("K=" + std::to_string(K) + " D=" + std::to_string(D));
+    const Model model = random_model(Family::gaussian_full, K, D, K * 100 + D);
+    std::mt19937_64 rng(D);
+    std::vector<double> values = sample_rows(model, rows, rng);
+    for (std::size_t row : {3u, 130u, 1036u}) values[row * D + D / 2] = std::numeric_limits<double>::quiet_NaN();
+    const Dataset data = Dataset::from_vector(std::vector<float>(values.begin(), values.end()), rows, D);
+    const std::size_t size = static_cast<std::size_t>(engine::stat_layout(model).size);
+    std::vector<double> packed(size, 0.0), region(size, 0.0);
+    EXPECT_EQ(cuda->accumulate(model, data, Precision::fp32, packed).nan_rows, 3);
+    {
+      ScopedEnv variant("MIXLE_CUDA_FULL_STATS", "region");
+      cuda->accumulate(model, data, Precision::fp32, region);
+    }
+    for (std::size_t j = 0; j < size; ++j) {
+      ASSERT_TRUE(std::isfinite(packed[j])) << "entry " << j;
+      ASSERT_EQ(std::memcmp(&packed[j], &region[j], sizeof(double)), 0)
+          << "entry " << j << ": packed " << packed[j] << ", region " << region[j];
+    }
+  }
+}
+
 // The staged log-density (default where P_k and the block's d fit shared memory) against the
 // row-wise one that reads P from global memory: per output the same operations in the same order.
 TEST(GaussianFullCuda, StagedAndRowwiseLogDensityAgree) {
   MIXLE_CUDA_OR_SKIP(cuda);
   for (const Case& c : {Case{1037, 1, 1, 0, DType::f32, Precision::fp32},   // one output, 128-row blocks
                         Case{333, 7, 17, 0, DType::f32, Precision::fp32},   // a second, ragged group of outputs
-                        Case{300, 3, 64, 0, DType::f32, Precision::fp32},   // four groups, 64-row blocks
-                        Case{517, 5, 33, 0, DType::f64, Precision::fp64},   // double: 64-row blocks
-                        Case{200, 2, 64, 0, DType::f64, Precision::fp64}})  // double past D = 63: row-wise either way
+                        Case{300, 3, 64, 0, DType::f32, Precision::fp32},   // four groups, 128-row blocks
+                        Case{200, 2, 96, 0, DType::f32, Precision::fp32},   // six groups, 64-row blocks
+                        Case{150, 2, 112, 0, DType::f32, Precision::fp32},  // seven groups, 32-row blocks
+                        Case{517, 5, 33, 0, DType::f64, Precision::fp64},   // double: 128-row blocks
+                        Case{200, 2, 70, 0, DType::f64, Precision::fp64}})  // double past D = 69: row-wise either way
     expect_variants_agree(*cuda, Family::gaussian_full, c, "MIXLE_CUDA_FULL_DENSITY", "rowwise");
 }
 
