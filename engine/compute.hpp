@@ -41,6 +41,11 @@ class Compute {
   virtual void accumulate_given(const Model& model, const Dataset& rows, const double* resp,
                                 std::vector<double>& stats) = 0;
 
+  /// accumulate_given for one-hot responsibilities: row i wholly in component labels[i] (< K).
+  /// This default builds the rows × K matrix; the CPU kernels read the labels themselves.
+  virtual void accumulate_labelled(const Model& model, const Dataset& rows, const std::size_t* labels,
+                                   std::vector<double>& stats);
+
   /// Adds the E-step statistics of `rows` under responsibilities normalised by a per-row
   /// normaliser computed elsewhere: r_k = exp(log w_k + log p(x|k) − log_norm[i]) for the
   /// components k of `model` (host float64, `rows` values). Component sharding passes the

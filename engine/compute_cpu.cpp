@@ -46,6 +46,17 @@ class CpuCompute final : public Compute {
                                      weighted(rows));
   }
 
+  void accumulate_labelled(const Model& model, const Dataset& rows, const std::size_t* labels,
+                           std::vector<double>& stats) override {
+    const auto packed = pack_model<double>(model, rows.cols(), /*zero_shift=*/true);
+    if (rows.dtype() == DType::f32)
+      kernels::cpu::accumulate_labelled(packed.view, rows.as<float>(), rows.rows(), rows.cols(), labels, stats.data(),
+                                        weighted(rows));
+    else
+      kernels::cpu::accumulate_labelled(packed.view, rows.as<double>(), rows.rows(), rows.cols(), labels, stats.data(),
+                                        weighted(rows));
+  }
+
   void accumulate_normalised(const Model& model, const Dataset& rows, Precision precision, const double* log_norm,
                              std::vector<double>& stats) override {
     if (precision == Precision::fp64) return normalised<double>(model, rows, log_norm, stats);
@@ -141,6 +152,14 @@ class CpuCompute final : public Compute {
 };
 
 }  // namespace
+
+void Compute::accumulate_labelled(const Model& model, const Dataset& rows, const std::size_t* labels,
+                                  std::vector<double>& stats) {
+  const std::size_t K = model.components();
+  std::vector<double> resp(rows.rows() * K, 0.0);
+  for (std::size_t i = 0; i < rows.rows(); ++i) resp[i * K + labels[i]] = 1.0;
+  accumulate_given(model, rows, resp.data(), stats);
+}
 
 void Compute::accumulate_normalised(const Model&, const Dataset&, Precision, const double*, std::vector<double>&) {
   // Not pure: a Compute (the CUDA one is a separate file) need not implement it to build.

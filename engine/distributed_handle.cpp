@@ -114,38 +114,52 @@ void DistributedEncodedData::fold_rows(std::vector<double>& sums, const RowVisit
 Dataset DistributedEncodedData::sample(std::uint64_t seed, std::size_t target) {
   // No rows at all gives target / 0 = inf (or NaN for target 0): std::min keeps 1.0 either way.
   const double p = std::min(1.0, static_cast<double>(target) / static_cast<double>(global_rows_));
-  const Dataset mine = sample_local(seed, p);
   const std::size_t C = data_.cols(), W = static_cast<std::size_t>(comm_.size());
+  if (W == 1) return sample_local(seed, p);  // the gather below would copy it to itself
   // Gather counts (and whether rows are weighted: a rank without rows may not know), then every
   // rank's rows padded to the largest count, each with its weight as one more column when
   // weighted; ranks hold ascending contiguous ranges, so rank order is global row order — the
-  // same sample as one process.
-  std::vector<double> count{static_cast<double>(mine.rows()), mine.weighted() ? 1.0 : 0.0}, counts(2 * W);
-  comm_.all_gather(std::span<const double>(count), std::span<double>(counts));
-  std::size_t most = 0;
+  // same sample as one process. The sample is held once beside what is gathered: this rank's
+  // rows go into the send buffer and are dropped, and the gathered rows are packed in place.
+  std::vector<double> count(2), counts(2 * W), send;
+  {
+    const Dataset mine = sample_local(seed, p);
+    count = {static_cast<double>(mine.rows()), mine.weighted() ? 1.0 : 0.0};
+    comm_.all_gather(std::span<const double>(count), std::span<double>(counts));
+    std::size_t most = 0;
+    bool weighted = false;
+    for (std::size_t w = 0; w < W; ++w) {
+      most = std::max(most, static_cast<std::size_t>(counts[2 * w]));
+      weighted = weighted || counts[2 * w + 1] != 0.0;
+    }
+    const std::size_t S = C + (weighted ? 1 : 0);  // values sent per row
+    send.assign(most * S, 0.0);
+    const double* values = mine.rows() ? mine.as<double>() : nullptr;  // sample_local's rows are float64
+    for (std::size_t r = 0; r < mine.rows(); ++r) {
+      std::copy_n(values + r * C, C, send.begin() + static_cast<std::ptrdiff_t>(r * S));
+      if (weighted) send[r * S + C] = mine.weighted() ? mine.weights()[r] : 1.0;
+    }
+  }
   bool weighted = false;
-  for (std::size_t w = 0; w < W; ++w) {
-    most = std::max(most, static_cast<std::size_t>(counts[2 * w]));
-    weighted = weighted || counts[2 * w + 1] != 0.0;
-  }
-  const std::size_t S = C + (weighted ? 1 : 0);  // values sent per row
-  std::vector<double> send(most * S, 0.0), recv(W * most * S);
-  for (std::size_t r = 0; r < mine.rows(); ++r) {
-    for (std::size_t c = 0; c < C; ++c) send[r * S + c] = mine.at(r, c);
-    if (weighted) send[r * S + C] = mine.weighted() ? mine.weights()[r] : 1.0;
-  }
-  comm_.all_gather(std::span<const double>(send), std::span<double>(recv));
-  std::vector<double> rows, weights;
+  for (std::size_t w = 0; w < W; ++w) weighted = weighted || counts[2 * w + 1] != 0.0;
+  const std::size_t S = C + (weighted ? 1 : 0), most = S ? send.size() / S : 0;
+  std::vector<double> rows(W * send.size()), weights;
+  comm_.all_gather(std::span<const double>(send), std::span<double>(rows));
+  std::vector<double>().swap(send);
+  // Pack rank by rank, row by row: each row moves to an index at or below its own.
   std::size_t n = 0;
   for (std::size_t w = 0; w < W; ++w) {
     const std::size_t k = static_cast<std::size_t>(counts[2 * w]);
-    for (std::size_t r = 0; r < k; ++r) {
-      const double* row = recv.data() + (w * most + r) * S;
-      rows.insert(rows.end(), row, row + C);
-      if (weighted) weights.push_back(row[C]);
+    for (std::size_t r = 0; r < k; ++r, ++n) {
+      const std::size_t from = (w * most + r) * S;
+      if (weighted) weights.push_back(rows[from + C]);
+      if (from != n * C)
+        std::copy(rows.begin() + static_cast<std::ptrdiff_t>(from),
+                  rows.begin() + static_cast<std::ptrdiff_t>(from + C),
+                  rows.begin() + static_cast<std::ptrdiff_t>(n * C));
     }
-    n += k;
   }
+  rows.resize(n * C);
   Dataset out = Dataset::from_vector(std::move(rows), n, C);
   return weighted ? out.with_weights(std::move(weights)) : out;
 }

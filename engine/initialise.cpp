@@ -70,6 +70,22 @@ std::vector<double> by_coordinate(const std::vector<double>& rows, std::size_t n
   return t;
 }
 
+/// One seeding step for points [r0, r1) of the n stored by coordinate: d2[r] lowered to the
+/// squared distance to `centre` where that is less, the distance summed over the coordinates in
+/// order (the rule's bits, in every build: no FMA in the AVX2 clone).
+MIXLE_WITH_AVX2_CLONE
+void lower_distances(const double* pts_t, std::size_t n, std::size_t C, const double* centre, std::size_t r0,
+                     std::size_t r1, double* to_new, double* d2) {
+  std::fill(to_new + r0, to_new + r1, 0.0);
+  for (std::size_t c = 0; c < C; ++c) {
+    const double* coordinate = pts_t + c * n;
+    const double m = centre[c];
+#pragma omp simd
+    for (std::size_t r = r0; r < r1; ++r) to_new[r] += (coordinate[r] - m) * (coordinate[r] - m);
+  }
+  for (std::size_t r = r0; r < r1; ++r) d2[r] = std::min(d2[r], to_new[r]);
+}
+
 }  // namespace
 
 // A modelled column enters the distance standardised (numeric columns), or as V indicators of
@@ -90,37 +106,61 @@ KmeansCoordinates::KmeansCoordinates(const Model& shape, const Dataset& rows) {
         features_.push_back(f);
         break;
       }
-  const std::size_t n = rows.rows();
-  for (Feature& f : features_) {
+  const std::size_t n = rows.rows(), stride = rows.cols();
+  // Read through the element type (Dataset::at's switch per value costs more than the sums).
+  const float* f32 = n && rows.dtype() == DType::f32 ? rows.as<float>() : nullptr;
+  const double* f64 = n && rows.dtype() == DType::f64 ? rows.as<double>() : nullptr;
+  const auto value = [&](std::size_t r, std::size_t c) {
+    return f32 ? static_cast<double>(f32[r * stride + c]) : f64[r * stride + c];
+  };
+  std::vector<std::size_t> numeric;  // features_ indices of the numeric columns
+  for (std::size_t i = 0; i < features_.size(); ++i) {
+    Feature& f = features_[i];
     width_ += f.categories ? f.categories : 1;
-    if (f.categories) {
-      // Counted, then divided: a code every row holds has frequency exactly 1, where n terms of
-      // 1/n can sum to a hair below 1 and 1/√(1 − Σ p²) would then scale it by millions.
-      std::vector<std::size_t> count(f.categories, 0);
-      for (std::size_t r = 0; r < n; ++r) {
-        const double v = rows.at(r, f.column);
-        if (v >= 0.0 && v < static_cast<double>(f.categories)) ++count[static_cast<std::size_t>(v)];
-      }
-      double same = 0.0;
-      for (const std::size_t c : count) {
-        const double q = static_cast<double>(c) / static_cast<double>(n);
-        same += q * q;
-      }
-      f.scale = same < 1.0 ? 1.0 / std::sqrt(1.0 - same) : 1.0;
+    if (!f.categories) {
+      numeric.push_back(i);
       continue;
     }
-    // A column the sample holds constant keeps scale 1 about its value: about a rounded mean its
-    // variance would be a rounding error, and 1/√ of it a scale of millions.
-    double lo = std::numeric_limits<double>::infinity(), hi = -lo, mean = 0.0, var = 0.0;
+    // Counted, then divided: a code every row holds has frequency exactly 1, where n terms of
+    // 1/n can sum to a hair below 1 and 1/√(1 − Σ p²) would then scale it by millions.
+    std::vector<std::size_t> count(f.categories, 0);
     for (std::size_t r = 0; r < n; ++r) {
-      lo = std::min(lo, rows.at(r, f.column));
-      hi = std::max(hi, rows.at(r, f.column));
-      mean += rows.at(r, f.column) / static_cast<double>(n);
+      const double v = value(r, f.column);
+      if (v >= 0.0 && v < static_cast<double>(f.categories)) ++count[static_cast<std::size_t>(v)];
     }
-    if (lo == hi) mean = lo;  // constant: so the variance below is exactly 0
-    for (std::size_t r = 0; r < n; ++r) var += (rows.at(r, f.column) - mean) * (rows.at(r, f.column) - mean);
-    f.mean = mean;
-    f.scale = var > 0.0 ? 1.0 / std::sqrt(var / static_cast<double>(n)) : 1.0;
+    double same = 0.0;
+    for (const std::size_t c : count) {
+      const double q = static_cast<double>(c) / static_cast<double>(n);
+      same += q * q;
+    }
+    f.scale = same < 1.0 ? 1.0 / std::sqrt(1.0 - same) : 1.0;
+  }
+  // The numeric columns' ranges and means in one pass over the rows, their variances in a
+  // second: each column's sums run in row order as a pass per column would, so the bits are the
+  // same, but the rows are read as they lie in memory (a pass per column read a cache line a value).
+  const std::size_t F = numeric.size();
+  std::vector<double> lo(F, std::numeric_limits<double>::infinity()), hi(F, -std::numeric_limits<double>::infinity()),
+      mean(F, 0.0), var(F, 0.0);
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t j = 0; j < F; ++j) {
+      const double v = value(r, features_[numeric[j]].column);
+      lo[j] = std::min(lo[j], v);
+      hi[j] = std::max(hi[j], v);
+      mean[j] += v / static_cast<double>(n);
+    }
+  // A column the sample holds constant keeps scale 1 about its value: about a rounded mean its
+  // variance would be a rounding error, and 1/√ of it a scale of millions.
+  for (std::size_t j = 0; j < F; ++j)
+    if (lo[j] == hi[j]) mean[j] = lo[j];  // constant: so the variance below is exactly 0
+  for (std::size_t r = 0; r < n; ++r)
+    for (std::size_t j = 0; j < F; ++j) {
+      const double v = value(r, features_[numeric[j]].column);
+      var[j] += (v - mean[j]) * (v - mean[j]);
+    }
+  for (std::size_t j = 0; j < F; ++j) {
+    Feature& f = features_[numeric[j]];
+    f.mean = mean[j];
+    f.scale = var[j] > 0.0 ? 1.0 / std::sqrt(var[j] / static_cast<double>(n)) : 1.0;
   }
 }
 
@@ -189,20 +229,10 @@ KmeansStart kmeans_on_sample(EncodedData& data, const Model& shape, std::uint64_
 #pragma omp parallel for num_threads(workers) if (workers > 1 && blocks > 1) schedule(static)
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::size_t r0 = static_cast<std::size_t>(b) * kPointBlock, r1 = std::min(n, r0 + kPointBlock);
-      std::fill(to_new.begin() + static_cast<std::ptrdiff_t>(r0), to_new.begin() + static_cast<std::ptrdiff_t>(r1),
-                0.0);
-      for (std::size_t c = 0; c < C; ++c) {
-        const double* coordinate = &pts_t[c * n];
-        const double m = centre[c];
-#pragma omp simd
-        for (std::size_t r = r0; r < r1; ++r) to_new[r] += (coordinate[r] - m) * (coordinate[r] - m);
-      }
+      lower_distances(pts_t.data(), n, C, centre, r0, r1, to_new.data(), d2.data());
     }
     double total = 0.0;
-    for (std::size_t r = 0; r < n; ++r) {
-      d2[r] = std::min(d2[r], to_new[r]);
-      total += weight ? weight[r] * d2[r] : d2[r];
-    }
+    for (std::size_t r = 0; r < n; ++r) total += weight ? weight[r] * d2[r] : d2[r];
     // With total = 0 every sample point coincides with a centre already chosen, so any pick
     // duplicates one — and a duplicate never wins a row (ties go to the lower index): the last
     // point is as good as any. n - 1 is also where rounding leaves u past the last d2.

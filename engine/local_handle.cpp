@@ -6,6 +6,7 @@
 #include <mixle/error.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <span>
 #include <vector>
@@ -154,8 +155,7 @@ Statistics LocalEncodedData::accumulate_assigned(const Model& shape, const Assig
   // columns bound the rows a streamed fit maps at once (and copies, grouped) when K is small.
   std::size_t chunk = std::max<std::size_t>(128, (std::size_t{1} << 20) / std::max(K, data_.cols()));
   chunk -= chunk % 128;
-  std::vector<std::size_t> label, start(K + 1), order;
-  std::vector<double> resp;
+  std::vector<std::size_t> label, start(K + 1), order, grouped_label;
   for_each_chunk(chunk, [&](const Dataset& rows, std::size_t begin) {
     const std::size_t m = rows.rows();
     label.assign(m, K);
@@ -178,9 +178,9 @@ Statistics LocalEncodedData::accumulate_assigned(const Model& shape, const Assig
       if (label[r] < K) order[start[label[r]]++] = r;
     if (order.empty()) return;
     const Dataset grouped = rows.dtype() == DType::f32 ? gather<float>(rows, order) : gather<double>(rows, order);
-    resp.assign(order.size() * K, 0.0);
-    for (std::size_t i = 0; i < order.size(); ++i) resp[i * K + label[order[i]]] = 1.0;
-    compute_->accumulate_given(shape, grouped, resp.data(), s.values);
+    grouped_label.resize(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) grouped_label[i] = label[order[i]];
+    compute_->accumulate_labelled(shape, grouped, grouped_label.data(), s.values);
   });
   return s;
 }
@@ -195,12 +195,20 @@ Dataset LocalEncodedData::sample_local(std::uint64_t seed, double p) const {
   std::size_t n = 0;
   const std::size_t C = data_.cols(), first = first_global_row();
   const double* w = data_.weights();
+  // Room for the expected draw and 5 standard deviations more, so the copy rarely grows.
+  const double expected = p * static_cast<double>(data_.rows());
+  values.reserve(static_cast<std::size_t>(expected + 5.0 * std::sqrt(expected) + 1.0) * C);
   for_each_chunk(chunk_rows_ ? chunk_rows_ : data_.rows(), [&](const Dataset& rows, std::size_t begin) {
+    const float* f32 = rows.dtype() == DType::f32 ? rows.as<float>() : nullptr;
+    const double* f64 = f32 ? nullptr : rows.as<double>();
     for (std::size_t i = 0; i < rows.rows(); ++i) {
       const std::size_t r = begin + i;
       if (to_unit(row_draw(seed, 3, first + r)) >= p) continue;
       if (w && w[r] == 0.0) continue;  // a row of weight 0 is not in the fit: never a starting centre
-      for (std::size_t c = 0; c < C; ++c) values.push_back(rows.at(i, c));
+      if (f32)
+        values.insert(values.end(), f32 + i * C, f32 + (i + 1) * C);
+      else
+        values.insert(values.end(), f64 + i * C, f64 + (i + 1) * C);
       if (w) weights.push_back(w[r]);
       ++n;
     }

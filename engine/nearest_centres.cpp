@@ -2,21 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
-
-// x86-64 with GCC: also builds of a function for the CPUs that have them, chosen at load time.
-// The rule's loop gets an AVX2 build without FMA (the same bits as the plain loop); the screen
-// gets an x86-64-v3 build (AVX2 and FMA: its rounding is bounded, not fixed). Not under
-// ThreadSanitizer: it instruments the load-time resolver, which then runs before the sanitizer's
-// runtime is up and crashes every program at load; those builds keep the default version.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
-#define MIXLE_WITH_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
-#define MIXLE_WITH_FMA_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define MIXLE_WITH_AVX2_CLONE
-#define MIXLE_WITH_FMA_CLONE
-#endif
 
 namespace mixle::engine {
 
@@ -103,15 +91,33 @@ void load_points(const double* points, std::size_t C, float* x, double* norm) {
   }
 }
 
+/// The next float above v (std::nextafter(v, +inf), without the library call): v is finite or +inf.
+float next_up(float v) {
+  if (!(v < std::numeric_limits<float>::infinity())) return v;
+  if (v == 0.0f) return std::numeric_limits<float>::denorm_min();
+  std::uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits = v > 0.0f ? bits + 1 : bits - 1;  // away from zero above it, towards zero below
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
 /// The one centre whose screened value e[k] is within 2·slack of the least of e[0 … K), or K
 /// when several are.
 MIXLE_WITH_FMA_CLONE
 std::size_t alone_near_least(const float* e, std::size_t K, double slack) {
-  float least = std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(min : least)
-  for (std::size_t k = 0; k < K; ++k) least = std::min(least, e[k]);
-  const float reach = std::nextafter(static_cast<float>(static_cast<double>(least) + 2.0 * slack),
-                                     std::numeric_limits<float>::infinity());
+  // The least in eight independent lanes (min is exact, so any order gives it): one running
+  // minimum was a chain of K dependent instructions, the larger part of labelling a point.
+  constexpr std::size_t kLanes = 8;
+  float lane[kLanes];
+  std::fill_n(lane, kLanes, std::numeric_limits<float>::infinity());
+  std::size_t k0 = 0;
+  for (; k0 + kLanes <= K; k0 += kLanes)
+    for (std::size_t j = 0; j < kLanes; ++j) lane[j] = e[k0 + j] < lane[j] ? e[k0 + j] : lane[j];
+  for (std::size_t j = 0; k0 + j < K; ++j) lane[j] = e[k0 + j] < lane[j] ? e[k0 + j] : lane[j];
+  float least = lane[0];
+  for (std::size_t j = 1; j < kLanes; ++j) least = lane[j] < least ? lane[j] : least;
+  const float reach = next_up(static_cast<float>(static_cast<double>(least) + 2.0 * slack));
   int within = 0, first = std::numeric_limits<int>::max();
 #pragma omp simd reduction(+ : within) reduction(min : first)
   for (std::size_t k = 0; k < K; ++k) {

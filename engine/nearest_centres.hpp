@@ -7,6 +7,20 @@
 #include <cstddef>
 #include <vector>
 
+// x86-64 with GCC: also builds of a function for the CPUs that have them, chosen at load time.
+// The rule's loop and k-means++'s seeding step get an AVX2 build without FMA (the same bits as
+// the plain loop); the screen gets an x86-64-v3 build (AVX2 and FMA: its rounding is bounded,
+// not fixed). Not under
+// ThreadSanitizer: it instruments the load-time resolver, which then runs before the sanitizer's
+// runtime is up and crashes every program at load; those builds keep the default version.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+#define MIXLE_WITH_AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#define MIXLE_WITH_FMA_CLONE __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define MIXLE_WITH_AVX2_CLONE
+#define MIXLE_WITH_FMA_CLONE
+#endif
+
 namespace mixle::engine {
 
 /// The nearest of K centres stored by coordinate (centres_t[c·K + k]) to x[0 … C): the lowest k

@@ -64,6 +64,12 @@ template <class T, class X>
 void accumulate_given(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, const double* resp,
                       double* stats, const Options& options);
 
+/// accumulate_given for one-hot responsibilities: row i wholly in component labels[i] (< K). The
+/// same statistics, bit for bit, read from the labels instead of a rows × K matrix.
+template <class T, class X>
+void accumulate_labelled(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
+                         const std::size_t* labels, double* stats, const Options& options);
+
 /// Folds the responsibilities r_k = exp(log w_k + log p(x|k) − log_norm[i]) of this model's
 /// components into `stats`, with a per-row normaliser `log_norm` (host, rows float64 values)
 /// computed elsewhere — component sharding passes the log-likelihood under the whole mixture.

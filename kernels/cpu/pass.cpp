@@ -387,7 +387,8 @@ void fold_block(const ModelView<T>& model, Workspace<T>& ws, double* tile) {
 
 template <class T, class X>
 PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld, double* stats,
-                    double* loglik, double* resp, const double* given, const Options& options, T* cache = nullptr) {
+                    double* loglik, double* resp, const double* given, const Options& options, T* cache = nullptr,
+                    const std::size_t* labels = nullptr) {
   const double* weights = mode == Mode::score ? nullptr : options.weights;
   const std::int64_t tile_rows = kTileRows;
   const std::int64_t tiles = (static_cast<std::int64_t>(rows) + tile_rows - 1) / tile_rows;
@@ -419,9 +420,16 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
           const int n = static_cast<int>(std::min<std::int64_t>(kBlockRows, tile_end - row0));
           load_block(model, x + static_cast<std::size_t>(row0) * ld, ld, n, ws.block);
           if (mode == Mode::given) {
-            for (int k = 0; k < K; ++k)
-              for (int b = 0; b < kBlockRows; ++b)
-                ws.block.logp(k)[b] = b < n ? static_cast<T>(given[(row0 + b) * K + k]) : T(0);
+            if (labels) {  // one-hot rows: the values given[…] would hold, 1 and 0
+              const std::size_t* label = labels + row0;
+              for (int k = 0; k < K; ++k)
+                for (int b = 0; b < kBlockRows; ++b)
+                  ws.block.logp(k)[b] = b < n && label[b] == static_cast<std::size_t>(k) ? T(1) : T(0);
+            } else {
+              for (int k = 0; k < K; ++k)
+                for (int b = 0; b < kBlockRows; ++b)
+                  ws.block.logp(k)[b] = b < n ? static_cast<T>(given[(row0 + b) * K + k]) : T(0);
+            }
             tile[1] += weights ? weigh_block(K, weights + row0, n, ws.block) : n;
             fold_block(model, ws, tile);
             continue;
@@ -524,6 +532,12 @@ void accumulate_given(const ModelView<T>& model, const X* x, std::size_t rows, s
 }
 
 template <class T, class X>
+void accumulate_labelled(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
+                         const std::size_t* labels, double* stats, const Options& options) {
+  run_pass<T, X>(Mode::given, model, x, rows, ld, stats, nullptr, nullptr, nullptr, options, nullptr, labels);
+}
+
+template <class T, class X>
 void accumulate_normalised(const ModelView<T>& model, const X* x, std::size_t rows, std::size_t ld,
                            const double* log_norm, double* stats, const Options& options) {
   run_pass<T, X>(Mode::normalised, model, x, rows, ld, stats, nullptr, nullptr, log_norm, options);
@@ -542,18 +556,20 @@ void accumulate_normalised_kept(const ModelView<T>& model, const X* x, std::size
   run_pass<T, X>(Mode::normalised, model, x, rows, ld, stats, nullptr, nullptr, log_norm, options, log_densities);
 }
 
-#define MIXLE_INSTANTIATE(T, X)                                                                                     \
-  template PassReport accumulate<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, double*,            \
-                                       const Options&);                                                             \
-  template PassReport score<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, double*, double*,        \
-                                  const Options&);                                                                  \
-  template void accumulate_given<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, const double*,      \
-                                       double*, const Options&);                                                    \
-  template void accumulate_normalised<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, const double*, \
-                                            double*, const Options&);                                               \
-  template PassReport score_keeping<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, double*, T*,     \
-                                          const Options&);                                                          \
-  template void accumulate_normalised_kept<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, T*,       \
+#define MIXLE_INSTANTIATE(T, X)                                                                                        \
+  template PassReport accumulate<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, double*,               \
+                                       const Options&);                                                                \
+  template PassReport score<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, double*, double*,           \
+                                  const Options&);                                                                     \
+  template void accumulate_given<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, const double*,         \
+                                       double*, const Options&);                                                       \
+  template void accumulate_labelled<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, const std::size_t*, \
+                                          double*, const Options&);                                                    \
+  template void accumulate_normalised<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, const double*,    \
+                                            double*, const Options&);                                                  \
+  template PassReport score_keeping<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, double*, T*,        \
+                                          const Options&);                                                             \
+  template void accumulate_normalised_kept<T, X>(const ModelView<T>&, const X*, std::size_t, std::size_t, T*,          \
                                                  const double*, double*, const Options&);
 MIXLE_INSTANTIATE(float, float)
 MIXLE_INSTANTIATE(float, double)

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -51,6 +52,10 @@ TEST(CliMemoryBudget, StreamedRowsFitTheResidentModelInAFractionOfTheMemory) {
   }
   const std::string fit = "fit --data " + dir.file("rows.npy") +
                           " --layout gaussian_diag:0-2 -k 3 --seed 4 --max-iter 4 --tol 0 --precision fp32 --out ";
+  // The program's own peak, before any child touches the rows: with the CUDA libraries linked
+  // their start-up alone peaks near 225 MiB, above what a streamed fit holds after it.
+  ASSERT_EQ(test::run_cli(dir, "--version").code, 0);
+  const long program_kib = children_max_rss_kib();
 
   // The streamed runs first: the children's peak is then theirs.
   test::CliRun streamed = test::run_cli(dir, fit + dir.file("streamed.json") + " --memory-budget 4M");
@@ -78,12 +83,23 @@ TEST(CliMemoryBudget, StreamedRowsFitTheResidentModelInAFractionOfTheMemory) {
   EXPECT_NE(resident.out.find("rows: resident (78.1 MiB; budget"), std::string::npos) << resident.out;
   EXPECT_EQ(model_to_json(load_model(dir.file("streamed.json"))), model_to_json(load_model(dir.file("resident.json"))));
   // The resident run holds the mapped file (78 MiB) beside what both hold (the program,
-  // k-means++'s sample of 20,000 rows of every column: ~40 MiB here); the streamed runs a 2 MiB
+  // k-means++'s sample of 20,000 rows of every column: 10 MiB here); the streamed runs a 2 MiB
   // chunk at a time (each launched rank would hold its half, 39 MiB, if its batches kept their
-  // pages). Measured: 63 MiB streamed, 140 MiB resident.
-  EXPECT_GT(resident_kib, 100 * 1024) << "the resident fit should hold its rows";
-  EXPECT_LT(streamed_kib + 60 * 1024, resident_kib)
-      << "streamed fit and score peak " << streamed_kib << " KiB, resident peak " << resident_kib << " KiB";
+  // pages). Measured before the sample stopped being copied four times in one process: 63 MiB
+  // streamed, 140 MiB resident. A program whose start-up alone peaks above 100 MiB (the CUDA
+  // libraries linked: 225 MiB) peaks there in every streamed run, above what the run holds
+  // after it (measured: streamed runs 10 MiB over `--version`, the resident run 30 MiB over), so
+  // ru_maxrss cannot compare the runs' rows there.
+  if (program_kib > 100 * 1024) {
+    std::printf(
+        "[note] start-up peak %ld KiB, streamed %ld KiB, resident %ld KiB: start-up hides the streamed "
+        "peak in this build; the peaks are compared where it does not (builds without CUDA)\n",
+        program_kib, streamed_kib, resident_kib);
+  } else {
+    EXPECT_GT(resident_kib, 100 * 1024) << "the resident fit should hold its rows";
+    EXPECT_LT(streamed_kib + 60 * 1024, resident_kib)
+        << "streamed fit and score peak " << streamed_kib << " KiB, resident peak " << resident_kib << " KiB";
+  }
 
   // Stepwise EM: the same model with and without the budget, and on two ranks (to rounding).
   ASSERT_EQ(test::run_cli(dir, fit + dir.file("resident-stepwise.json") + stepwise).code, 0);

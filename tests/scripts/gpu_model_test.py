@@ -126,10 +126,15 @@ class GpuModelTest(unittest.TestCase):
         self.assertLessEqual(gm.fused_shared_bytes(256, 8), 48 * 1024)  # 16-row tiles
         full = (ROOT / "kernels" / "cuda" / "gaussian_full.cu").read_text()
         self.assertTrue(re.search(r"for \(int rows : \{128, 64, 32\}\)", full))
-        self.assertEqual(gm.staged_rows(64), 64)
-        self.assertEqual(gm.second_moment_blocks(16), 32)        # 10 blocks: one warp
-        self.assertEqual(gm.second_moment_blocks(64), 160)       # 136 blocks: five warps
-        self.assertEqual(gm.second_moment_blocks(130), 160 + 256 + 32 + 160 + 32 + 32)
+        self.assertIn("kFullGroup * kFullGroup * g * (g + 1) / 2", full)  # P staged by output group
+        self.assertEqual(gm.staged_bytes(64, 128), (256 * 10 + 64 * 129) * 4)
+        self.assertEqual(gm.staged_rows(64), 128)
+        self.assertEqual(gm.staged_rows(112), 32)
+        self.assertIn("s.per_comp += s.nj - a / 2", full)
+        self.assertEqual(gm.packed_moment_shape(64, 256)["comps"], 3)    # 72 blocks a component
+        self.assertEqual(gm.packed_moment_shape(64, 256)["threads"], 224)
+        self.assertEqual(gm.packed_moment_shape(16, 16)["threads"], 96)  # 6 blocks, 16 components
+        self.assertEqual(gm.packed_moment_shape(33, 7)["dp"], 64)        # a power of 2
 
 
 if __name__ == "__main__":
