@@ -121,10 +121,10 @@ Dataset DistributedEncodedData::sample(std::uint64_t seed, std::size_t target) {
   // weighted; ranks hold ascending contiguous ranges, so rank order is global row order — the
   // same sample as one process. The sample is held once beside what is gathered: this rank's
   // rows go into the send buffer and are dropped, and the gathered rows are packed in place.
-  std::vector<double> count(2), counts(2 * W), send;
+  std::vector<double> counts(2 * W), send;
   {
     const Dataset mine = sample_local(seed, p);
-    count = {static_cast<double>(mine.rows()), mine.weighted() ? 1.0 : 0.0};
+    const std::vector<double> count{static_cast<double>(mine.rows()), mine.weighted() ? 1.0 : 0.0};
     comm_.all_gather(std::span<const double>(count), std::span<double>(counts));
     std::size_t most = 0;
     bool weighted = false;

@@ -91,17 +91,6 @@ void load_points(const double* points, std::size_t C, float* x, double* norm) {
   }
 }
 
-/// The next float above v (std::nextafter(v, +inf), without the library call): v is finite or +inf.
-float next_up(float v) {
-  if (!(v < std::numeric_limits<float>::infinity())) return v;
-  if (v == 0.0f) return std::numeric_limits<float>::denorm_min();
-  std::uint32_t bits;
-  std::memcpy(&bits, &v, sizeof bits);
-  bits = v > 0.0f ? bits + 1 : bits - 1;  // away from zero above it, towards zero below
-  std::memcpy(&v, &bits, sizeof v);
-  return v;
-}
-
 /// The one centre whose screened value e[k] is within 2·slack of the least of e[0 … K), or K
 /// when several are.
 MIXLE_WITH_FMA_CLONE
@@ -109,15 +98,15 @@ std::size_t alone_near_least(const float* e, std::size_t K, double slack) {
   // The least in eight independent lanes (min is exact, so any order gives it): one running
   // minimum was a chain of K dependent instructions, the larger part of labelling a point.
   constexpr std::size_t kLanes = 8;
-  float lane[kLanes];
-  std::fill_n(lane, kLanes, std::numeric_limits<float>::infinity());
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  float lane[kLanes] = {kInf, kInf, kInf, kInf, kInf, kInf, kInf, kInf};
   std::size_t k0 = 0;
   for (; k0 + kLanes <= K; k0 += kLanes)
     for (std::size_t j = 0; j < kLanes; ++j) lane[j] = e[k0 + j] < lane[j] ? e[k0 + j] : lane[j];
   for (std::size_t j = 0; k0 + j < K; ++j) lane[j] = e[k0 + j] < lane[j] ? e[k0 + j] : lane[j];
-  float least = lane[0];
-  for (std::size_t j = 1; j < kLanes; ++j) least = lane[j] < least ? lane[j] : least;
-  const float reach = next_up(static_cast<float>(static_cast<double>(least) + 2.0 * slack));
+  float least = kInf;
+  for (const float v : lane) least = v < least ? v : least;
+  const float reach = next_float_up(static_cast<float>(static_cast<double>(least) + 2.0 * slack));
   int within = 0, first = std::numeric_limits<int>::max();
 #pragma omp simd reduction(+ : within) reduction(min : first)
   for (std::size_t k = 0; k < K; ++k) {
@@ -129,6 +118,16 @@ std::size_t alone_near_least(const float* e, std::size_t K, double slack) {
 }
 
 }  // namespace
+
+float next_float_up(float v) {
+  if (!(v < std::numeric_limits<float>::infinity())) return v;  // +inf (and NaN) stay
+  if (v == 0.0f) return std::numeric_limits<float>::denorm_min();
+  std::uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits = v > 0.0f ? bits + 1 : bits - 1;  // away from zero above it, towards zero below
+  std::memcpy(&v, &bits, sizeof v);
+  return v;
+}
 
 CentreSet::CentreSet(const std::vector<double>& centres, std::size_t K, std::size_t C)
     : K_(K),

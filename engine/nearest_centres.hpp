@@ -28,6 +28,10 @@ namespace mixle::engine {
 /// steps' one rule, so labels do not depend on how the loops are arranged or threaded.
 std::size_t nearest_centre(const double* x, const double* centres_t, std::size_t K, std::size_t C);
 
+/// The least float above v — std::nextafter(v, +inf) without the library call, which labelling
+/// made once a point. +inf and NaN are returned as they are.
+float next_float_up(float v);
+
 /// K centres (row-major K × C, float64) prepared for labelling many points by nearest_centre's
 /// rule. For a point x, ‖x − c_k‖² − ‖x‖² = ‖c_k‖² − 2 x·c_k is computed for every centre as a
 /// float32 product (fused multiply-adds, register-blocked: about one instruction per eight

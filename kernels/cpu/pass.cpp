@@ -420,11 +420,9 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
           const int n = static_cast<int>(std::min<std::int64_t>(kBlockRows, tile_end - row0));
           load_block(model, x + static_cast<std::size_t>(row0) * ld, ld, n, ws.block);
           if (mode == Mode::given) {
-            if (labels) {  // one-hot rows: the values given[…] would hold, 1 and 0
-              const std::size_t* label = labels + row0;
-              for (int k = 0; k < K; ++k)
-                for (int b = 0; b < kBlockRows; ++b)
-                  ws.block.logp(k)[b] = b < n && label[b] == static_cast<std::size_t>(k) ? T(1) : T(0);
+            if (labels) {  // one-hot rows: the values given[…] would hold, 0 but a 1 a row
+              for (int k = 0; k < K; ++k) std::fill_n(ws.block.logp(k), kBlockRows, T(0));
+              for (int b = 0; b < n; ++b) ws.block.logp(static_cast<int>(labels[row0 + b]))[b] = T(1);
             } else {
               for (int k = 0; k < K; ++k)
                 for (int b = 0; b < kBlockRows; ++b)

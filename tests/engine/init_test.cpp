@@ -175,6 +175,29 @@ TEST(EngineInit, KmeansCoordinatesWeighEveryColumnAlike) {
   EXPECT_EQ(engine::kmeans_sample_rows(6000), 24000u);
 }
 
+// The coordinates read float32 rows as they read float64 ones: the same values (exact in both)
+// give the same standardisation and the same embedding, bit for bit.
+TEST(EngineInit, KmeansCoordinatesOfFloatRowsAreThoseOfDoubleRows) {
+  const std::size_t N = 53, C = 3;
+  std::vector<double> v;
+  for (std::size_t r = 0; r < N; ++r)
+    v.insert(v.end(), {0.25 * static_cast<double>(r % 11), -3.0 + 0.5 * static_cast<double>((r * 7) % 5),
+                       static_cast<double>(r % 3)});
+  const Dataset f64 = Dataset::from_vector(v, N, C);
+  const Dataset f32 = Dataset::from_vector(std::vector<float>(v.begin(), v.end()), N, C);
+  Model shape;
+  shape.weights = {1.0};
+  shape.parts = {make_part(Family::gaussian_diag, 0, 2), make_part(Family::categorical, 2, 3, 3)};
+  const engine::KmeansCoordinates from_f64(shape, f64), from_f32(shape, f32);
+  ASSERT_EQ(from_f32.width(), from_f64.width());
+  std::vector<double> a(from_f64.width()), b(from_f64.width());
+  for (std::size_t r = 0; r < N; ++r) {
+    from_f64.embed(f64, r, a.data());
+    from_f32.embed(f32, r, b.data());
+    EXPECT_EQ(a, b) << "row " << r;
+  }
+}
+
 // A column the sample holds constant (one value, or one code) cannot be standardised: it keeps
 // scale 1 about its value and adds nothing to any distance. Ten rows of 1.0 average to a hair
 // off 1.0 and ten frequencies of 1/10 sum to a hair below 1: scaled by the spread those leave

@@ -178,5 +178,17 @@ TEST(NearestCentres, TheScreensBoundScalesWithTheData) {
   EXPECT_LE(expect_the_rule(centres, K, points, C), m / 100);
 }
 
+// The screen's reach is the float just above least + 2·slack: next_float_up is std::nextafter
+// towards +inf, from either side of zero, across zero, at the largest float and at +inf.
+TEST(NextFloatUp, IsNextafterTowardsInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float v : {1.0f, -1.0f, 3.5e-3f, -2.75e7f, 0.0f, -0.0f, std::numeric_limits<float>::denorm_min(),
+                        -std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(),
+                        -std::numeric_limits<float>::max(), inf})
+    EXPECT_EQ(next_float_up(v), std::nextafter(v, inf)) << v;
+  EXPECT_GT(next_float_up(1.0f), 1.0f);
+  EXPECT_LT(next_float_up(-1.0f), -0.99999f);
+}
+
 }  // namespace
 }  // namespace mixle::engine

@@ -36,16 +36,16 @@ class GivenOnly final : public engine::Compute {
   std::unique_ptr<engine::Compute> cpu_ = engine::make_cpu_compute(2);
 };
 
-void expect_labelled_is_one_hot(engine::Compute& compute, Family family, std::size_t K, std::size_t D,
-                                std::size_t V, DType dtype, bool weighted) {
+void expect_labelled_is_one_hot(engine::Compute& compute, Family family, std::size_t K, std::size_t D, std::size_t V,
+                                DType dtype, bool weighted) {
   SCOPED_TRACE(std::string(family_name(family)) + " on " + compute.name() + (dtype == DType::f32 ? " f32" : " f64") +
                (weighted ? " weighted" : ""));
   const Model model = random_model(family, K, D, 7 * K + D, V);
   std::mt19937_64 rng(K + 31 * D);
   const std::vector<double> values = sample_rows(model, kRows, rng);
-  Dataset rows = dtype == DType::f64 ? Dataset::from_vector(values, kRows, model.columns())
-                                     : Dataset::from_vector(std::vector<float>(values.begin(), values.end()), kRows,
-                                                            model.columns());
+  Dataset rows = dtype == DType::f64
+                     ? Dataset::from_vector(values, kRows, model.columns())
+                     : Dataset::from_vector(std::vector<float>(values.begin(), values.end()), kRows, model.columns());
   if (weighted) {
     std::vector<double> w(kRows);
     for (std::size_t r = 0; r < kRows; ++r) w[r] = 0.25 * static_cast<double>(r % 9);
