@@ -41,6 +41,12 @@ struct Block {
   T* logp(int k) {
     return lp_at ? lp_at + static_cast<std::size_t>(k) * kBlockRows : &lp[static_cast<std::size_t>(k) * kBlockRows];
   }
+  /// Lane b of component k's log-densities, indexed through `lp` where that holds them (so a
+  /// lane past the block stops a build with _GLIBCXX_ASSERTIONS).
+  T& lane(int k, int b) {
+    const std::size_t i = static_cast<std::size_t>(k) * kBlockRows + static_cast<std::size_t>(b);
+    return lp_at ? lp_at[i] : lp[i];
+  }
   const T* resp(int k) const {
     return lp_at ? lp_at + static_cast<std::size_t>(k) * kBlockRows : &lp[static_cast<std::size_t>(k) * kBlockRows];
   }

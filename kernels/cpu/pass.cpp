@@ -426,7 +426,7 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
             } else {
               for (int k = 0; k < K; ++k)
                 for (int b = 0; b < kBlockRows; ++b)
-                  ws.block.logp(k)[b] = b < n ? static_cast<T>(given[(row0 + b) * K + k]) : T(0);
+                  ws.block.lane(k, b) = b < n ? static_cast<T>(given[(row0 + b) * K + k]) : T(0);
             }
             tile[1] += weights ? weigh_block(K, weights + row0, n, ws.block) : n;
             fold_block(model, ws, tile);
