@@ -122,17 +122,17 @@ Dataset DistributedEncodedData::sample(std::uint64_t seed, std::size_t target) {
   // same sample as one process. The sample is held once beside what is gathered: this rank's
   // rows go into the send buffer and are dropped, and the gathered rows are packed in place.
   std::vector<double> counts(2 * W), send;
+  std::size_t most = 0, S = C;  // rows of the rank with the most; values sent per row
+  bool weighted = false;        // whether any rank's rows are (each then sends its weight too)
   {
     const Dataset mine = sample_local(seed, p);
     const std::vector<double> count{static_cast<double>(mine.rows()), mine.weighted() ? 1.0 : 0.0};
     comm_.all_gather(std::span<const double>(count), std::span<double>(counts));
-    std::size_t most = 0;
-    bool weighted = false;
     for (std::size_t w = 0; w < W; ++w) {
       most = std::max(most, static_cast<std::size_t>(counts[2 * w]));
       weighted = weighted || counts[2 * w + 1] != 0.0;
     }
-    const std::size_t S = C + (weighted ? 1 : 0);  // values sent per row
+    if (weighted) ++S;
     send.assign(most * S, 0.0);
     const double* values = mine.rows() ? mine.as<double>() : nullptr;  // sample_local's rows are float64
     for (std::size_t r = 0; r < mine.rows(); ++r) {
@@ -140,9 +140,6 @@ Dataset DistributedEncodedData::sample(std::uint64_t seed, std::size_t target) {
       if (weighted) send[r * S + C] = mine.weighted() ? mine.weights()[r] : 1.0;
     }
   }
-  bool weighted = false;
-  for (std::size_t w = 0; w < W; ++w) weighted = weighted || counts[2 * w + 1] != 0.0;
-  const std::size_t S = C + (weighted ? 1 : 0), most = S ? send.size() / S : 0;
   std::vector<double> rows(W * send.size()), weights;
   comm_.all_gather(std::span<const double>(send), std::span<double>(rows));
   std::vector<double>().swap(send);
