@@ -26,13 +26,14 @@ void launch_kernel(dim3 grid, dim3 block, std::size_t shared_bytes, cudaStream_t
 }
 
 /// `T* name` for the launch's dynamic shared memory (its third argument, in bytes), inside a
-/// kernel: `MIXLE_DYNAMIC_SHARED(float, tile);`. In a simulator build the memory is a heap block
-/// of exactly that size, so an overrun is caught by AddressSanitizer.
+/// kernel: `MIXLE_DYNAMIC_SHARED(float, tile);`, 128-byte aligned (warp matrix loads and stores
+/// need 256-bit alignment). In a simulator build the memory is a heap block of exactly that
+/// size, so an overrun is caught by AddressSanitizer.
 #if MIXLE_CUDA_SIM
 #define MIXLE_DYNAMIC_SHARED(T, name) T* name = ::mixle::cudasim::dynamic_shared<T>()
 #else
-#define MIXLE_DYNAMIC_SHARED(T, name)                                    \
-  extern __shared__ __align__(16) unsigned char mixle_dynamic_shared_[]; \
+#define MIXLE_DYNAMIC_SHARED(T, name)                                     \
+  extern __shared__ __align__(128) unsigned char mixle_dynamic_shared_[]; \
   T* name = reinterpret_cast<T*>(mixle_dynamic_shared_)
 #endif
 

@@ -20,7 +20,7 @@
 // kernel builtins (threadIdx, …) are plain globals set before each switch, and block-shared
 // variables can live in static storage; the section holding them is overwritten with 0xff bytes
 // before each block. Dynamic shared memory (MIXLE_DYNAMIC_SHARED) is a heap block of exactly
-// the launch's size, so AddressSanitizer catches an overrun of it.
+// the launch's size (128-byte aligned), so AddressSanitizer catches an overrun of it.
 #pragma once
 
 #include "mixle/cudasim/fiber.hpp"
@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -108,6 +109,11 @@ struct Grid {
   std::function<void()> body;
 };
 
+/// Frees what posix_memalign gave.
+struct FreeBytes {
+  void operator()(unsigned char* p) const { std::free(p); }
+};
+
 /// The block being run (one at a time in the process).
 struct BlockRun {
   const Grid* grid = nullptr;
@@ -116,7 +122,7 @@ struct BlockRun {
   SimThread* current = nullptr;
   bool killed = false;
   std::string fault;  // set when `killed` by a fault
-  std::unique_ptr<unsigned char[]> dynamic_shared;
+  std::unique_ptr<unsigned char, FreeBytes> dynamic_shared;
   const void* main_bottom = nullptr;  // the scheduler's stack (AddressSanitizer bookkeeping)
   std::size_t main_size = 0;
 };
@@ -503,7 +509,11 @@ inline std::string run_grid(const Grid& grid, const Schedule& schedule) {
     g_block_idx = b.block;
     if (shared_bytes) std::memset(__start_mixle_sim_shared, 0xff, shared_bytes);
     if (grid.dynamic_shared) {
-      b.dynamic_shared.reset(new unsigned char[grid.dynamic_shared]);
+      // 128-byte aligned, as the kernels declare it (wmma needs 256-bit alignment), and of exactly
+      // the launch's size.
+      void* p = nullptr;
+      if (posix_memalign(&p, 128, grid.dynamic_shared) != 0) throw std::bad_alloc();
+      b.dynamic_shared.reset(static_cast<unsigned char*>(p));
       std::memset(b.dynamic_shared.get(), 0xff, grid.dynamic_shared);
     }
     for (std::size_t i2 = 0; i2 < threads; ++i2) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "mixle/cudasim/runtime.hpp"
+#include "mixle/cudasim/tf32.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -65,17 +66,6 @@ namespace mixle::cudasim {
 inline std::unordered_map<const void*, std::unique_ptr<cublasContext>>& cublas_handles() {
   static auto* handles = new std::unordered_map<const void*, std::unique_ptr<cublasContext>>();
   return *handles;
-}
-
-/// `x` rounded to TF32 (10 explicit mantissa bits), to nearest with ties away from zero.
-inline float round_to_tf32(float x) {
-  if (!std::isfinite(x)) return x;
-  std::uint32_t b;
-  std::memcpy(&b, &x, sizeof b);
-  b = (b + 0x1000u) & 0xFFFFE000u;
-  float r;
-  std::memcpy(&r, &b, sizeof r);
-  return r;
 }
 
 template <class T>
