@@ -19,14 +19,20 @@
 // log-density + normalise + header + tiled statistics), so the two agree to FMA contraction;
 // MIXLE_CUDA_FUSED=0 selects the unfused path for comparison. bench/gpu-model reads the SASS of
 // the loops marked `gpu-model:` below.
-// Under the TF32 opt-in the same kernel runs after the GEMM of gaussian_diag_tf32.cu
-// (`diag_fused_kernel<true>`): step 2 reads the GEMM's products for the tile (coalesced) and adds
-// log_const + c_k, and steps 1, 3 and 4 are unchanged — so the rows × K block is written once (by
-// the GEMM) and read once, instead of being initialised, read and written by the GEMM, by the
-// constant's kernel, by the normalisation and read by the header and the statistics.
+// Under the TF32 opt-in step 2 runs on the tensor cores (`diag_fused_kernel<Density::tensor>`):
+// expanded about the part's centre c (tf32_expansion.cuh), h (x − m)² = h y² − 2hν y + h ν² with
+// y = x − c, ν = m − c, so the tile's log-densities less their constants are the product
+// [y∘y, y] (tile rows × 2D) · [h; −2hν] (2D × K), formed by warp matrix operations (TF32
+// m16n16k8, float accumulators) from y, staged beside x, and weights staged once per block; then
+// log_const + c_k (c_k = Σ_d h ν², in float64, rounded once) is added. Steps 1, 3 and 4 are the
+// fp32 kernel's, so the statistics stay centred fp32 SIMT (TF32 never touches second moments),
+// and neither the features nor the rows × K block reach device memory.
 #include "kernels/cuda/device.cuh"
 #include "kernels/cuda/diag_moments.cuh"
 #include "kernels/cuda/row_normalise.cuh"
+#include "kernels/cuda/tf32_expansion.cuh"
+
+#include <mma.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -47,16 +53,38 @@ constexpr int kDensityRows = 2;  // a thread's log-density block: 2 rows × 4 co
 constexpr int kDensityComps = 4;
 constexpr std::size_t kFusedSharedLimit = 48 * 1024;
 
-/// The block's shared-memory layout, in floats; every array starts on a 16-byte boundary.
+/// How step 2 forms the tile's log-densities.
+enum class Density {
+  simt,    // the centred form on the SIMT lanes (fp32, the default)
+  tensor,  // the expanded form on the tensor cores (TF32 opt-in)
+};
+
+/// The block's shared-memory layout, in floats. Every array starts on a 16-byte boundary (the
+/// SIMT loops' float4 loads), or a 32-byte one where the tensor cores read or write it (wmma
+/// pointers are 256-bit aligned): under Density::tensor, components pad to 16 and dimensions to
+/// 8 (the m16n16k8 tiles), the coefficient arrays are the product's weights [h; −2hν], row-major
+/// 2·dp × kp, and two more arrays hold the centre c (dp) and the tile's y = x − c (tile_rows ×
+/// xs_stride) beside x, which the statistics read.
 struct FusedLayout {
-  int K, D, kp, xs_stride, tile_rows;
-  __host__ __device__ FusedLayout(int K_, int D_, int tile_rows_)
-      : K(K_), D(D_), kp((K_ + 3) / 4 * 4), xs_stride((D_ + 3) / 4 * 4 + 4), tile_rows(tile_rows_) {}
-  __host__ __device__ int mean_t() const { return 0; }                         // D × kp, dimension-major
-  __host__ __device__ int half_prec_t() const { return D * kp; }               // D × kp
-  __host__ __device__ int log_const() const { return 2 * D * kp; }             // kp
-  __host__ __device__ int xs() const { return log_const() + kp; }              // tile_rows × xs_stride
-  __host__ __device__ int ls() const { return xs() + tile_rows * xs_stride; }  // tile_rows × kp
+  int K, D, kp, dp, xs_stride, tile_rows;
+  bool tensor;
+  __host__ __device__ FusedLayout(int K_, int D_, int tile_rows_, bool tensor_)
+      : K(K_),
+        D(D_),
+        kp(tensor_ ? (K_ + 15) / 16 * 16 : (K_ + 3) / 4 * 4),
+        dp(tensor_ ? (D_ + 7) / 8 * 8 : D_),
+        xs_stride(tensor_ ? (D_ + 7) / 8 * 8 + 4 : (D_ + 3) / 4 * 4 + 4),
+        tile_rows(tile_rows_),
+        tensor(tensor_) {}
+  __host__ __device__ int mean_t() const { return 0; }                         // dp × kp, dimension-major
+  __host__ __device__ int half_prec_t() const { return dp * kp; }              // dp × kp
+  __host__ __device__ int weight_sq() const { return mean_t(); }               // tensor: h, dp × kp
+  __host__ __device__ int weight_lin() const { return half_prec_t(); }         // tensor: −2hν, dp × kp
+  __host__ __device__ int log_const() const { return 2 * dp * kp; }            // kp
+  __host__ __device__ int centre() const { return log_const() + kp; }          // tensor: dp
+  __host__ __device__ int xs() const { return centre() + (tensor ? dp : 0); }  // tile_rows × xs_stride
+  __host__ __device__ int ys() const { return xs() + tile_rows * xs_stride; }  // tensor: tile_rows × xs_stride
+  __host__ __device__ int ls() const { return ys() + (tensor ? tile_rows * xs_stride : 0); }  // tile_rows × kp
   // The tile's per-row log-likelihoods (tile_rows doubles: ls() + tile_rows·kp is a multiple of 4
   // floats, so they are 8-byte aligned) and statuses (tile_rows ints).
   __host__ __device__ int row_loglik() const { return ls() + tile_rows * kp; }
@@ -66,20 +94,59 @@ struct FusedLayout {
   }
 };
 
-int fused_tile_rows(int K, int D) { return FusedLayout(K, D, 32).bytes() <= kFusedSharedLimit ? 32 : 16; }
+int fused_tile_rows(int K, int D, bool tensor) {
+  return FusedLayout(K, D, 32, tensor).bytes() <= kFusedSharedLimit ? 32 : 16;
+}
 
-/// kFromProduct: the log-densities less their constants come from the TF32 GEMM (`product`, rows × K,
-/// and `constant`, c_k) instead of step 2's SIMT loop; the block adds log_const + c_k as it stages them.
-template <bool kFromProduct>
+/// Step 2 on the tensor cores: each warp forms 16 × 16 tiles of [y∘y, y] · [h; −2hν] from the
+/// staged y = x − c (converted to TF32 in the fragment: y·y and y) and the staged weights,
+/// stores them in the tile's log-densities and adds log_const + c_k after the product, as the
+/// unfused TF32 pass does. The 16-row tiles past the tile's rows are not formed; rows past
+/// `nrow` inside the last one hold stale y, and their log-densities are never read.
+__device__ void tensor_log_densities(const float* w_sq, const float* w_lin, const float* lc, const float* ys, float* ls,
+                                     int kp, int dp, int ystride, int nrow, int warp) {
+  namespace wmma = nvcuda::wmma;
+  const int ctiles = kp / 16, tiles = (nrow + 15) / 16 * ctiles;
+  for (int t = warp; t < tiles; t += kFusedWarps) {
+    const int rt = t / ctiles, ct = t % ctiles;
+    wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    // gpu-model: fused-tensor-density mma=8192 per (16 rows, 16 components, 8 dims)
+#pragma unroll 1
+    for (int d0 = 0; d0 < dp; d0 += 8) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> ya, sq;
+      wmma::load_matrix_sync(ya, ys + rt * 16 * ystride + d0, ystride);
+#pragma unroll
+      for (int i = 0; i < ya.num_elements; ++i) {
+        const float v = ya.x[i];
+        sq.x[i] = wmma::__float_to_tf32(v * v);
+        ya.x[i] = wmma::__float_to_tf32(v);
+      }
+      wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> hq, hl;
+      wmma::load_matrix_sync(hq, w_sq + d0 * kp + ct * 16, kp);
+      wmma::load_matrix_sync(hl, w_lin + d0 * kp + ct * 16, kp);
+      wmma::mma_sync(acc, sq, hq, acc);
+      wmma::mma_sync(acc, ya, hl, acc);
+    }
+    float* out = ls + rt * 16 * kp + ct * 16;
+    wmma::store_matrix_sync(out, acc, kp, wmma::mem_row_major);
+    __syncwarp();  // the lanes' stores are seen by the lanes that add the constants
+    const int lane = static_cast<int>(threadIdx.x) & 31, col = lane & 15;
+    for (int r = lane >> 4; r < 16; r += 2) out[r * kp + col] += lc[ct * 16 + col];
+  }
+}
+
+template <Density kDensity>
 __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
     diag_fused_kernel(PartView<float> part, const float* __restrict__ log_const, const float* __restrict__ x, int ld,
                       int K, int tile_rows, std::int64_t rows, std::int64_t rows_per_slot, double* __restrict__ loglik,
                       int* __restrict__ status, DeviceReport* report, double* __restrict__ partials,
-                      std::int64_t stat_size, const float* __restrict__ product, const float* __restrict__ constant) {
+                      std::int64_t stat_size) {
+  constexpr bool kTensor = kDensity == Density::tensor;
   MIXLE_DYNAMIC_SHARED(float, smem);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int D = part.dims;
-  const FusedLayout lay(K, D, tile_rows);
+  const FusedLayout lay(K, D, tile_rows, kTensor);
   float* mean_t = smem + lay.mean_t();
   float* half_prec_t = smem + lay.half_prec_t();
   float* lc = smem + lay.log_const();
@@ -92,17 +159,41 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
   const std::int64_t begin = slot * rows_per_slot;
   const std::int64_t end = begin + rows_per_slot < rows ? begin + rows_per_slot : rows;
 
-  // Coefficients, transposed; padding components get 0 (their log-densities are never read).
-  if constexpr (!kFromProduct)
-    for (int e = tid; e < D * kp; e += kFusedThreads) {
-      const int d = e / kp, k = e % kp;
+  // Under Density::tensor the centre first: the weights are taken about it.
+  float* centre = smem + lay.centre();
+  if constexpr (kTensor) {
+    for (int d = tid; d < lay.dp; d += kFusedThreads) centre[d] = d < D ? tf32_centre(part, K, d) : 0.0f;
+    __syncthreads();
+  }
+  // Coefficients, transposed; padding components (and, for the tensor cores, padding dimensions)
+  // get 0, so they add nothing to a product and their log-densities are never read.
+  for (int e = tid; e < lay.dp * kp; e += kFusedThreads) {
+    const int d = e / kp, k = e % kp;
+    const bool real = k < K && d < D;
+    if constexpr (kTensor) {
+      const Tf32Weights w = real ? tf32_weights(part, k, d, centre[d]) : Tf32Weights{0.0f, 0.0f, 0.0};
+      smem[lay.weight_sq() + e] = nvcuda::wmma::__float_to_tf32(w.sq);
+      smem[lay.weight_lin() + e] = nvcuda::wmma::__float_to_tf32(w.lin);
+    } else {
       const float* coef = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
-      mean_t[e] = k < K ? coef[d] : 0.0f;
-      half_prec_t[e] = k < K ? coef[D + d] : 0.0f;
+      mean_t[e] = real ? coef[d] : 0.0f;
+      half_prec_t[e] = real ? coef[D + d] : 0.0f;
     }
-  for (int k = tid; k < kp; k += kFusedThreads)
-    lc[k] = k >= K ? 0.0f : kFromProduct ? log_const[k] + constant[k] : log_const[k];
-  for (int e = tid; e < tile_rows * xstride; e += kFusedThreads) xs[e] = 0.0f;  // padding columns stay 0
+  }
+  for (int k = tid; k < kp; k += kFusedThreads) {
+    if (k >= K) {
+      lc[k] = 0.0f;
+    } else if constexpr (kTensor) {
+      // log_const + c_k, c_k = Σ_d h ν² in float64, rounded once.
+      double ck = 0.0;
+      for (int d = 0; d < D; ++d) ck += tf32_weights(part, k, d, centre[d]).constant;
+      lc[k] = static_cast<float>(static_cast<double>(log_const[k]) + ck);
+    } else {
+      lc[k] = log_const[k];
+    }
+  }
+  // Padding columns stay 0 (y too: the tensor cores read them, against zero weights).
+  for (int e = tid; e < (kTensor ? 2 : 1) * tile_rows * xstride; e += kFusedThreads) xs[e] = 0.0f;
 
   // This thread's statistics block: components 2·sc, 2·sc + 1 and dims 4·sd … 4·sd + 3.
   const int dquads = (D + kDiagBlockDims - 1) / kDiagBlockDims;
@@ -125,24 +216,15 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
     for (std::int64_t r0 = b0; r0 < b1; r0 += tile_rows) {
       const int nrow = static_cast<int>(b1 - r0 < tile_rows ? b1 - r0 : tile_rows);
       __syncthreads();  // the previous tile has been consumed (and, at first, the coefficients staged)
-      for (int e = tid; e < nrow * D; e += kFusedThreads)
-        xs[e / D * xstride + e % D] = x[(r0 + e / D) * ld + part.col_begin + e % D];
+      for (int e = tid; e < nrow * D; e += kFusedThreads) {
+        const float v = x[(r0 + e / D) * ld + part.col_begin + e % D];
+        xs[e / D * xstride + e % D] = v;
+        if constexpr (kTensor) smem[lay.ys() + e / D * xstride + e % D] = v - centre[e % D];
+      }
       __syncthreads();
-      if constexpr (kFromProduct) {
-        // The GEMM's rows, coalesced, plus log_const + c_k; padding components read as 0 (the
-        // statistics of an odd K read one past the last component, and skip it as r = 0).
-        for (int k = lane; k < kp; k += 32) {
-          const float ck = lc[k];
-          const float* in = product + (r0 + warp) * K + k;
-          float* out = ls + warp * kp + k;
-          if (k < K) {
-            // gpu-model: fused-product fp=1 per (row, component)
-            for (int row = warp; row < nrow; row += kFusedWarps, in += kFusedWarps * K, out += kFusedWarps * kp)
-              *out = *in + ck;
-          } else {
-            for (int row = warp; row < nrow; row += kFusedWarps, out += kFusedWarps * kp) *out = 0.0f;
-          }
-        }
+      if constexpr (kTensor) {
+        tensor_log_densities(smem + lay.weight_sq(), smem + lay.weight_lin(), lc, smem + lay.ys(), ls, kp, lay.dp,
+                             xstride, nrow, warp);
       } else
         for (int u = tid; u < density_units; u += kFusedThreads) {
           const int kq = u % kquads, row = u / kquads * kDensityRows;
@@ -218,7 +300,7 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
 
 }  // namespace
 
-bool gaussian_diag_fused_eligible(const ModelView<float>& model) {
+bool gaussian_diag_fused_eligible(const ModelView<float>& model, bool tf32) {
   const char* v = std::getenv("MIXLE_CUDA_FUSED");
   if (v && std::strcmp(v, "0") == 0) return false;
   if (model.num_parts != 1 || model.row_offset) return false;
@@ -226,34 +308,24 @@ bool gaussian_diag_fused_eligible(const ModelView<float>& model) {
   const int K = model.components, D = part.dims;
   return part.kind == PartKind::gaussian_diag && D >= 1 && D <= kFusedMaxD && K >= 1 && K <= kFusedMaxK &&
          (K + kDiagBlockComps - 1) / kDiagBlockComps * ((D + kDiagBlockDims - 1) / kDiagBlockDims) <= kFusedThreads &&
-         FusedLayout(K, D, fused_tile_rows(K, D)).bytes() <= kFusedSharedLimit;
+         FusedLayout(K, D, fused_tile_rows(K, D, tf32), tf32).bytes() <= kFusedSharedLimit;
 }
 
 void launch_gaussian_diag_fused(const ModelView<float>& model, const ChunkArgs<float>& c, const SlotPlan& plan,
-                                DeviceReport* report, cublasHandle_t tf32, cudaStream_t s) {
+                                DeviceReport* report, bool tf32, cudaStream_t s) {
   if (c.rows == 0) return;
   const int K = c.components, D = model.parts[0].dims;
-  const int tile_rows = fused_tile_rows(K, D);
-  const std::size_t shared = FusedLayout(K, D, tile_rows).bytes();
-  if (!tf32) {
-    launch_kernel<diag_fused_kernel<false>>(static_cast<unsigned>(plan.slots), kFusedThreads, shared, s, model.parts[0],
-                                            model.log_const, c.x, c.ld, K, tile_rows, c.rows, plan.rows_per_slot,
-                                            c.loglik, c.status, report, plan.partials, plan.stat_size, nullptr,
-                                            nullptr);
-    MIXLE_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  // TF32: the GEMM writes the chunk's rows × K products into c.resp and c_k into a stream-ordered
-  // scratch freed after the kernel that reads them.
-  void* constant_raw = nullptr;
-  MIXLE_CUDA_TRY(cudaMallocAsync(&constant_raw, static_cast<std::size_t>(K) * sizeof(float), s));
-  float* constant = static_cast<float*>(constant_raw);
-  launch_gaussian_diag_tf32_product(tf32, model.parts[0], c, constant, s);
-  launch_kernel<diag_fused_kernel<true>>(static_cast<unsigned>(plan.slots), kFusedThreads, shared, s, model.parts[0],
-                                         model.log_const, c.x, c.ld, K, tile_rows, c.rows, plan.rows_per_slot, c.loglik,
-                                         c.status, report, plan.partials, plan.stat_size, c.resp, constant);
+  const int tile_rows = fused_tile_rows(K, D, tf32);
+  const std::size_t shared = FusedLayout(K, D, tile_rows, tf32).bytes();
+  if (tf32)
+    launch_kernel<diag_fused_kernel<Density::tensor>>(
+        static_cast<unsigned>(plan.slots), kFusedThreads, shared, s, model.parts[0], model.log_const, c.x, c.ld, K,
+        tile_rows, c.rows, plan.rows_per_slot, c.loglik, c.status, report, plan.partials, plan.stat_size);
+  else
+    launch_kernel<diag_fused_kernel<Density::simt>>(
+        static_cast<unsigned>(plan.slots), kFusedThreads, shared, s, model.parts[0], model.log_const, c.x, c.ld, K,
+        tile_rows, c.rows, plan.rows_per_slot, c.loglik, c.status, report, plan.partials, plan.stat_size);
   MIXLE_CUDA_CHECK_LAUNCH();
-  MIXLE_CUDA_TRY(cudaFreeAsync(constant_raw, s));
 }
 
 }  // namespace mixle::kernels::cuda

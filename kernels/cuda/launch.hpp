@@ -62,18 +62,14 @@ void launch_gaussian_diag_accumulate(const PartView<T>& part, const ChunkArgs<T>
 /// TF32 tensor-op variant (float only): L += [x², x]·W + c_k, W and c_k from the part's coefficients.
 void launch_gaussian_diag_log_density_tf32(cublasHandle_t handle, const PartView<float>& part,
                                            const ChunkArgs<float>& c, cudaStream_t s);
-/// The same GEMM written over L (c.resp; β = 0, so L's old contents are not read) without the
-/// constant: c_k = Σ_d h m² goes to `constant` (K device floats), for a pass that adds it itself.
-void launch_gaussian_diag_tf32_product(cublasHandle_t handle, const PartView<float>& part, const ChunkArgs<float>& c,
-                                       float* constant, cudaStream_t s);
 /// The fused single-kernel E-step (gaussian_diag_fused.cu): eligible models are one
-/// gaussian_diag part in float32 with K ≤ 256, D ≤ 64, ⌈K/2⌉·⌈D/4⌉ ≤ 256 (unless MIXLE_CUDA_FUSED=0).
-/// Writes rows' log-likelihood and status, the report, and every slot's partials and header.
-/// With a TF32 handle the log-densities come from launch_gaussian_diag_tf32_product (into c.resp,
-/// rows × K) and the kernel reads them instead of forming them; the rest is the same kernel.
-bool gaussian_diag_fused_eligible(const ModelView<float>& model);
+/// gaussian_diag part in float32 with K ≤ 256, D ≤ 64, ⌈K/2⌉·⌈D/4⌉ ≤ 256 whose block layout fits
+/// 48 KiB of shared memory (unless MIXLE_CUDA_FUSED=0). Writes rows' log-likelihood and status,
+/// the report, and every slot's partials and header. Under `tf32` the log-densities are formed on
+/// the tensor cores inside the kernel (the expanded form); the rest is the same kernel.
+bool gaussian_diag_fused_eligible(const ModelView<float>& model, bool tf32);
 void launch_gaussian_diag_fused(const ModelView<float>& model, const ChunkArgs<float>& c, const SlotPlan& plan,
-                                DeviceReport* report, cublasHandle_t tf32, cudaStream_t s);
+                                DeviceReport* report, bool tf32, cudaStream_t s);
 template <class T>
 void launch_gaussian_full_log_density(const PartView<T>& part, const ChunkArgs<T>& c, cudaStream_t s);
 template <class T>

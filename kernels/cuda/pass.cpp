@@ -134,10 +134,9 @@ void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_
     throw InvalidInput("CUDA chunk pass: normalised mode without per-row normalisers");
   bool fused = false;
   if constexpr (std::is_same_v<T, float>)
-    fused = mode == PassMode::accumulate && !weights && gaussian_diag_fused_eligible(model);
-  // The fused pass keeps the rows × K block on chip: no device buffer for it — except under TF32,
-  // whose GEMM writes its products there for the fused kernel to read.
-  ws.reserve(rows, fused && !tf32 ? 0 : model.components, model.stat_size);
+    fused = mode == PassMode::accumulate && !weights && gaussian_diag_fused_eligible(model, tf32 != nullptr);
+  // The fused pass keeps the rows × K block on chip: no device buffer for it.
+  ws.reserve(rows, fused ? 0 : model.components, model.stat_size);
   ChunkArgs<T> c;
   c.x = x;
   c.ld = ld;
@@ -155,7 +154,7 @@ void run_chunk(PassMode mode, const ModelView<T>& model, const T* x, std::int64_
       ws.partials.reserve(static_cast<std::size_t>(plan.slots * plan.stat_size));
       plan.partials = ws.partials.data();
       MIXLE_CUDA_TRY(cudaMemsetAsync(&report->chunk_bad, 0, sizeof report->chunk_bad, stream));
-      launch_gaussian_diag_fused(model, c, plan, report, tf32, stream);
+      launch_gaussian_diag_fused(model, c, plan, report, tf32 != nullptr, stream);
       launch_list_bad_rows(c, first_row, report, stream);
       launch_reduce_slots(plan, stats, stream);
       return;

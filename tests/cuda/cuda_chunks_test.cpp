@@ -321,10 +321,12 @@ TEST(CudaTf32, StatisticsMatchCpuWithinTheResponsibilityBound) {
   expect_tf32_statistics_within_bound(*cuda, tf32_case());
 }
 
-// An eligible model's TF32 accumulate runs the GEMM and then the fused kernel reading its products;
-// MIXLE_CUDA_FUSED=0 keeps the unfused TF32 pass (score and the sharded pass use it always). Both
-// within the bound, at the fused kernel's edges: tiles of 16 rows (K = 256), an odd K whose last
-// register block reads one padding component, D not a multiple of 4, and D = 64.
+// An eligible model's TF32 accumulate forms its log-densities on the tensor cores inside the fused
+// kernel; MIXLE_CUDA_FUSED=0 keeps the unfused TF32 pass, a cuBLAS GEMM (score and the sharded
+// pass use it always). Both within the bound, at the fused kernel's edges: tiles of 16 rows
+// (K = 256), an odd K whose last register block reads one padding component, K and D padded to
+// the tensor tiles (16 components, 8 dimensions), D = 64, and 16-row tensor tiles past the last
+// row of a slot (1500 rows: the last slot's last tile holds 28).
 TEST(CudaTf32, FusedAndUnfusedPassesWithinTheBoundAtTheFusedEdges) {
   MIXLE_CUDA_OR_SKIP(cuda);
   for (const auto& [K, D, rows] :
@@ -337,15 +339,33 @@ TEST(CudaTf32, FusedAndUnfusedPassesWithinTheBoundAtTheFusedEdges) {
   }
 }
 
+// The fused pass forms its tensor-core products per 16-row tile of a slot, and slots are fixed
+// rows of the pass, so its TF32 statistics are the same bits for any chunking; the unfused pass
+// (a cuBLAS GEMM per chunk) may move within the bound.
 TEST(CudaTf32, ChunkingMovesStatisticsOnlyWithinTheBound) {
   MIXLE_CUDA_OR_SKIP(cuda);
   const Tf32Check c = tf32_case();
-  {
-    ScopedEnv stream("MIXLE_CUDA_STREAM_ROWS", "256");
+  const Dataset data =
+      Dataset::from_vector(std::vector<float>(c.values.begin(), c.values.end()), c.rows, c.model.columns());
+  const std::size_t size = static_cast<std::size_t>(engine::stat_layout(c.model).size);
+  auto tf32_statistics = [&] {
+    std::vector<double> s(size, 0.0);
+    cuda->accumulate(c.model, data, Precision::tf32, s);
+    return s;
+  };
+  const std::vector<double> whole = tf32_statistics();  // fused, one chunk
+  for (const char* fused_or_not : {"1", "0"}) {
+    SCOPED_TRACE(std::string("MIXLE_CUDA_FUSED=") + fused_or_not);
+    ScopedEnv mode("MIXLE_CUDA_FUSED", fused_or_not);
+    {
+      ScopedEnv stream("MIXLE_CUDA_STREAM_ROWS", "256");
+      expect_tf32_statistics_within_bound(*cuda, c);
+      if (*fused_or_not == '1') EXPECT_EQ(tf32_statistics(), whole) << "streamed in chunks of 256 rows";
+    }
+    ScopedEnv cap("MIXLE_CUDA_CHUNK_ROWS", "384");
     expect_tf32_statistics_within_bound(*cuda, c);
+    if (*fused_or_not == '1') EXPECT_EQ(tf32_statistics(), whole) << "resident in chunks of 384 rows";
   }
-  ScopedEnv cap("MIXLE_CUDA_CHUNK_ROWS", "384");
-  expect_tf32_statistics_within_bound(*cuda, c);
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // gaussian_diag: the CUDA kernels against the CPU oracle (through engine::Compute).
 #include "common/kernel_compare.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace mixle::test {
 namespace {
 
@@ -95,36 +98,88 @@ TEST(GaussianDiagCuda, NanRowsReportedAsOnCpu) {
   compare_kernels(*cuda, model, values, 400, DType::f32, Precision::fp32, kFp32);
 }
 
-// TF32 (explicit opt-in): the GEMM rounds x², x and the weights to 10-bit mantissas, so each
-// expanded term h x², −2hm x carries ≈ 2⁻¹⁰ relative error and they cancel: the bound on a row's
-// log-likelihood is 2⁻⁹·max_k Σ_d |h_kd|(x_d² + 2|m_kd x_d| + m_kd²) (factor 2 of margin; the
-// log-sum-exp moves by at most the largest change of any L_k; docs/design.md §6).
-TEST(GaussianDiagCuda, Tf32LogLikelihoodWithinExpansionBound) {
-  MIXLE_CUDA_OR_SKIP(cuda);
-  constexpr std::size_t K = 64, D = 32, N = 2000;
-  const Model model = random_model(Family::gaussian_diag, K, D, 21);
-  std::mt19937_64 rng(22);
-  const std::vector<double> values = sample_rows(model, N, rng);
-  const Dataset data = Dataset::from_vector(std::vector<float>(values.begin(), values.end()), N, D);
-  std::vector<double> ll_cpu(N, std::nan("")), ll_gpu(N, std::nan("")), r_gpu(N * K, std::nan(""));
-  engine::make_cpu_compute(1)->score(model, data, Precision::fp32, ll_cpu.data(), nullptr);
-  cuda->score(model, data, Precision::tf32, ll_gpu.data(), r_gpu.data());
+// TF32 (explicit opt-in): the log-densities are expanded about a centre c per dimension — the
+// midpoint of the components' float means (kernels/cuda/tf32_expansion.cuh) — and the product
+// rounds y², y (y = x − c) and the weights to 10-bit mantissas, so each expanded term h y²,
+// −2hν y, h ν² (ν = m − c) carries ≈ 2⁻¹⁰ relative error and they cancel: the bound on a row's
+// log-likelihood is 2⁻⁹·max_k Σ_d |h_kd|(y_d² + 2|ν_kd y_d| + ν_kd²) (factor 2 of margin; the
+// log-sum-exp moves by at most the largest change of any L_k; docs/numerics.md bound (E)).
+std::vector<double> tf32_row_bounds(const Model& model, const std::vector<double>& values, std::size_t N) {
   const Part& p = model.parts[0];
+  const std::size_t K = model.components(), D = model.columns();
+  std::vector<double> centre(D);
+  for (std::size_t d = 0; d < D; ++d) {
+    float lo = INFINITY, hi = -INFINITY;
+    for (std::size_t k = 0; k < K; ++k) {
+      lo = std::min(lo, static_cast<float>(p.mean[k * D + d]));
+      hi = std::max(hi, static_cast<float>(p.mean[k * D + d]));
+    }
+    centre[d] = 0.5f * lo + 0.5f * hi;
+  }
+  std::vector<double> bounds(N);
   for (std::size_t n = 0; n < N; ++n) {
     double worst = 0.0;
     for (std::size_t k = 0; k < K; ++k) {
       double s = 0.0;
       for (std::size_t d = 0; d < D; ++d) {
-        const double x = values[n * D + d], m = p.mean[k * D + d], h = 0.5 / p.var[k * D + d];
-        s += h * (x * x + 2 * std::abs(m * x) + m * m);
+        const double y = values[n * D + d] - centre[d], nu = p.mean[k * D + d] - centre[d];
+        s += 0.5 / p.var[k * D + d] * (y * y + 2 * std::abs(nu * y) + nu * nu);
       }
       worst = std::max(worst, s);
     }
-    ASSERT_LE(std::abs(ll_gpu[n] - ll_cpu[n]), std::ldexp(1.0, -9) * worst) << "row " << n;
+    bounds[n] = std::ldexp(worst, -9);
+  }
+  return bounds;
+}
+
+/// Score (the cuBLAS GEMM) row by row and accumulate (the fused kernel's tensor cores) in sum
+/// against the CPU's fp32, within the bound; the bound's largest row is returned.
+double expect_tf32_within_expansion_bound(engine::Compute& cuda, const Model& model, const std::vector<double>& values,
+                                          std::size_t N) {
+  const std::size_t K = model.components(), D = model.columns();
+  const Dataset data = Dataset::from_vector(std::vector<float>(values.begin(), values.end()), N, D);
+  auto cpu = engine::make_cpu_compute(1);
+  std::vector<double> ll_cpu(N, std::nan("")), ll_gpu(N, std::nan("")), r_gpu(N * K, std::nan(""));
+  cpu->score(model, data, Precision::fp32, ll_cpu.data(), nullptr);
+  cuda.score(model, data, Precision::tf32, ll_gpu.data(), r_gpu.data());
+  const std::vector<double> bound = tf32_row_bounds(model, values, N);
+  double sum_bound = 0.0;
+  for (std::size_t n = 0; n < N; ++n) {
+    EXPECT_LE(std::abs(ll_gpu[n] - ll_cpu[n]), bound[n]) << "row " << n;
     double total = 0.0;
     for (std::size_t k = 0; k < K; ++k) total += r_gpu[n * K + k];
-    ASSERT_NEAR(total, 1.0, 1e-5) << "row " << n << ": responsibilities must sum to 1";
+    EXPECT_NEAR(total, 1.0, 1e-5) << "row " << n << ": responsibilities must sum to 1";
+    sum_bound += bound[n] + 1e-6 * std::abs(ll_cpu[n]);
   }
+  const std::size_t size = static_cast<std::size_t>(engine::stat_layout(model).size);
+  std::vector<double> s_cpu(size, 0.0), s_gpu(size, 0.0);
+  cpu->accumulate(model, data, Precision::fp32, s_cpu);
+  cuda.accumulate(model, data, Precision::tf32, s_gpu);
+  EXPECT_EQ(s_gpu[1], s_cpu[1]) << "rows folded in";
+  EXPECT_NEAR(s_gpu[0], s_cpu[0], sum_bound) << "Σ log-likelihood of the fused pass";
+  return *std::max_element(bound.begin(), bound.end());
+}
+
+TEST(GaussianDiagCuda, Tf32LogLikelihoodWithinExpansionBound) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  constexpr std::size_t K = 64, D = 32, N = 2000;
+  const Model model = random_model(Family::gaussian_diag, K, D, 21);
+  std::mt19937_64 rng(22);
+  expect_tf32_within_expansion_bound(*cuda, model, sample_rows(model, N, rng), N);
+}
+
+// The same mixture moved 1e4 from the origin (σ near 1): about the centre the bound, and the
+// error, are what they are near the origin; expanded about 0 the error would be ≈ 2⁻¹¹·h·x² per
+// term, 10⁵ nats and more, so this fails for a kernel that does not centre.
+TEST(GaussianDiagCuda, Tf32ExpansionAboutTheCentreKeepsFarMixturesAccurate) {
+  MIXLE_CUDA_OR_SKIP(cuda);
+  constexpr std::size_t K = 16, D = 24, N = 700;
+  Model model = random_model(Family::gaussian_diag, K, D, 23);
+  std::mt19937_64 rng(24);
+  std::vector<double> values = sample_rows(model, N, rng);
+  for (double& m : model.parts[0].mean) m += 1e4;
+  for (double& v : values) v += 1e4;
+  EXPECT_LT(expect_tf32_within_expansion_bound(*cuda, model, values, N), 50.0);
 }
 
 }  // namespace

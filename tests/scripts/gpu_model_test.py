@@ -3,8 +3,9 @@
 The model's numbers are only as good as its finding the right loop and counting it, so these
 pin: a marker's loop extent (braced and unbraced), backward branches as loops with nested
 loops' instructions left out, the marker's loop picked by the lines its instructions come from
-(an inlined callee's file ignored), elements per pass from the operation count, Itanium names,
-and the slot arithmetic mirrored from kernels/cuda/chunk_plan.hpp.
+(an inlined callee's file ignored), elements per pass from the operation count (an HMMA's
+flops from its shape), Itanium names, and the slot arithmetic and shared-memory layouts mirrored
+from the kernels.
 """
 import importlib.machinery
 import importlib.util
@@ -103,6 +104,14 @@ class GpuModelTest(unittest.TestCase):
         with self.assertRaises(SystemExit):
             gm.read_loop(fn, gm.read_markers([self.src])["inner"], {})
 
+    def test_mma_loops_count_flops_from_the_hmma_shapes(self):
+        self.assertEqual(gm.op_weight("mma", "HMMA.1684.F32.TF32"), 1024.0)  # m16n8k4
+        self.assertEqual(gm.op_weight("mma", "HMMA.1688.F32.TF32"), 2048.0)  # m16n8k8
+        self.assertEqual(gm.op_weight("mma", "HMMA.16816.F32"), 4096.0)      # m16n8k16
+        self.assertEqual(gm.op_weight("fp", "FFMA"), 1.0)
+        marker = gm.MARKER.search("    // gpu-model: tile mma=8192 per (16 rows, 16 components, 8 dims)")
+        self.assertEqual((marker["cls"], marker["n"]), ("mma", "8192"))
+
     def test_kernel_names(self):
         mangled = ("_ZN5mixle7kernels4cuda51_GLOBAL__N__5915b362_12_normalise_cu_75bcf389_1193311"
                    "init_kernelIfEEvPKT_S6_PS4_il")
@@ -120,10 +129,19 @@ class GpuModelTest(unittest.TestCase):
 
     def test_shared_layouts_mirror_the_kernels(self):
         fused = (ROOT / "kernels" / "cuda" / "gaussian_diag_fused.cu").read_text()
-        self.assertIn("xs_stride((D_ + 3) / 4 * 4 + 4)", fused)
+        self.assertIn("xs_stride(tensor_ ? (D_ + 7) / 8 * 8 + 4 : (D_ + 3) / 4 * 4 + 4)", fused)
+        self.assertIn("kp(tensor_ ? (K_ + 15) / 16 * 16 : (K_ + 3) / 4 * 4)", fused)
+        self.assertIn("int xs() const { return centre() + (tensor ? dp : 0); }", fused)
+        self.assertIn("int ls() const { return ys() + (tensor ? tile_rows * xs_stride : 0); }", fused)
         self.assertIn("row_status() + tile_rows", fused)  # the rows' log-likelihoods and statuses end it
         self.assertEqual(gm.fused_shared_bytes(64, 32), (2 * 32 * 64 + 64 + 32 * 36 + 32 * 64 + 3 * 32) * 4)
+        # tensor: weights, log_const, centre, x and y tiles, L tile, row results
+        self.assertEqual(gm.fused_shared_bytes(64, 32, tensor=True),
+                         (2 * 32 * 64 + 64 + 32 + 2 * 32 * 36 + 32 * 64 + 3 * 32) * 4)
+        self.assertEqual(gm.fused_shared_bytes(5, 62, tensor=True),
+                         (2 * 64 * 16 + 16 + 64 + 2 * 32 * 68 + 32 * 16 + 3 * 32) * 4)
         self.assertLessEqual(gm.fused_shared_bytes(256, 8), 48 * 1024)  # 16-row tiles
+        self.assertLessEqual(gm.fused_shared_bytes(256, 8, tensor=True), 48 * 1024)
         full = (ROOT / "kernels" / "cuda" / "gaussian_full.cu").read_text()
         self.assertTrue(re.search(r"for \(int rows : \{128, 64, 32\}\)", full))
         self.assertIn("kFullGroup * kFullGroup * g * (g + 1) / 2", full)  # P staged by output group
