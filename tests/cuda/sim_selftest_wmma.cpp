@@ -45,8 +45,8 @@ __global__ void gemm_kernel(const float* a, const float* b, const float* c0, flo
   if (kBug == Planted::missing_lane && lane == 31) return;
   const int ti = warp / 2, tj = warp % 2;
   const bool rows = layout == wmma::mem_row_major;
-  const std::size_t c_at = rows ? static_cast<std::size_t>(16 * ti) * kN + 16 * tj
-                                : static_cast<std::size_t>(16 * tj) * kM + 16 * ti;
+  const std::size_t c_at =
+      rows ? static_cast<std::size_t>(16 * ti) * kN + 16 * tj : static_cast<std::size_t>(16 * tj) * kM + 16 * ti;
   const unsigned ldc = rows ? kN : kM;
   wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
   wmma::load_matrix_sync(acc, c0 + c_at, ldc, layout);
@@ -124,8 +124,8 @@ void expect_product(const Operands& o, const std::vector<float>& c, const std::s
     for (int j = 0; j < kN; ++j) {
       double want = o.c0[i * kN + j], exact = want, size = std::fabs(want);
       for (int k = 0; k < kK; ++k) {
-        const double p = static_cast<double>(wmma::__float_to_tf32(o.a[i * kK + k])) *
-                         wmma::__float_to_tf32(o.b[k * kN + j]);
+        const double p =
+            static_cast<double>(wmma::__float_to_tf32(o.a[i * kK + k])) * wmma::__float_to_tf32(o.b[k * kN + j]);
         want += p;
         exact += static_cast<double>(o.a[i * kK + k]) * o.b[k * kN + j];
         size += std::fabs(p);

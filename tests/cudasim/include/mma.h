@@ -77,8 +77,7 @@ inline void check_collective(const char* what, const void* p, unsigned ldm) {
   const unsigned ldm0 = __shfl_sync(0xffffffffu, ldm, 0);
   if (p0 != bits || ldm0 != ldm)
     ::mixle::cudasim::thread_fault(std::string(what) + ": the lanes of the warp passed different pointers or ldm");
-  if (bits % 32 != 0)
-    ::mixle::cudasim::thread_fault(std::string(what) + ": the pointer is not 256-bit aligned");
+  if (bits % 32 != 0) ::mixle::cudasim::thread_fault(std::string(what) + ": the pointer is not 256-bit aligned");
   if (ldm % 4 != 0)
     ::mixle::cudasim::thread_fault(std::string(what) + ": ldm " + std::to_string(ldm) +
                                    " is not a multiple of 4 floats (16 bytes)");
