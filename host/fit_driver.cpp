@@ -5,14 +5,17 @@
 #include "engine/initialise.hpp"
 #include "comms/failpoint.hpp"
 #include "engine/row_hash.hpp"
+#include "engine/tf32_expansion.hpp"
 #include "host/missing_values.hpp"
 
 #include <mixle/error.hpp>
 
 #include <chrono>
-#include <tuple>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <string>
+#include <tuple>
 
 namespace mixle::host {
 
@@ -67,6 +70,17 @@ void require_same_structure(const Model& resumed, const Model& fresh) {
 }
 
 }  // namespace
+
+std::string tf32_note(const engine::Tf32Expansion& cost) {
+  char text[400];
+  std::snprintf(text, sizeof text,
+                "precision tf32: the gaussian_diag log-densities were expanded about the midpoint of the means, "
+                "from which a fitted component lies up to %.3g of its standard deviations in one dimension "
+                "(R*sqrt(D) = %.3g), so a row's log-density may be off by up to %.3g nats (bound (E) of "
+                "docs/numerics.md); fp32 does not expand",
+                cost.r, cost.r_sqrt_d, cost.row_bound);
+  return text;
+}
 
 FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, const FitHooks& hooks) {
   using clock = std::chrono::steady_clock;
@@ -199,6 +213,10 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
                                 ? hooks.not_converged
                                 : "EM did not converge in " + std::to_string(options.max_iter) + " iterations (tol " +
                                       std::to_string(options.tol) + "); raise --max-iter or --tol");
+  if (est.precision == engine::Precision::tf32) {
+    const engine::Tf32Expansion cost = engine::tf32_expansion(best.model);
+    if (cost.applies) best.warnings.push_back(tf32_note(cost));
+  }
   best.seconds = std::chrono::duration<double>(clock::now() - start).count();
   return best;
 }

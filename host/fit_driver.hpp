@@ -4,11 +4,13 @@
 
 #include "engine/em.hpp"
 #include "engine/encoded_data.hpp"
+#include "engine/tf32_expansion.hpp"
 
 #include <mixle/fit.hpp>
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace mixle::host {
@@ -45,6 +47,10 @@ FitProgress fit_progress(int restart, int max_iter, const engine::IterationInfo&
 
 /// The EstimatorOptions that `options` describe; throws InvalidInput on bad values.
 engine::EstimatorOptions estimator_options(const FitOptions& options);
+
+/// The warning a TF32 fit carries: how far its components lie from the centre the log-densities
+/// were expanded about, and the error bound that gives (engine/tf32_expansion.hpp).
+std::string tf32_note(const engine::Tf32Expansion& cost);
 
 /// Fits through an encoded-data handle (local or distributed: the same calls on every rank).
 FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, const FitHooks& hooks = {});

@@ -3,6 +3,8 @@
 // see one GPU — on a GPU, or on the simulator.
 #include "common/require.hpp"
 #include "common/kernel_compare.hpp"
+#include "engine/tf32_expansion.hpp"
+#include "host/fit_driver.hpp"
 #include "host/fit_process_util.hpp"
 
 #include <mixle/data.hpp>
@@ -52,6 +54,27 @@ TEST(CudaCli, FitOnTheDeviceMatchesTheCpuFit) {
     Process b = run_process(fit_args(data, init, gpu, "cuda", precision), {}, dir.path / "cuda.log", 300s);
     ASSERT_EQ(b.exit_code(), 0) << b.output();
     EXPECT_LT(max_relative_difference(cpu, gpu), rtol) << precision;
+  }
+}
+
+// A TF32 fit says what its expansion cost: the warning names how far the fitted components lie
+// from the centre the log-densities were expanded about, and the bound that gives — computed
+// from the model it wrote (engine/tf32_expansion.hpp). An fp32 fit carries no such warning.
+TEST(CudaCli, Tf32FitReportsWhatTheExpansionCost) {
+  MIXLE_CUDA_OR_SKIP(gate);
+  TempDir dir;
+  const fs::path data = generate_data(dir, kTruth, 3000);
+  const fs::path init = dir.path / "truth.json";
+  for (const std::string precision : {"tf32", "fp32"}) {
+    const fs::path out = dir.path / (precision + ".json");
+    Process p = run_process(fit_args(data, init, out, "cuda", precision), {}, dir.path / (precision + ".log"), 300s);
+    ASSERT_EQ(p.exit_code(), 0) << p.output();
+    const engine::Tf32Expansion cost = engine::tf32_expansion(load_model(out.string()));
+    ASSERT_TRUE(cost.applies);
+    EXPECT_GT(cost.r, 1.0);  // the generating means are several σ apart
+    const std::string note = "mixle: warning: " + host::tf32_note(cost);
+    EXPECT_EQ(p.output().find(note) != std::string::npos, precision == "tf32") << note << "\n" << p.output();
+    EXPECT_EQ(p.output().find("precision tf32:") != std::string::npos, precision == "tf32") << p.output();
   }
 }
 
