@@ -29,16 +29,17 @@ double bound_e(double r, double D) {
 
 TEST(Tf32Expansion, IsBoundEOfTheComponentFarthestFromTheMidpoint) {
   Model m;
-  m.weights = {0.5, 0.5};
-  // Means (0, 1) and (4, 1), so the centre is (2, 1): component 0 lies 2 σ from it (σ = 1),
-  // component 1 lies 1 σ (σ = 2) in the first dimension and 0 in the second.
-  m.parts.push_back(diag(0, 2, {0, 1, 4, 1}, {1, 1, 4, 1}));
+  m.weights = {0.3, 0.3, 0.4};
+  // Means (0, 0), (8, 0) and (2, 0): the centre is (4, 0), the midpoint of the extremes, not the
+  // mean of the means. Component 0 lies 2 σ from it (σ = 2), component 1 lies 4 σ (σ = 1),
+  // component 2 lies 2 σ (σ = 1); the second dimension adds nothing.
+  m.parts.push_back(diag(0, 2, {0, 0, 8, 0, 2, 0}, {4, 1, 1, 1, 1, 1}));
   const engine::Tf32Expansion e = engine::tf32_expansion(m);
   ASSERT_TRUE(e.applies);
-  EXPECT_DOUBLE_EQ(e.r, 2.0);
-  EXPECT_DOUBLE_EQ(e.r_sqrt_d, 2.0 * std::sqrt(2.0));
-  EXPECT_DOUBLE_EQ(e.row_bound, bound_e(2.0, 2.0));
-  EXPECT_GT(e.row_bound, bound_e(1.0, 2.0));  // the other component's, which it is not
+  EXPECT_DOUBLE_EQ(e.r, 4.0);
+  EXPECT_DOUBLE_EQ(e.r_sqrt_d, 4.0 * std::sqrt(2.0));
+  EXPECT_DOUBLE_EQ(e.row_bound, bound_e(4.0, 2.0));
+  EXPECT_GT(e.row_bound, bound_e(2.0, 2.0));  // the other components', which it is not
 }
 
 TEST(Tf32Expansion, OnlyGaussianDiagPartsAreExpandedAndTheWidestBoundWins) {
