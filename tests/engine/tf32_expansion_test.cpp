@@ -52,7 +52,7 @@ TEST(Tf32Expansion, OnlyGaussianDiagPartsAreExpandedAndTheWidestBoundWins) {
   rate.rate = {1.0, 1e6};
   m.parts.push_back(rate);
   EXPECT_FALSE(engine::tf32_expansion(m).applies);
-  m.parts.push_back(diag(1, 1, {0, 1}, {1, 1}));      // R = 0.5, D = 1
+  m.parts.push_back(diag(1, 1, {0, 1}, {1, 1}));                          // R = 0.5, D = 1
   m.parts.push_back(diag(2, 3, {0, 0, 0, 0, 0, 0}, {1, 1, 1, 1, 1, 1}));  // R = 0, D = 3
   const engine::Tf32Expansion e = engine::tf32_expansion(m);
   ASSERT_TRUE(e.applies);
