@@ -12,8 +12,9 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
+#include <iomanip>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -72,14 +73,14 @@ void require_same_structure(const Model& resumed, const Model& fresh) {
 }  // namespace
 
 std::string tf32_note(const engine::Tf32Expansion& cost) {
-  char text[400];
-  std::snprintf(text, sizeof text,
-                "precision tf32: the gaussian_diag log-densities were expanded about the midpoint of the means, "
-                "from which a fitted component lies up to %.3g of its standard deviations in one dimension "
-                "(R*sqrt(D) = %.3g), so a row's log-density may be off by up to %.3g nats (bound (E) of "
-                "docs/numerics.md); fp32 does not expand",
-                cost.r, cost.r_sqrt_d, cost.row_bound);
-  return text;
+  std::ostringstream text;
+  text << std::setprecision(3)
+       << "precision tf32: the gaussian_diag log-densities were expanded about the midpoint of the means, from "
+          "which a fitted component lies up to "
+       << cost.r << " of its standard deviations in one dimension (R*sqrt(D) = " << cost.r_sqrt_d
+       << "), so a row's log-density may be off by up to " << cost.row_bound
+       << " nats (bound (E) of docs/numerics.md); fp32 does not expand";
+  return text.str();
 }
 
 FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, const FitHooks& hooks) {

@@ -51,7 +51,11 @@ TEST(Tf32Expansion, OnlyGaussianDiagPartsAreExpandedAndTheWidestBoundWins) {
   rate.col_end = 1;
   rate.rate = {1.0, 1e6};
   m.parts.push_back(rate);
-  EXPECT_FALSE(engine::tf32_expansion(m).applies);
+  const engine::Tf32Expansion none = engine::tf32_expansion(m);
+  EXPECT_FALSE(none.applies);
+  EXPECT_EQ(none.r, 0.0);
+  EXPECT_EQ(none.r_sqrt_d, 0.0);
+  EXPECT_EQ(none.row_bound, 0.0);
   m.parts.push_back(diag(1, 1, {0, 1}, {1, 1}));                          // R = 0.5, D = 1
   m.parts.push_back(diag(2, 3, {0, 0, 0, 0, 0, 0}, {1, 1, 1, 1, 1, 1}));  // R = 0, D = 3
   const engine::Tf32Expansion e = engine::tf32_expansion(m);
