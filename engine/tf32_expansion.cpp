@@ -1,3 +1,4 @@
+// What the TF32 expansion costs a model (engine/tf32_expansion.hpp).
 #include "engine/tf32_expansion.hpp"
 
 #include <algorithm>

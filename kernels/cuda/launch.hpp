@@ -59,7 +59,8 @@ void launch_gaussian_diag_log_density(const PartView<T>& part, const ChunkArgs<T
 template <class T>
 void launch_gaussian_diag_accumulate(const PartView<T>& part, const ChunkArgs<T>& c, const SlotPlan& plan,
                                      cudaStream_t s);
-/// TF32 tensor-op variant (float only): L += [x², x]·W + c_k, W and c_k from the part's coefficients.
+/// TF32 tensor-op variant (float only): L += [y∘y, y]·W + c_k with y = x − c, the expansion about
+/// the part's centre c (tf32_expansion.cuh); W and c_k from the part's coefficients.
 void launch_gaussian_diag_log_density_tf32(cublasHandle_t handle, const PartView<float>& part,
                                            const ChunkArgs<float>& c, cudaStream_t s);
 /// The fused single-kernel E-step (gaussian_diag_fused.cu): eligible models are one
