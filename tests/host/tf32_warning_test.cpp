@@ -74,13 +74,13 @@ TEST(FitHandleTf32, WarnsWhatTheExpansionCostTheKeptModel) {
 TEST(FitHandleTf32, NamesTheDistanceAndTheBoundInTheWarning) {
   engine::Tf32Expansion cost;
   cost.applies = true;
-  cost.r = 3.25;
-  cost.r_sqrt_d = 6.5;
-  cost.row_bound = 0.125;
-  const std::string note = host::tf32_note(cost);
-  EXPECT_NE(note.find("up to 3.25 of its standard deviations"), std::string::npos) << note;
-  EXPECT_NE(note.find("R*sqrt(D) = 6.5"), std::string::npos) << note;
-  EXPECT_NE(note.find("off by up to 0.125 nats"), std::string::npos) << note;
+  cost.r = 3.14159;
+  cost.r_sqrt_d = 6.28318;
+  cost.row_bound = 0.123456;
+  const std::string note = host::tf32_note(cost);  // three significant digits
+  EXPECT_NE(note.find("up to 3.14 of its standard deviations"), std::string::npos) << note;
+  EXPECT_NE(note.find("R*sqrt(D) = 6.28)"), std::string::npos) << note;
+  EXPECT_NE(note.find("off by up to 0.123 nats"), std::string::npos) << note;
 }
 
 }  // namespace
