@@ -11,13 +11,11 @@ namespace mixle::test {
 namespace {
 
 Part diag(std::size_t col_begin, std::size_t D, std::vector<double> mean, std::vector<double> var) {
-  Part p;
-  p.family = Family::gaussian_diag;
-  p.col_begin = col_begin;
-  p.col_end = col_begin + D;
-  p.mean = std::move(mean);
-  p.var = std::move(var);
-  return p;
+  return Part{.family = Family::gaussian_diag,
+              .col_begin = col_begin,
+              .col_end = col_begin + D,
+              .mean = std::move(mean),
+              .var = std::move(var)};
 }
 
 /// (2·2⁻¹¹ + γ_2D) · ½ (√q₀ + 2 R √D)², q₀ = D + 4√(2D).
@@ -45,12 +43,7 @@ TEST(Tf32Expansion, IsBoundEOfTheComponentFarthestFromTheMidpoint) {
 TEST(Tf32Expansion, OnlyGaussianDiagPartsAreExpandedAndTheWidestBoundWins) {
   Model m;
   m.weights = {0.5, 0.5};
-  Part rate;
-  rate.family = Family::poisson;
-  rate.col_begin = 0;
-  rate.col_end = 1;
-  rate.rate = {1.0, 1e6};
-  m.parts.push_back(rate);
+  m.parts.push_back(Part{.family = Family::poisson, .col_begin = 0, .col_end = 1, .rate = {1.0, 1e6}});
   const engine::Tf32Expansion none = engine::tf32_expansion(m);
   EXPECT_FALSE(none.applies);
   EXPECT_EQ(none.r, 0.0);

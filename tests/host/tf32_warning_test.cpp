@@ -43,13 +43,8 @@ FitResult fit_returning_the_initial_model(const Model& model, const std::string&
 TEST(FitHandleTf32, WarnsWhatTheExpansionCostTheKeptModel) {
   Model m;
   m.weights = {0.5, 0.5};
-  Part p;
-  p.family = Family::gaussian_diag;
-  p.col_begin = 0;
-  p.col_end = 2;
-  p.mean = {1, 1, 5, 2};
-  p.var = {1, 1, 2, 1};
-  m.parts.push_back(p);
+  m.parts.push_back(
+      Part{.family = Family::gaussian_diag, .col_begin = 0, .col_end = 2, .mean = {1, 1, 5, 2}, .var = {1, 1, 2, 1}});
   const std::string note = host::tf32_note(engine::tf32_expansion(m));
   EXPECT_NE(note.find("precision tf32:"), std::string::npos) << note;
   const FitResult tf32 = fit_returning_the_initial_model(m, "tf32");
@@ -61,12 +56,7 @@ TEST(FitHandleTf32, WarnsWhatTheExpansionCostTheKeptModel) {
   // TF32 expands only gaussian_diag log-densities: a model without one has nothing to report.
   Model counts;
   counts.weights = {0.5, 0.5};
-  Part rate;
-  rate.family = Family::poisson;
-  rate.col_begin = 0;
-  rate.col_end = 2;
-  rate.rate = {1, 2, 3, 4};
-  counts.parts.push_back(rate);
+  counts.parts.push_back(Part{.family = Family::poisson, .col_begin = 0, .col_end = 2, .rate = {1, 2, 3, 4}});
   for (const std::string& w : fit_returning_the_initial_model(counts, "tf32").warnings)
     EXPECT_EQ(w.find("tf32"), std::string::npos) << w;
 }
