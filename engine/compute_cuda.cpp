@@ -408,6 +408,12 @@ class CudaCompute final : public Compute {
     }
     if (mode == kc::PassMode::accumulate) device_stats_ = stat_size;
     const kc::DeviceReport& dr = *report_host_.data();
+    if (trace_enabled() && tf32 && mode == kc::PassMode::accumulate)
+      // The statistics guard's choice (docs/numerics.md §4); no " rows: " here (trace readers).
+      std::fprintf(stderr,
+                   "mixle cuda: accumulate pass on %s: second moments of %llu of %lld (row, component) pairs summed "
+                   "about the centre\n",
+                   name().c_str(), dr.expanded_pairs, static_cast<long long>(n) * K);
     report.impossible_rows = static_cast<std::int64_t>(dr.impossible_rows);
     report.nan_rows = static_cast<std::int64_t>(dr.nan_rows);
     report.num_listed = std::min(dr.num_listed, kernels::PassReport::kMaxListed);

@@ -59,17 +59,54 @@ struct DiagMomentBlock {
       for (int b = 0; b < kDiagBlockDims; ++b) acc1[a][b] = T(0), acc2[a][b] = T(0);
   }
 
+  /// Entry (a, b) of one row: rt = r·t, Σ rt, Σ rt·t.
+  __device__ __forceinline__ void add(int a, int b, T r, T t) {
+    const T rt = r * t;
+    acc1[a][b] += rt;
+    acc2[a][b] += rt * t;
+  }
+
+  /// Centred: t = x − s.
   __device__ void fold_row(const T (&r)[kDiagBlockComps], const T (&x)[kDiagBlockDims]) {
+#pragma unroll
+    for (int a = 0; a < kDiagBlockComps; ++a)
+      if (r[a] != T(0))
+#pragma unroll
+        for (int b = 0; b < kDiagBlockDims; ++b) add(a, b, r[a], x[b] - shift[a][b]);
+  }
+
+  /// Entry (a, b) of one row expanded about the part's centre: Σ r·y and Σ r·y², two FMAs, y = x − c
+  /// and y² staged once per row for every component (the centred form takes four operations).
+  __device__ __forceinline__ void add_expanded(int a, int b, T r, T y, T y2) {
+    acc1[a][b] += r * y;
+    acc2[a][b] += r * y2;
+  }
+
+  /// The TF32 pass's folds under the statistics guard (docs/numerics.md §4): a component admitted
+  /// to the expanded form sums about the centre, and the caller folds its sums to the shift at the
+  /// slot's end. fold_row_expanded: both components of the block admitted, and no test of r — the
+  /// caller zeroes y and y² in rows that fold nothing (whose r are all 0 and whose x may not be
+  /// finite), so a zero r adds 0 as skipping it would; a valid row's x is finite.
+  /// fold_row_guarded: the components with expanded[a], the other centred, a zero r skipped.
+  __device__ void fold_row_expanded(const T (&r)[kDiagBlockComps], const T (&y)[kDiagBlockDims],
+                                    const T (&y2)[kDiagBlockDims]) {
+#pragma unroll
+    for (int a = 0; a < kDiagBlockComps; ++a)
+#pragma unroll
+      for (int b = 0; b < kDiagBlockDims; ++b) add_expanded(a, b, r[a], y[b], y2[b]);
+  }
+  __device__ void fold_row_guarded(const T (&r)[kDiagBlockComps], const T (&x)[kDiagBlockDims],
+                                   const T (&y)[kDiagBlockDims], const T (&y2)[kDiagBlockDims],
+                                   const bool (&expanded)[kDiagBlockComps]) {
 #pragma unroll
     for (int a = 0; a < kDiagBlockComps; ++a) {
       if (r[a] == T(0)) continue;
 #pragma unroll
-      for (int b = 0; b < kDiagBlockDims; ++b) {
-        const T t = x[b] - shift[a][b];
-        const T rt = r[a] * t;
-        acc1[a][b] += rt;
-        acc2[a][b] += rt * t;
-      }
+      for (int b = 0; b < kDiagBlockDims; ++b)
+        if (expanded[a])
+          add_expanded(a, b, r[a], y[b], y2[b]);
+        else
+          add(a, b, r[a], x[b] - shift[a][b]);
     }
   }
 

@@ -24,9 +24,13 @@
 // y = x − c, ν = m − c, so the tile's log-densities less their constants are the product
 // [y∘y, y] (tile rows × 2D) · [h; −2hν] (2D × K), formed by warp matrix operations (TF32
 // m16n16k8, float accumulators) from y, staged beside x, and weights staged once per block; then
-// log_const + c_k (c_k = Σ_d h ν², in float64, rounded once) is added. Steps 1, 3 and 4 are the
-// fp32 kernel's, so the statistics stay centred fp32 SIMT (TF32 never touches second moments),
-// and neither the features nor the rows × K block reach device memory.
+// log_const + c_k (c_k = Σ_d h ν², in float64, rounded once) is added. Steps 1 and 3 are the
+// fp32 kernel's; neither the features nor the rows × K block reach device memory. The statistics
+// stay fp32 SIMT (TF32 never touches second moments) under the statistics guard: a component
+// whose mean lies within 2σ of the centre in every dimension (tf32_expansion.cuh) sums r·y and
+// r·y² about the centre — two FMAs an entry, y and y² staged beside x — and has its sums folded
+// to its shift in float64 at the slot's end; the others stay centred. Rows that fold nothing get
+// y = y² = 0, since the expanded loop does not test r.
 #include "kernels/cuda/device.cuh"
 #include "kernels/cuda/diag_moments.cuh"
 #include "kernels/cuda/row_normalise.cuh"
@@ -63,8 +67,9 @@ enum class Density {
 /// SIMT loops' float4 loads), or a 32-byte one where the tensor cores read or write it (wmma
 /// pointers are 256-bit aligned): under Density::tensor, components pad to 16 and dimensions to
 /// 8 (the m16n16k8 tiles), the coefficient arrays are the product's weights [h; −2hν], row-major
-/// 2·dp × kp, and two more arrays hold the centre c (dp) and the tile's y = x − c (tile_rows ×
-/// xs_stride) beside x, which the statistics read.
+/// 2·dp × kp, and more arrays hold the centre c (dp), the statistics guard's verdict per
+/// component (kp ints: 1 where its second moments are summed about c) and the tile's y = x − c
+/// and y² (tile_rows × xs_stride each) beside x.
 struct FusedLayout {
   int K, D, kp, dp, xs_stride, tile_rows;
   bool tensor;
@@ -76,15 +81,17 @@ struct FusedLayout {
         xs_stride(tensor_ ? (D_ + 7) / 8 * 8 + 4 : (D_ + 3) / 4 * 4 + 4),
         tile_rows(tile_rows_),
         tensor(tensor_) {}
-  __host__ __device__ int mean_t() const { return 0; }                         // dp × kp, dimension-major
-  __host__ __device__ int half_prec_t() const { return dp * kp; }              // dp × kp
-  __host__ __device__ int weight_sq() const { return mean_t(); }               // tensor: h, dp × kp
-  __host__ __device__ int weight_lin() const { return half_prec_t(); }         // tensor: −2hν, dp × kp
-  __host__ __device__ int log_const() const { return 2 * dp * kp; }            // kp
-  __host__ __device__ int centre() const { return log_const() + kp; }          // tensor: dp
-  __host__ __device__ int xs() const { return centre() + (tensor ? dp : 0); }  // tile_rows × xs_stride
-  __host__ __device__ int ys() const { return xs() + tile_rows * xs_stride; }  // tensor: tile_rows × xs_stride
-  __host__ __device__ int ls() const { return ys() + (tensor ? tile_rows * xs_stride : 0); }  // tile_rows × kp
+  __host__ __device__ int mean_t() const { return 0; }                               // dp × kp, dimension-major
+  __host__ __device__ int half_prec_t() const { return dp * kp; }                    // dp × kp
+  __host__ __device__ int weight_sq() const { return mean_t(); }                     // tensor: h, dp × kp
+  __host__ __device__ int weight_lin() const { return half_prec_t(); }               // tensor: −2hν, dp × kp
+  __host__ __device__ int log_const() const { return 2 * dp * kp; }                  // kp
+  __host__ __device__ int centre() const { return log_const() + kp; }                // tensor: dp
+  __host__ __device__ int expanded() const { return centre() + (tensor ? dp : 0); }  // tensor: kp ints
+  __host__ __device__ int xs() const { return expanded() + (tensor ? kp : 0); }      // tile_rows × xs_stride
+  __host__ __device__ int ys() const { return xs() + tile_rows * xs_stride; }        // tensor: tile_rows × xs_stride
+  __host__ __device__ int y2s() const { return ys() + (tensor ? tile_rows * xs_stride : 0); }  // tensor: likewise
+  __host__ __device__ int ls() const { return y2s() + (tensor ? tile_rows * xs_stride : 0); }  // tile_rows × kp
   // The tile's per-row log-likelihoods (tile_rows doubles: ls() + tile_rows·kp is a multiple of 4
   // floats, so they are 8-byte aligned) and statuses (tile_rows ints).
   __host__ __device__ int row_loglik() const { return ls() + tile_rows * kp; }
@@ -159,11 +166,14 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
   const std::int64_t begin = slot * rows_per_slot;
   const std::int64_t end = begin + rows_per_slot < rows ? begin + rows_per_slot : rows;
 
-  // Under Density::tensor the centre first: the weights are taken about it.
+  // Under Density::tensor the centre first: the weights are taken about it, and the statistics
+  // guard measures each component's distance from it.
   float* centre = smem + lay.centre();
+  int* expanded = reinterpret_cast<int*>(smem + lay.expanded());
   if constexpr (kTensor) {
     for (int d = tid; d < lay.dp; d += kFusedThreads) centre[d] = d < D ? tf32_centre(part, K, d) : 0.0f;
     __syncthreads();
+    for (int k = tid; k < kp; k += kFusedThreads) expanded[k] = k < K && expanded_statistics_admitted(part, k, centre);
   }
   // Coefficients, transposed; padding components (and, for the tensor cores, padding dimensions)
   // get 0, so they add nothing to a product and their log-densities are never read.
@@ -192,8 +202,8 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
       lc[k] = log_const[k];
     }
   }
-  // Padding columns stay 0 (y too: the tensor cores read them, against zero weights).
-  for (int e = tid; e < (kTensor ? 2 : 1) * tile_rows * xstride; e += kFusedThreads) xs[e] = 0.0f;
+  // Padding columns stay 0 (y and y² too: the tensor cores read y's, against zero weights).
+  for (int e = tid; e < (kTensor ? 3 : 1) * tile_rows * xstride; e += kFusedThreads) xs[e] = 0.0f;
 
   // This thread's statistics block: components 2·sc, 2·sc + 1 and dims 4·sd … 4·sd + 3.
   const int dquads = (D + kDiagBlockDims - 1) / kDiagBlockDims;
@@ -219,7 +229,11 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
       for (int e = tid; e < nrow * D; e += kFusedThreads) {
         const float v = x[(r0 + e / D) * ld + part.col_begin + e % D];
         xs[e / D * xstride + e % D] = v;
-        if constexpr (kTensor) smem[lay.ys() + e / D * xstride + e % D] = v - centre[e % D];
+        if constexpr (kTensor) {
+          const float y = v - centre[e % D];
+          smem[lay.ys() + e / D * xstride + e % D] = y;
+          smem[lay.y2s() + e / D * xstride + e % D] = y * y;
+        }
       }
       __syncthreads();
       if constexpr (kTensor) {
@@ -254,6 +268,15 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
       for (int row = warp; row < nrow; row += kFusedWarps) {
         normalise_row_warp(ls + row * kp, K, lane, row_ll + row, row_st + row, report);
         if (lane == 0) loglik[r0 + row] = row_ll[row], status[r0 + row] = row_st[row];
+        if constexpr (kTensor) {
+          // A row that folds nothing (NaN or impossible: all r 0, x perhaps not finite) gets
+          // y = y² = 0, so the expanded statistics, which do not test r, add 0 for it (0 · NaN
+          // would be NaN).
+          __syncwarp();  // lane 0's status
+          if (row_st[row] != kRowOk && row_st[row] != kRowTie)
+            for (int d = lane; d < D; d += 32)
+              smem[lay.ys() + row * xstride + d] = 0.0f, smem[lay.y2s() + row * xstride + d] = 0.0f;
+        }
       }
       __syncthreads();
       // The header's sums in row order, as the unfused header kernel forms them, by the last
@@ -268,7 +291,32 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
         for (int row = 0; row < nrow; ++row) slot_ll += __shfl_sync(0xffffffffu, v, row);
         slot_valid += static_cast<double>(__popc(__ballot_sync(0xffffffffu, valid)));
       }
-      if (stats_thread) {
+      // Under Density::tensor the statistics guard chose, per component, centred or expanded sums
+      // (the thread's pair: both expanded, one, or neither — each its own loop).
+      bool pair_expanded[kDiagBlockComps] = {false, false};
+      if constexpr (kTensor)
+        for (int a = 0; a < kDiagBlockComps; ++a) pair_expanded[a] = expanded[kDiagBlockComps * sc + a] != 0;
+      const float* yrow = smem + lay.ys() + kDiagBlockDims * sd;
+      const float* y2row = smem + lay.y2s() + kDiagBlockDims * sd;
+      if (stats_thread && pair_expanded[0] && pair_expanded[1]) {
+        // gpu-model: fused-statistics-expanded fp=2 per (row, component, dim)
+        for (int row = 0; row < nrow; ++row) {
+          float r[kDiagBlockComps], yv[kDiagBlockDims], y2v[kDiagBlockDims];
+          load_pair(ls + row * kp + kDiagBlockComps * sc, r);
+          load_quad(yrow + row * xstride, yv);
+          load_quad(y2row + row * xstride, y2v);
+          block.fold_row_expanded(r, yv, y2v);
+        }
+      } else if (stats_thread && (pair_expanded[0] || pair_expanded[1])) {
+        for (int row = 0; row < nrow; ++row) {
+          float r[kDiagBlockComps], xv[kDiagBlockDims], yv[kDiagBlockDims], y2v[kDiagBlockDims];
+          load_pair(ls + row * kp + kDiagBlockComps * sc, r);
+          load_quad(xs + row * xstride + kDiagBlockDims * sd, xv);
+          load_quad(yrow + row * xstride, yv);
+          load_quad(y2row + row * xstride, y2v);
+          block.fold_row_guarded(r, xv, yv, y2v, pair_expanded);
+        }
+      } else if (stats_thread) {
         // gpu-model: fused-statistics fp=4 per (row, component, dim)
         for (int row = 0; row < nrow; ++row) {
           float r[kDiagBlockComps], xv[kDiagBlockDims];
@@ -285,11 +333,27 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
     mass_total += static_cast<double>(mass);
   }
 
+  // An expanded component's sums are about the centre c; fold them to its shift s in float64 with
+  // its mass N (Σ r, the header's) and δ = s − c: Σ r (x − s) = S₁ − δN and
+  // Σ r (x − s)² = S₂ − 2δS₁ + δ²N (docs/numerics.md §4).
+  const double* mass_of = reinterpret_cast<const double*>(ls);
+  if constexpr (kTensor) {
+    __syncthreads();  // every tile's statistics have read ls
+    if (tid < K) reinterpret_cast<double*>(ls)[tid] = mass_total;
+    if (tid < K && expanded[tid]) atomicAdd(&report->expanded_pairs, static_cast<unsigned long long>(end - begin));
+    __syncthreads();
+  }
   double* out = partials + slot * stat_size;
   if (stats_thread)
     block.write([&](int a, int b, double m1, double m2) {
       const int k = kDiagBlockComps * sc + a, d = kDiagBlockDims * sd + b;
       if (k >= K || d >= D) return;
+      if (kTensor && expanded[k]) {
+        const double delta = static_cast<double>(block.shift[a][b]) - static_cast<double>(centre[d]);
+        const double n = mass_of[k];
+        m2 = m2 - 2.0 * delta * m1 + delta * delta * n;
+        m1 = m1 - delta * n;
+      }
       double* entry = out + part.stat_offset + static_cast<std::int64_t>(k) * part.stat_stride + d;
       entry[0] = m1;
       entry[D] = m2;

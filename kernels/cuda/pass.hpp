@@ -44,6 +44,9 @@ struct DeviceReport {
   unsigned long long impossible_rows;
   unsigned long long nan_rows;
   unsigned long long chunk_bad;  // bad rows of the current chunk (reset per chunk)
+  // (row, component) pairs whose second moments the TF32 fused pass summed about the part's
+  // centre (the statistics guard admitted the component) rather than about its shift
+  unsigned long long expanded_pairs;
   int num_listed;
   long long listed[PassReport::kMaxListed];  // first bad rows of the pass, ascending
 };

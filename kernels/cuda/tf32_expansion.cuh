@@ -42,4 +42,20 @@ __device__ inline Tf32Weights tf32_weights(const PartView<float>& part, int k, i
   return {h, -2.0f * h * nu, static_cast<double>(h) * nu * nu};
 }
 
+/// The statistics guard of docs/numerics.md §4: component k's second moments may be summed about
+/// the centre (expanded: Σ r y, Σ r y², folded to the shift in float64) when its mean lies within
+/// kExpandedStatisticsMaxR of its own standard deviations of the centre in every dimension,
+/// R_k ≤ 2, which keeps the variance's relative error ≤ γ₁₂₈ (1 + 3R_k²) ≤ 1e-4. The part's
+/// second coefficient is −½/σ², so (ν/σ)² = −2·coef·ν². NaN parameters are not admitted.
+constexpr float kExpandedStatisticsMaxR = 2.0f;
+
+__device__ inline bool expanded_statistics_admitted(const PartView<float>& part, int k, const float* centre) {
+  const float* coef = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
+  for (int d = 0; d < part.dims; ++d) {
+    const float nu = coef[d] - centre[d];
+    if (!(-2.0f * coef[part.dims + d] * nu * nu <= kExpandedStatisticsMaxR * kExpandedStatisticsMaxR)) return false;
+  }
+  return true;
+}
+
 }  // namespace mixle::kernels::cuda
