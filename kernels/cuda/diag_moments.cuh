@@ -75,6 +75,17 @@ struct DiagMomentBlock {
         for (int b = 0; b < kDiagBlockDims; ++b) add(a, b, r[a], x[b] - shift[a][b]);
   }
 
+  /// Centred, without the test of r: for a row some component of the warp takes part in (the
+  /// caller skips the others warp by warp). A zero r then adds r·t = ±0 and (r·t)·t = ±0, which
+  /// leaves every sum's bits as skipping would (a sum that starts at +0 never becomes −0), since
+  /// t = x − s is finite: x of a row that folds anything is finite, and so is the shift.
+  __device__ void fold_row_every(const T (&r)[kDiagBlockComps], const T (&x)[kDiagBlockDims]) {
+#pragma unroll
+    for (int a = 0; a < kDiagBlockComps; ++a)
+#pragma unroll
+      for (int b = 0; b < kDiagBlockDims; ++b) add(a, b, r[a], x[b] - shift[a][b]);
+  }
+
   /// Entry (a, b) of one row expanded about the part's centre: Σ r·y and Σ r·y², two FMAs, y = x − c
   /// and y² staged once per row for every component (the centred form takes four operations).
   __device__ __forceinline__ void add_expanded(int a, int b, T r, T y, T y2) {

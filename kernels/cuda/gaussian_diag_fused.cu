@@ -12,8 +12,10 @@
 //     triples — in the CPU's order: log_const, then h·(t·t) dim by dim;
 //  3. each row is normalised by one warp (normalise_row_warp, the unfused kernel's code);
 //  4. statistics, register-blocked: a thread owns 2 components × 4 dims of r·(x − s) and
-//     r·(x − s)², reading per row one r pair and one x vector; a component whose r is 0 is
-//     skipped, as on the CPU (so a NaN row, whose r are all 0, folds nothing).
+//     r·(x − s)², reading per row one r pair and one x vector; a row in which every real
+//     component of the warp has r = 0 is skipped by the whole warp — the CPU's rule (a zero r
+//     adds nothing) taken warp by warp, so a NaN row, whose r are all 0, folds nothing; in the
+//     others a zero r adds ±0, which leaves the sums' bits alone.
 // Sums run in float within kSubBlockRows rows and in float64 across them, as everywhere.
 // Every quantity is formed by the same operations in the same order as the unfused path (init +
 // log-density + normalise + header + tiled statistics), so the two agree to FMA contraction;
@@ -298,6 +300,8 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
         for (int a = 0; a < kDiagBlockComps; ++a) pair_expanded[a] = expanded[kDiagBlockComps * sc + a] != 0;
       const float* yrow = smem + lay.ys() + kDiagBlockDims * sd;
       const float* y2row = smem + lay.y2s() + kDiagBlockDims * sd;
+      // The lanes of this warp that run the centred loop (every lane of the block gets here).
+      const unsigned centred_lanes = __ballot_sync(0xffffffffu, stats_thread && !pair_expanded[0] && !pair_expanded[1]);
       if (stats_thread && pair_expanded[0] && pair_expanded[1]) {
         // gpu-model: fused-statistics-expanded fp=2 per (row, component, dim)
         for (int row = 0; row < nrow; ++row) {
@@ -317,12 +321,21 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
           block.fold_row_guarded(r, xv, yv, y2v, pair_expanded);
         }
       } else if (stats_thread) {
+        // A row none of these lanes' components takes part in is skipped by all of them at once
+        // — on separated data most rows, for most warps, and every row that folds nothing (its r
+        // are all 0, its x perhaps not finite); the others add every entry (fold_row_every), as
+        // a test of r per component cost an instruction an entry and split the warp.
+        // The pair's second component may be padding (odd K), whose r is never normalised (NaN in
+        // a NaN row): the vote reads only real components.
+        const bool second_real = kDiagBlockComps * sc + 1 < K;
+        const float* rp = ls + kDiagBlockComps * sc;
+        const float* xp = xs + kDiagBlockDims * sd;
         // gpu-model: fused-statistics fp=4 per (row, component, dim)
-        for (int row = 0; row < nrow; ++row) {
+        for (int row = 0; row < nrow; ++row, rp += kp, xp += xstride) {
           float r[kDiagBlockComps], xv[kDiagBlockDims];
-          load_pair(ls + row * kp + kDiagBlockComps * sc, r);
-          load_quad(xs + row * xstride + kDiagBlockDims * sd, xv);
-          block.fold_row(r, xv);
+          load_pair(rp, r);
+          load_quad(xp, xv);
+          if (__any_sync(centred_lanes, r[0] != 0.0f || (second_real && r[1] != 0.0f))) block.fold_row_every(r, xv);
         }
       }
       if (tid < K)

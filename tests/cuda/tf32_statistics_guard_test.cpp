@@ -43,7 +43,8 @@ Model guard_model(const std::vector<bool>& pattern, std::size_t D) {
   for (std::size_t k = 0; k < K; ++k) {
     if (!pattern[k]) far_side = -far_side;
     for (std::size_t d = 0; d < D; ++d)
-      p.mean[k * D + d] = pattern[k] ? 0.125 * static_cast<double>(static_cast<int>((k + 2 * d) % 7) - 3) : far_side * kFar;
+      p.mean[k * D + d] =
+          pattern[k] ? 0.125 * static_cast<double>(static_cast<int>((k + 2 * d) % 7) - 3) : far_side * kFar;
   }
   m.parts.push_back(p);
   return m;
