@@ -2,14 +2,16 @@
 // K ≤ 256, D ≤ 64, ⌈K/2⌉·⌈D/4⌉ ≤ 256: log-densities, normalisation and statistics in one
 // kernel, so the rows × K block never leaves shared memory (materialising it in device memory
 // costs ≈ 2× at best). A block owns one statistics slot. The model's coefficients are staged
-// once per block in shared memory, transposed (dimension-major: a warp's lanes read
-// consecutive components, so each load is one 16-byte vector and no lane waits on another's
-// cache line). Per tile of TR rows (32, or 16 where 32 would not fit 48 KiB):
+// once per block in shared memory by quad of components: per dimension the quad's 4 means, then
+// its 4 −½h, so a thread's loads for a dimension are two 16-byte vectors at fixed offsets from
+// one pointer, and quads lie an odd number of 16-byte units apart, so a warp's lanes (consecutive
+// quads) read distinct banks. Per tile of TR rows (32, or 16 where 32 would not fit 48 KiB):
 //  1. x is staged in shared memory (row-major, the row stride padded so rows fall in
 //     different banks);
 //  2. log-densities, register-blocked: a thread forms 2 rows × 4 components, so per dimension
-//     two coefficient vectors and two broadcast x values feed 8 (subtract, multiply, FMA)
-//     triples — in the CPU's order: log_const, then h·(t·t) dim by dim;
+//     two coefficient vectors and two x values (read four dimensions at a time, one vector per
+//     row) feed 8 (subtract, multiply, FMA) triples — in the CPU's order: log_const, then
+//     h·(t·t) dim by dim (dimensions pad to 4 with zeros, which add +0);
 //  3. each row is normalised by one warp (normalise_row_warp, the unfused kernel's code);
 //  4. statistics, register-blocked: a thread owns 2 components × 4 dims of r·(x − s) and
 //     r·(x − s)², reading per row one r pair and one x vector; a row in which every real
@@ -67,7 +69,8 @@ enum class Density {
 
 /// The block's shared-memory layout, in floats. Every array starts on a 16-byte boundary (the
 /// SIMT loops' float4 loads), or a 32-byte one where the tensor cores read or write it (wmma
-/// pointers are 256-bit aligned): under Density::tensor, components pad to 16 and dimensions to
+/// pointers are 256-bit aligned). fp32: components and dimensions pad to 4, the coefficients by
+/// quad of components (coef_t). Under Density::tensor, components pad to 16 and dimensions to
 /// 8 (the m16n16k8 tiles), the coefficient arrays are the product's weights [h; −2hν], row-major
 /// 2·dp × kp, and more arrays hold the centre c (dp), the statistics guard's verdict per
 /// component (kp ints: 1 where its second moments are summed about c) and the tile's y = x − c
@@ -79,16 +82,18 @@ struct FusedLayout {
       : K(K_),
         D(D_),
         kp(tensor_ ? (K_ + 15) / 16 * 16 : (K_ + 3) / 4 * 4),
-        dp(tensor_ ? (D_ + 7) / 8 * 8 : D_),
+        dp(tensor_ ? (D_ + 7) / 8 * 8 : (D_ + 3) / 4 * 4),
         xs_stride(tensor_ ? (D_ + 7) / 8 * 8 + 4 : (D_ + 3) / 4 * 4 + 4),
         tile_rows(tile_rows_),
         tensor(tensor_) {}
-  __host__ __device__ int mean_t() const { return 0; }                               // dp × kp, dimension-major
-  __host__ __device__ int half_prec_t() const { return dp * kp; }                    // dp × kp
-  __host__ __device__ int weight_sq() const { return mean_t(); }                     // tensor: h, dp × kp
-  __host__ __device__ int weight_lin() const { return half_prec_t(); }               // tensor: −2hν, dp × kp
-  __host__ __device__ int log_const() const { return 2 * dp * kp; }                  // kp
-  __host__ __device__ int centre() const { return log_const() + kp; }                // tensor: dp
+  // fp32: per quad of components, per dimension its 4 means then its 4 −½h; quads coef_stride()
+  // apart, an odd number of 16-byte units, so a warp's lanes (consecutive quads) read distinct banks
+  __host__ __device__ int coef_stride() const { return 8 * dp + 4; }
+  __host__ __device__ int coef_t() const { return 0; }            // kp/4 × coef_stride()
+  __host__ __device__ int weight_sq() const { return 0; }         // tensor: h, dp × kp
+  __host__ __device__ int weight_lin() const { return dp * kp; }  // tensor: −2hν, dp × kp
+  __host__ __device__ int log_const() const { return tensor ? 2 * dp * kp : kp / 4 * coef_stride(); }  // kp
+  __host__ __device__ int centre() const { return log_const() + kp; }                                  // tensor: dp
   __host__ __device__ int expanded() const { return centre() + (tensor ? dp : 0); }  // tensor: kp ints
   __host__ __device__ int xs() const { return expanded() + (tensor ? kp : 0); }      // tile_rows × xs_stride
   __host__ __device__ int ys() const { return xs() + tile_rows * xs_stride; }        // tensor: tile_rows × xs_stride
@@ -156,8 +161,7 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int D = part.dims;
   const FusedLayout lay(K, D, tile_rows, kTensor);
-  float* mean_t = smem + lay.mean_t();
-  float* half_prec_t = smem + lay.half_prec_t();
+  float* coef_t = smem + lay.coef_t();
   float* lc = smem + lay.log_const();
   float* xs = smem + lay.xs();
   float* ls = smem + lay.ls();
@@ -188,8 +192,9 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
       smem[lay.weight_lin() + e] = nvcuda::wmma::__float_to_tf32(w.lin);
     } else {
       const float* coef = part.coef + static_cast<std::int64_t>(k) * part.coef_stride;
-      mean_t[e] = real ? coef[d] : 0.0f;
-      half_prec_t[e] = real ? coef[D + d] : 0.0f;
+      float* quad = coef_t + k / kDensityComps * lay.coef_stride() + d * 2 * kDensityComps + k % kDensityComps;
+      quad[0] = real ? coef[d] : 0.0f;
+      quad[kDensityComps] = real ? coef[D + d] : 0.0f;
     }
   }
   for (int k = tid; k < kp; k += kFusedThreads) {
@@ -245,21 +250,29 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
         for (int u = tid; u < density_units; u += kFusedThreads) {
           const int kq = u % kquads, row = u / kquads * kDensityRows;
           if (row >= nrow) continue;
-          const float* x0 = xs + row * xstride;
-          const float* x1 = x0 + xstride;  // a row past nrow holds stale values; its result is never read
           const float4 c = *reinterpret_cast<const float4*>(lc + kDensityComps * kq);
           float l0[kDensityComps] = {c.x, c.y, c.z, c.w}, l1[kDensityComps] = {c.x, c.y, c.z, c.w};
+          // x four dimensions at a time, one 16-byte load a row: dimensions pad to 4 with zero
+          // coefficients and zero x, so a padding dimension adds 0·0 = +0, which changes nothing.
+          const float* quad = coef_t + kq * lay.coef_stride();  // dimension 0's means and −½h
+          // x of dimensions d0 … d0 + 3 of the row, and of row + 1 xstride further (past nrow it holds
+          // stale values, and its result is never read)
+          const float* xa4 = xs + row * xstride;
           // gpu-model: fused-log-density fp=3 per (row, component, dim)
-          for (int d = 0; d < D; ++d) {
-            const float4 m = *reinterpret_cast<const float4*>(mean_t + d * kp + kDensityComps * kq);
-            const float4 h = *reinterpret_cast<const float4*>(half_prec_t + d * kp + kDensityComps * kq);
-            const float mv[kDensityComps] = {m.x, m.y, m.z, m.w}, hv[kDensityComps] = {h.x, h.y, h.z, h.w};
-            const float xa = x0[d], xb = x1[d];
+          for (int d0 = 0; d0 < lay.dp; d0 += 4, quad += 4 * 2 * kDensityComps, xa4 += 4) {
+            const float4 a = *reinterpret_cast<const float4*>(xa4), b = *reinterpret_cast<const float4*>(xa4 + xstride);
+            const float xa[4] = {a.x, a.y, a.z, a.w}, xb[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
-            for (int j = 0; j < kDensityComps; ++j) {
-              const float ta = xa - mv[j], tb = xb - mv[j];
-              l0[j] += hv[j] * (ta * ta);
-              l1[j] += hv[j] * (tb * tb);
+            for (int e = 0; e < 4; ++e) {
+              const float4 m = *reinterpret_cast<const float4*>(quad + e * 2 * kDensityComps);
+              const float4 h = *reinterpret_cast<const float4*>(quad + e * 2 * kDensityComps + kDensityComps);
+              const float mv[kDensityComps] = {m.x, m.y, m.z, m.w}, hv[kDensityComps] = {h.x, h.y, h.z, h.w};
+#pragma unroll
+              for (int j = 0; j < kDensityComps; ++j) {
+                const float ta = xa[e] - mv[j], tb = xb[e] - mv[j];
+                l0[j] += hv[j] * (ta * ta);
+                l1[j] += hv[j] * (tb * tb);
+              }
             }
           }
           *reinterpret_cast<float4*>(ls + row * kp + kDensityComps * kq) = make_float4(l0[0], l0[1], l0[2], l0[3]);

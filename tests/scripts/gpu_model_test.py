@@ -131,12 +131,15 @@ class GpuModelTest(unittest.TestCase):
         fused = (ROOT / "kernels" / "cuda" / "gaussian_diag_fused.cu").read_text()
         self.assertIn("xs_stride(tensor_ ? (D_ + 7) / 8 * 8 + 4 : (D_ + 3) / 4 * 4 + 4)", fused)
         self.assertIn("kp(tensor_ ? (K_ + 15) / 16 * 16 : (K_ + 3) / 4 * 4)", fused)
+        self.assertIn("dp(tensor_ ? (D_ + 7) / 8 * 8 : (D_ + 3) / 4 * 4)", fused)
         self.assertIn("int expanded() const { return centre() + (tensor ? dp : 0); }", fused)
         self.assertIn("int xs() const { return expanded() + (tensor ? kp : 0); }", fused)
         self.assertIn("int y2s() const { return ys() + (tensor ? tile_rows * xs_stride : 0); }", fused)
         self.assertIn("int ls() const { return y2s() + (tensor ? tile_rows * xs_stride : 0); }", fused)
         self.assertIn("row_status() + tile_rows", fused)  # the rows' log-likelihoods and statuses end it
-        self.assertEqual(gm.fused_shared_bytes(64, 32), (2 * 32 * 64 + 64 + 32 * 36 + 32 * 64 + 3 * 32) * 4)
+        self.assertIn("int coef_stride() const { return 8 * dp + 4; }", fused)
+        self.assertIn("return tensor ? 2 * dp * kp : kp / 4 * coef_stride();", fused)
+        self.assertEqual(gm.fused_shared_bytes(64, 32), (16 * (8 * 32 + 4) + 64 + 32 * 36 + 32 * 64 + 3 * 32) * 4)
         # tensor: weights, log_const, centre, guard verdicts, x, y and y² tiles, L tile, row results
         self.assertEqual(gm.fused_shared_bytes(64, 32, tensor=True),
                          (2 * 32 * 64 + 64 + 32 + 64 + 3 * 32 * 36 + 32 * 64 + 3 * 32) * 4)
