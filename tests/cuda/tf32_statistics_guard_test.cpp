@@ -62,11 +62,13 @@ std::vector<double> guard_rows(const Model& model, std::size_t rows, std::uint64
   return v;
 }
 
-/// The rows with a NaN row at 7 and an impossible one (+inf) at 11 added; they fold nothing.
+/// The rows with a NaN row at 7 (NaN in its first column) and an impossible one (+inf in its
+/// middle column) at 11 added; they fold nothing.
 std::vector<double> with_bad_rows(std::vector<double> v, std::size_t D) {
   std::vector<double> bad(D, 0.5);
-  bad[D / 2] = std::numeric_limits<double>::quiet_NaN();
+  bad[0] = std::numeric_limits<double>::quiet_NaN();
   v.insert(v.begin() + 7 * static_cast<std::ptrdiff_t>(D), bad.begin(), bad.end());
+  bad[0] = 0.5;
   bad[D / 2] = std::numeric_limits<double>::infinity();
   v.insert(v.begin() + 11 * static_cast<std::ptrdiff_t>(D), bad.begin(), bad.end());
   return v;
@@ -154,10 +156,12 @@ TEST(CudaTf32StatisticsGuard, NearComponentsSumAboutTheCentreFarOnesStayCentred)
   expect_guarded_statistics(*cuda, {false, true, true, false}, 6, 700);  // D not a multiple of 4
 }
 
-// Every component admitted; a model with none admitted runs the centred loops only.
+// Every component admitted; a model with none admitted runs the centred loops only. D = 8 fills
+// the tensor tiles' dimensions exactly, so a y tile read past its row's padding would take the
+// next row's first values (the NaN row's into the valid row before it).
 TEST(CudaTf32StatisticsGuard, AllOrNoneAdmitted) {
   MIXLE_CUDA_OR_SKIP(cuda);
-  expect_guarded_statistics(*cuda, std::vector<bool>(16, true), 5, 1100);
+  expect_guarded_statistics(*cuda, std::vector<bool>(16, true), 8, 1100);
   expect_guarded_statistics(*cuda, {false, false, false}, 4, 600);
 }
 
