@@ -103,8 +103,10 @@ struct FusedLayout {
   // floats, so they are 8-byte aligned) and statuses (tile_rows ints).
   __host__ __device__ int row_loglik() const { return ls() + tile_rows * kp; }
   __host__ __device__ int row_status() const { return row_loglik() + 2 * tile_rows; }
+  // tensor: per row of the tile, 1 if an x is infinite, 2 if one is NaN (tile_rows ints)
+  __host__ __device__ int nonfinite() const { return row_status() + tile_rows; }
   __host__ __device__ std::size_t bytes() const {
-    return static_cast<std::size_t>(row_status() + tile_rows) * sizeof(float);
+    return static_cast<std::size_t>(nonfinite() + (tensor ? tile_rows : 0)) * sizeof(float);
   }
 };
 
@@ -167,6 +169,7 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
   float* ls = smem + lay.ls();
   double* row_ll = reinterpret_cast<double*>(smem + lay.row_loglik());
   int* row_st = reinterpret_cast<int*>(smem + lay.row_status());
+  int* nonfinite = reinterpret_cast<int*>(smem + lay.nonfinite());
   const int kp = lay.kp, xstride = lay.xs_stride;
   const std::int64_t slot = blockIdx.x;
   const std::int64_t begin = slot * rows_per_slot;
@@ -211,6 +214,8 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
   }
   // Padding columns stay 0 (y and y² too: the tensor cores read y's, against zero weights).
   for (int e = tid; e < (kTensor ? 3 : 1) * tile_rows * xstride; e += kFusedThreads) xs[e] = 0.0f;
+  if constexpr (kTensor)
+    for (int row = tid; row < tile_rows; row += kFusedThreads) nonfinite[row] = 0;  // then reset as read
 
   // This thread's statistics block: components 2·sc, 2·sc + 1 and dims 4·sd … 4·sd + 3.
   const int dquads = (D + kDiagBlockDims - 1) / kDiagBlockDims;
@@ -240,6 +245,7 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
           const float y = v - centre[e % D];
           smem[lay.ys() + e / D * xstride + e % D] = y;
           smem[lay.y2s() + e / D * xstride + e % D] = y * y;
+          if (!isfinite(v)) atomicOr(nonfinite + e / D, isnan(v) ? 2 : 1);
         }
       }
       __syncthreads();
@@ -281,6 +287,16 @@ __global__ void __launch_bounds__(kFusedThreads, kFusedBlocksPerSm)
         }
       __syncthreads();
       for (int row = warp; row < nrow; row += kFusedWarps) {
+        if constexpr (kTensor)
+          if (nonfinite[row] != 0) {
+            // The expansion turns an infinite x into −inf + inf = NaN; the centred form (and the
+            // CPU) gives −inf under every component — an impossible row — unless an x is NaN.
+            if (nonfinite[row] == 1)
+              for (int k = lane; k < K; k += 32) ls[row * kp + k] = -INFINITY;
+            __syncwarp();  // every lane has read the flag
+            if (lane == 0) nonfinite[row] = 0;
+            __syncwarp();
+          }
         normalise_row_warp(ls + row * kp, K, lane, row_ll + row, row_st + row, report);
         if (lane == 0) loglik[r0 + row] = row_ll[row], status[r0 + row] = row_st[row];
         if constexpr (kTensor) {

@@ -36,7 +36,9 @@ __global__ void tf32_weights_kernel(PartView<float> part, int K, const float* __
   c[k] = static_cast<float>(ck);
 }
 
-/// A[n] = [y∘y, y], y = x − c (row-major rows × 2D).
+/// A[n] = [y∘y, y], y = x − c (row-major rows × 2D). An infinite y enters as [+inf, 0], so the
+/// product gives h·inf = −inf where the expansion would give −inf + inf = NaN: the centred form's
+/// (and the CPU's) −inf, an impossible row, unless another x of the row is NaN.
 __global__ void tf32_features_kernel(PartView<float> part, const float* __restrict__ x, int ld, std::int64_t rows,
                                      const float* __restrict__ centre, float* __restrict__ a) {
   const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -46,7 +48,7 @@ __global__ void tf32_features_kernel(PartView<float> part, const float* __restri
   const int d = static_cast<int>(i % D);
   const float y = x[n * ld + part.col_begin + d] - centre[d];
   a[n * 2 * D + d] = y * y;
-  a[n * 2 * D + D + d] = y;
+  a[n * 2 * D + D + d] = isinf(y) ? 0.0f : y;
 }
 
 __global__ void add_constant_kernel(const float* __restrict__ c, float* __restrict__ logp, int K, std::int64_t rows) {

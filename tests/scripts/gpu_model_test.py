@@ -141,10 +141,12 @@ class GpuModelTest(unittest.TestCase):
         self.assertIn("return tensor ? 2 * dp * kp : kp / 4 * coef_stride();", fused)
         self.assertEqual(gm.fused_shared_bytes(64, 32), (16 * (8 * 32 + 4) + 64 + 32 * 36 + 32 * 64 + 3 * 32) * 4)
         # tensor: weights, log_const, centre, guard verdicts, x, y and y² tiles, L tile, row results
+        # and non-finite flags
+        self.assertIn("return static_cast<std::size_t>(nonfinite() + (tensor ? tile_rows : 0)) * sizeof(float);", fused)
         self.assertEqual(gm.fused_shared_bytes(64, 32, tensor=True),
-                         (2 * 32 * 64 + 64 + 32 + 64 + 3 * 32 * 36 + 32 * 64 + 3 * 32) * 4)
+                         (2 * 32 * 64 + 64 + 32 + 64 + 3 * 32 * 36 + 32 * 64 + 4 * 32) * 4)
         self.assertEqual(gm.fused_shared_bytes(5, 62, tensor=True),
-                         (2 * 64 * 16 + 16 + 64 + 16 + 3 * 32 * 68 + 32 * 16 + 3 * 32) * 4)
+                         (2 * 64 * 16 + 16 + 64 + 16 + 3 * 32 * 68 + 32 * 16 + 4 * 32) * 4)
         self.assertLessEqual(gm.fused_shared_bytes(256, 8), 48 * 1024)  # 16-row tiles
         self.assertLessEqual(gm.fused_shared_bytes(256, 8, tensor=True), 48 * 1024)
         full = (ROOT / "kernels" / "cuda" / "gaussian_full.cu").read_text()
