@@ -43,15 +43,16 @@ Statistics component_parallel_fold(const Model& model, const Dataset& rows, std:
 
 namespace mixle::engine {
 
-ComponentParallelEncodedData::ComponentParallelEncodedData(Dataset data, int num_workers)
-    : LocalEncodedData(std::move(data), make_cpu_compute(1, std::max(1, num_workers))), workers_(num_workers) {}
+ComponentParallelEncodedData::ComponentParallelEncodedData(Dataset data, int num_workers, Prune prune)
+    : LocalEncodedData(std::move(data), make_cpu_compute(1, std::max(1, num_workers), prune)), workers_(num_workers) {}
 
 std::unique_ptr<EncodedData> ComponentParallelEncodedData::create(const Dataset& data,
                                                                   const EncodedDataOptions& options) {
   if (options.device != "cpu" && options.device != "auto")
     throw InvalidInput("the component_parallel backend threads components on the CPU; device \"" + options.device +
                        "\" is not supported with it (use the local backend for CUDA)");
-  return std::make_unique<ComponentParallelEncodedData>(data, resolve_workers(options.num_workers));
+  return std::make_unique<ComponentParallelEncodedData>(data, resolve_workers(options.num_workers),
+                                                        prune_from_name(options.prune));
 }
 
 }  // namespace mixle::engine

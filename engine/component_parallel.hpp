@@ -26,7 +26,7 @@ using mixle::model_parallel_fold;
 /// in this process, fully resident model, component-threaded E-step on the CPU.
 class ComponentParallelEncodedData final : public LocalEncodedData {
  public:
-  ComponentParallelEncodedData(Dataset data, int num_workers);
+  ComponentParallelEncodedData(Dataset data, int num_workers, Prune prune = Prune::automatic);
   static std::unique_ptr<EncodedData> create(const Dataset& data, const EncodedDataOptions& options);
   std::string backend() const override { return "component_parallel"; }
   int num_workers() const { return workers_; }

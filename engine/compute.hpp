@@ -83,9 +83,16 @@ class Compute {
   virtual bool all_reduce_statistics(comms::Communicator& comm, std::vector<double>& values);
 };
 
+/// Exact pruning of the E-step (docs/numerics.md §8): `automatic` evaluates only the (row,
+/// component) pairs a bound cannot prove zero, once a pass over the same rows has given each row
+/// an anchor; `off` evaluates every pair. Both give the same bits.
+enum class Prune { off, automatic };
+/// Parses "off" | "auto"; throws InvalidInput naming the value and the accepted names.
+Prune prune_from_name(const std::string& name);
+
 /// The CPU kernels; `threads` 0 = OpenMP's default. `component_workers` > 1 threads each
 /// block's work across component ranges instead of row tiles (bit-identical results).
-std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers = 1);
+std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers = 1, Prune prune = Prune::automatic);
 /// The CUDA kernels on device `device`; throws NotCompiled("cuda") in a CPU-only build and
 /// InvalidInput when the device does not exist.
 std::unique_ptr<Compute> make_cuda_compute(int device);
@@ -95,7 +102,7 @@ int cuda_device_count() noexcept;
 /// finds a CUDA device and "cpu" otherwise; any other name is returned as given.
 std::string resolve_device(std::string_view device, int (*count_gpus)() = cuda_device_count);
 /// Parses "auto", "cpu", "cuda", "cuda:i": auto picks cuda:0 when a device is present.
-std::unique_ptr<Compute> make_compute(const std::string& device, int threads);
+std::unique_ptr<Compute> make_compute(const std::string& device, int threads, Prune prune = Prune::automatic);
 /// The CUDA device a device name selects: 0 for "cuda", i for "cuda:i"; nullopt for any name that
 /// is not a CUDA device ("cpu", "auto", …). Throws InvalidInput for "cuda:" followed by anything
 /// but a non-negative decimal index.

@@ -13,9 +13,32 @@ namespace {
 
 constexpr const char* kNoTf32 = "precision tf32 is a CUDA tensor-core mode; the CPU kernels compute fp32 or fp64";
 
+/// Each row's anchor (kernels/cpu/cpu_kernels.hpp), kept between the passes of a fit over the
+/// same rows: resident rows, or each streamed chunk. Keyed by where the rows are and how many;
+/// a stale entry only costs speed, since anchors never change a pass's results.
+class AnchorStore {
+ public:
+  std::int32_t* for_rows(const Dataset& rows) {
+    for (Entry& e : entries_)
+      if (e.data == rows.data() && e.anchors.size() == rows.rows()) return e.anchors.data();
+    if (entries_.size() == kEntries) entries_.erase(entries_.begin());
+    // −1: no anchor yet, so the first pass over these rows is dense and gives them one.
+    entries_.push_back({rows.data(), std::vector<std::int32_t>(rows.rows(), -1)});
+    return entries_.back().anchors.data();
+  }
+
+ private:
+  static constexpr std::size_t kEntries = 16;
+  struct Entry {
+    const void* data;
+    std::vector<std::int32_t> anchors;
+  };
+  std::vector<Entry> entries_;
+};
+
 class CpuCompute final : public Compute {
  public:
-  CpuCompute(int threads, int component_workers) {
+  CpuCompute(int threads, int component_workers, Prune prune) : prune_(prune) {
     options_.threads = threads;
     options_.component_workers = component_workers;
   }
@@ -86,11 +109,14 @@ class CpuCompute final : public Compute {
   template <class T>
   kernels::PassReport run(const Model& model, const Dataset& rows, std::vector<double>& stats) {
     const auto packed = pack_model<T>(model, rows.cols());
+    kernels::cpu::Options options = weighted(rows);
+    if (prune_ == Prune::automatic) {
+      options.anchors = anchors_.for_rows(rows);
+      options.prune = true;
+    }
     if (rows.dtype() == DType::f32)
-      return kernels::cpu::accumulate(packed.view, rows.as<float>(), rows.rows(), rows.cols(), stats.data(),
-                                      weighted(rows));
-    return kernels::cpu::accumulate(packed.view, rows.as<double>(), rows.rows(), rows.cols(), stats.data(),
-                                    weighted(rows));
+      return kernels::cpu::accumulate(packed.view, rows.as<float>(), rows.rows(), rows.cols(), stats.data(), options);
+    return kernels::cpu::accumulate(packed.view, rows.as<double>(), rows.rows(), rows.cols(), stats.data(), options);
   }
 
   template <class T>
@@ -149,6 +175,8 @@ class CpuCompute final : public Compute {
   }
 
   kernels::cpu::Options options_;
+  Prune prune_;
+  AnchorStore anchors_;
 };
 
 }  // namespace
@@ -183,8 +211,15 @@ void Compute::accumulate_normalised_kept(const Model& model, const Dataset& rows
 
 bool Compute::all_reduce_statistics(comms::Communicator&, std::vector<double>&) { return false; }
 
-std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers) {
-  return std::make_unique<CpuCompute>(threads, component_workers);
+std::unique_ptr<Compute> make_cpu_compute(int threads, int component_workers, Prune prune) {
+  return std::make_unique<CpuCompute>(threads, component_workers, prune);
+}
+
+Prune prune_from_name(const std::string& name) {
+  if (name == "auto") return Prune::automatic;
+  if (name == "off") return Prune::off;
+  throw InvalidInput("prune \"" + name +
+                     "\": accepted: auto (exact pruning of the E-step), off (every pair evaluated)");
 }
 
 std::optional<int> cuda_index(std::string_view device) {
@@ -204,9 +239,9 @@ std::string resolve_device(std::string_view device, int (*count_gpus)()) {
   return count_gpus() > 0 ? "cuda:0" : "cpu";
 }
 
-std::unique_ptr<Compute> make_compute(const std::string& given, int threads) {
+std::unique_ptr<Compute> make_compute(const std::string& given, int threads, Prune prune) {
   const std::string device = resolve_device(given);
-  if (device == "cpu") return make_cpu_compute(threads);
+  if (device == "cpu") return make_cpu_compute(threads, 1, prune);
   if (const std::optional<int> index = cuda_index(device)) return make_cuda_compute(*index);
   throw InvalidInput("unknown device \"" + device + "\"; accepted: auto, cpu, cuda, cuda:<index>");
 }

@@ -61,6 +61,7 @@ std::string engine::controls_set(const EncodedDataOptions& options) {
   add(options.threads != d.threads, "threads");
   add(options.num_workers != d.num_workers, "num_workers");
   add(options.comm != d.comm, "comm");
+  add(options.prune != d.prune, "prune");
   return set;
 }
 

@@ -27,7 +27,8 @@ LocalEncodedData::LocalEncodedData(Dataset data, std::shared_ptr<Compute> comput
     : data_(std::move(data)), compute_(std::move(compute)) {}
 
 std::unique_ptr<EncodedData> LocalEncodedData::create(const Dataset& data, const EncodedDataOptions& options) {
-  return std::make_unique<LocalEncodedData>(data, make_compute(options.device, options.threads));
+  return std::make_unique<LocalEncodedData>(
+      data, make_compute(options.device, options.threads, prune_from_name(options.prune)));
 }
 
 namespace {
@@ -107,6 +108,7 @@ Statistics LocalEncodedData::stream_accumulate(const Model& model, const Estimat
     const kernels::PassReport report =
         compute_->accumulate(model, encoded_for(options.precision), options.precision, s.values);
     raise_for(report, data_.source(), data_.first_row());
+    last_pass_ = report;
   } else {
     // Chunks start at multiples of the kernels' tile: the same sums, in the same order, as one
     // call; each chunk's pages are released after it, a single chunk's too.
@@ -115,6 +117,7 @@ Statistics LocalEncodedData::stream_accumulate(const Model& model, const Estimat
       report.merge(shifted(compute_->accumulate(model, rows, options.precision, s.values), begin));
     });
     raise_for(report, data_.source(), data_.first_row());
+    last_pass_ = report;
   }
   if (options.marginalise) {
     s.values.resize(static_cast<std::size_t>(stat_size(model, options)), 0.0);

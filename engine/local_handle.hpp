@@ -51,6 +51,13 @@ class LocalEncodedData : public EncodedData {
   /// memory; the CPU kernels convert block by block instead). A memory budget the copy does not
   /// fit in turns it off.
   void allow_f32_copy(bool allow) { allow_f32_copy_ = allow; }
+  /// (row, component) pairs the last stream_accumulate evaluated per row (exact pruning: K
+  /// where every pair was); 0 before the first one, or where the Compute does not count them.
+  double pairs_per_row() const {
+    return last_pass_.pairs > 0 && data_.rows() > 0
+               ? static_cast<double>(last_pass_.evaluated_pairs) / static_cast<double>(data_.rows())
+               : 0.0;
+  }
 
  protected:
   /// The global row index of this handle's row 0 (non-zero for a rank's shard).
@@ -77,6 +84,7 @@ class LocalEncodedData : public EncodedData {
   int incomplete_threads_ = 0;
   std::size_t chunk_rows_ = 0;  // 0: resident
   bool allow_f32_copy_ = true;
+  kernels::PassReport last_pass_;  // of the last stream_accumulate
 };
 
 /// Checks the data's columns against the model's parts (shared by every handle).

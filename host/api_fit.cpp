@@ -41,7 +41,8 @@ FitResult fit(const Dataset& given, const FitOptions& options) {
     const EncodedDataOptions enc{.backend = options.backend,
                                  .device = options.device,
                                  .threads = options.threads,
-                                 .num_workers = options.num_workers};
+                                 .num_workers = options.num_workers,
+                                 .prune = options.prune};
     const std::unique_ptr<EncodedData> handle = backend.factory(data, enc);
     host::hold_rows(*handle, memory);
     if (!kept.incomplete.empty())
@@ -57,7 +58,8 @@ FitResult fit(const std::shared_ptr<EncodedData>& handle, const FitOptions& opti
   const EncodedDataOptions controls{.backend = options.backend,
                                     .device = options.device,
                                     .threads = options.threads,
-                                    .num_workers = options.num_workers};
+                                    .num_workers = options.num_workers,
+                                    .prune = options.prune};
   const std::shared_ptr<EncodedData> same = encoded_data(handle, controls);  // conflicts refused here
   if (options.missing != "error")
     throw InvalidInput("fit: missing = \"" + options.missing + "\" needs the raw rows; an encoded handle (backend \"" +

@@ -125,9 +125,10 @@ bool component_threads(const std::string& backend) {
 
 /// This rank's compute: the device's, or `num_workers` component threads on the CPU.
 std::unique_ptr<engine::Compute> rank_compute(const FitOptions& options, const std::string& device) {
-  if (!component_threads(options.backend)) return engine::make_compute(device, options.threads);
+  const engine::Prune prune = engine::prune_from_name(options.prune);
+  if (!component_threads(options.backend)) return engine::make_compute(device, options.threads, prune);
   // The workers are capped at K where K is known (the M-step's model); here it is not yet.
-  return engine::make_cpu_compute(1, engine::resolve_workers(options.num_workers));
+  return engine::make_cpu_compute(1, engine::resolve_workers(options.num_workers), prune);
 }
 
 /// Every rank's resident parameter and statistic bytes, gathered on every rank (one all-gather).
@@ -595,8 +596,9 @@ std::unique_ptr<EncodedData> distributed_encoded_data(const Dataset& rows, const
   std::shared_ptr<comms::Communicator> comm = communicator_from_env(
       env, resolve_comm(options.comm, env, device.starts_with("cuda")), DistributedOptions{}.timeout);
   const RankRows placed = gather_rank_rows(rows, *comm);
-  auto handle = std::make_unique<engine::DistributedEncodedData>(rows, placed.data_rows, placed.first_row, *comm,
-                                                                 engine::make_compute(device, options.threads));
+  auto handle = std::make_unique<engine::DistributedEncodedData>(
+      rows, placed.data_rows, placed.first_row, *comm,
+      engine::make_compute(device, options.threads, engine::prune_from_name(options.prune)));
   handle->own(std::move(comm));
   return handle;
 }

@@ -180,7 +180,11 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
     }
     em.on_iteration = [&](const engine::IterationInfo& info) {
       if (hooks.after_iteration) hooks.after_iteration(restart, info);
-      if (options.progress) options.progress(fit_progress(restart, options.max_iter, info));
+      if (!options.progress) return;
+      FitProgress p = fit_progress(restart, options.max_iter, info);
+      if (const auto* local = dynamic_cast<const engine::LocalEncodedData*>(&handle))
+        p.pairs_per_row = local->pairs_per_row();
+      options.progress(p);
     };
     double n = 0.0, ll = 0.0;
     engine::EmResult r;

@@ -15,9 +15,11 @@ void ProgressPrinter::iteration(const FitProgress& p) {
   if (!enabled_) return;
   char delta[32] = "";
   if (!std::isnan(p.delta)) std::snprintf(delta, sizeof delta, "  Δ %+.3e", p.delta);
-  std::fprintf(stderr, "%s[restart %d] iter %3d/%d  mean log-lik %.6f%s  %.3f s  %.3g rows/s%s", tty_ ? "\r\033[K" : "",
-               p.restart, p.iteration, p.max_iter, p.mean_loglik, delta, p.seconds, p.rows_per_second,
-               tty_ ? "" : "\n");
+  char pairs[48] = "";
+  if (p.pairs_per_row > 0) std::snprintf(pairs, sizeof pairs, "  %.3g pairs/row", p.pairs_per_row);
+  std::fprintf(stderr, "%s[restart %d] iter %3d/%d  mean log-lik %.6f%s  %.3f s  %.3g rows/s%s%s",
+               tty_ ? "\r\033[K" : "", p.restart, p.iteration, p.max_iter, p.mean_loglik, delta, p.seconds,
+               p.rows_per_second, pairs, tty_ ? "" : "\n");
   std::fflush(stderr);
   live_line_ = tty_;
 }

@@ -71,7 +71,8 @@ FitResult fit_stepwise(const Dataset& data, const FitOptions& options, const Row
   const EncodedDataOptions enc{.backend = options.backend,
                                .device = options.device,
                                .threads = options.threads,
-                               .num_workers = options.num_workers};
+                               .num_workers = options.num_workers,
+                               .prune = options.prune};
   const std::shared_ptr<EncodedData> whole = encoded_data(data, enc);
   hold_rows(*whole, memory);
   // The built-in backends' batches share the whole data's Compute (one set of device buffers,

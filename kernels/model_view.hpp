@@ -81,6 +81,10 @@ struct PassReport {
   std::int64_t nan_rows = 0;             // NaN log-density (bad parameters or data)
   std::int64_t listed[kMaxListed] = {};  // first impossible/NaN rows, ascending
   int num_listed = 0;
+  /// (row, component) pairs whose log-density the pass evaluated, and of how many: K per row
+  /// unless exact pruning proved the others zero (CPU accumulate passes; 0 and 0 elsewhere).
+  std::int64_t evaluated_pairs = 0;
+  std::int64_t pairs = 0;
 
   void merge(const PassReport& other);
 };

@@ -112,11 +112,14 @@ inline double column_mass_of(const double* column_mass, std::size_t d, double ma
   return column_mass ? column_mass[d] : mass;
 }
 
+/// The scale of the benchmark's Gaussian means, kBenchmarkCentreScale·N(0, 1) per dimension.
+inline constexpr double kBenchmarkCentreScale = 4.0;
+
 /// Centres N(0, 4²) — the recipe of the scikit-learn anchor for the Gaussian families.
 inline void draw_benchmark_centres(std::vector<double>& mean, std::size_t n, std::mt19937_64& rng) {
   std::normal_distribution<double> normal(0.0, 1.0);
   mean.resize(n);
-  for (auto& m : mean) m = 4.0 * normal(rng);
+  for (auto& m : mean) m = kBenchmarkCentreScale * normal(rng);
 }
 
 /// Multiplies every value by a factor drawn from U(0.8, 1.25).

@@ -4,7 +4,9 @@
 // bench/README.md. Host-only; no CLI or JSON here (see bench_json.hpp).
 #pragma once
 
+#include "engine/compute.hpp"
 #include "engine/estimator.hpp"
+#include "engine/families/family_ops.hpp"
 
 #include <mixle/data.hpp>
 #include <mixle/model.hpp>
@@ -34,7 +36,15 @@ struct BenchCase {
   int warmup = 2;   // untimed whole iterations first
   std::uint64_t seed = 0;
   std::size_t check_rows = 4096;  // rows of the correctness check (the first ones)
+  /// Gaussian families' generating means are centre_scale·N(0, 1) per dimension (σ in
+  /// [0.5, 1.5]): 4 separates the components (responsibilities one-hot, most pairs prunable),
+  /// 0.5 overlaps them (responsibilities dense).
+  double centre_scale = engine::kBenchmarkCentreScale;
+  engine::Prune prune = engine::Prune::automatic;  // the timed passes' exact pruning (CPU)
 };
+
+/// The centre scale of the case every run's accuracy check uses: overlapping components.
+inline constexpr double kOverlappingCentreScale = 0.5;
 
 /// Checks the case's values at the door; throws InvalidInput naming the field and the rule.
 void validate_case(const BenchCase& c);
@@ -109,6 +119,11 @@ struct BenchResult {
   PhaseMetrics e_step_metrics, iteration_metrics;
   Peak peak;
   CheckResult check;
+  /// The last timed E-step's (row, component) pairs evaluated and of how many (exact pruning;
+  /// equal where every pair was evaluated), and the share of the check rows' responsibilities
+  /// under the evaluated model that are exactly 0.
+  std::int64_t evaluated_pairs = 0, pairs = 0;
+  double zero_responsibility_share = 0.0;
 };
 
 /// Work model of one EM iteration of `c` (bench/README.md states the formulas per family).

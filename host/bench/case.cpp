@@ -41,6 +41,11 @@ Part generating_part(const BenchCase& c, std::mt19937_64& rng) {
   return p;
 }
 
+bool gaussian(Family f) {
+  return f == Family::gaussian_diag || f == Family::gaussian_full || f == Family::gaussian_spherical ||
+         f == Family::gaussian_tied;
+}
+
 // The evaluated model: every parameter moved by a fraction of its scale, weights re-drawn.
 Model perturb(const Model& m, const BenchCase& c, std::mt19937_64& rng) {
   Model out = m;
@@ -62,6 +67,8 @@ void validate_case(const BenchCase& c) {
   need(c.warmup >= 0, "--warmup " + std::to_string(c.warmup) + ": must be ≥ 0");
   need(c.threads >= 0, "--threads " + std::to_string(c.threads) + ": must be ≥ 0 (0 = all)");
   need(c.check_rows >= 1, "check rows must be ≥ 1");
+  need(std::isfinite(c.centre_scale) && c.centre_scale > 0,
+       "--centre-scale " + std::to_string(c.centre_scale) + ": the means' scale must be finite and > 0");
   if (family_descriptor(c.family).categories)
     need(c.categories >= 2, "--categories " + std::to_string(c.categories) + ": " + family_name(c.family) +
                                 " needs ≥ 2 (one category is never worth a benchmark)");
@@ -79,6 +86,8 @@ PreparedCase prepare_case(const BenchCase& c) {
   out.spec = c;
   out.generating.weights = uniform_weights(c.components, rng);
   out.generating.parts.push_back(generating_part(c, rng));
+  if (gaussian(c.family))
+    for (double& m : out.generating.parts.front().mean) m *= c.centre_scale / engine::kBenchmarkCentreScale;
   validate_model(out.generating);
   out.evaluated = perturb(out.generating, c, rng);
   validate_model(out.evaluated);

@@ -43,6 +43,15 @@ PhaseMetrics metrics_of(const PhaseTimings& t, const WorkModel& w, const BenchCa
   return m;
 }
 
+/// The share of the check rows' responsibilities under the evaluated model that are exactly 0.
+double zero_share(const PreparedCase& p, engine::Compute& compute) {
+  const Dataset rows = p.data.slice(0, std::min(p.spec.check_rows, p.spec.rows));
+  std::vector<double> resp(rows.rows() * p.evaluated.components());
+  require_clean(compute.score(p.evaluated, rows, p.spec.precision, nullptr, resp.data()), compute.name());
+  const auto zeros = std::count(resp.begin(), resp.end(), 0.0);
+  return resp.empty() ? 0.0 : static_cast<double>(zeros) / static_cast<double>(resp.size());
+}
+
 }  // namespace
 
 CheckResult check_against_oracle(const PreparedCase& p, engine::Compute& compute, const std::string& device) {
@@ -147,8 +156,8 @@ std::vector<std::string> expand_devices(const std::string& device) {
 
 BenchResult run_case(const PreparedCase& p, const std::string& device, const std::optional<Peak>& cpu_peak) {
   const BenchCase& c = p.spec;
-  auto compute = engine::make_compute(device, c.threads);  // NotCompiled / InvalidInput here
-  const bool is_cpu = compute->name() == "cpu";            // "auto" runs on the CPU without a GPU
+  auto compute = engine::make_compute(device, c.threads, c.prune);  // NotCompiled / InvalidInput here
+  const bool is_cpu = compute->name() == "cpu";                     // "auto" runs on the CPU without a GPU
 
   BenchResult r;
   r.device = compute->name();
@@ -162,9 +171,11 @@ BenchResult run_case(const PreparedCase& p, const std::string& device, const std
 
   // Every repetition evaluates the same model, so each does identical work; the M-step's
   // output is discarded (an EM run would carry it to the next iteration).
+  kernels::PassReport last;
   auto e_step = [&] {
     std::fill(stats.begin(), stats.end(), 0.0);
-    require_clean(compute->accumulate(p.evaluated, p.data, c.precision, stats), r.device);
+    last = compute->accumulate(p.evaluated, p.data, c.precision, stats);
+    require_clean(last, r.device);
   };
   auto m_step = [&] {
     const engine::MStepResult next =
@@ -194,7 +205,15 @@ BenchResult run_case(const PreparedCase& p, const std::string& device, const std
     m_step();
   });
 
-  r.check = check_against_oracle(p, *compute, r.device);
+  r.evaluated_pairs = last.evaluated_pairs;
+  r.pairs = last.pairs;
+  r.zero_responsibility_share = zero_share(p, *compute);
+  // The check runs where responsibilities are not 0/1 (the means overlapping), whatever the
+  // timed case: on separated data it could not see an E-step's mistakes.
+  BenchCase overlapping = c;
+  overlapping.rows = std::min(c.check_rows, c.rows);
+  overlapping.centre_scale = kOverlappingCentreScale;
+  r.check = check_against_oracle(prepare_case(overlapping), *compute, r.device);
 
   if (is_cpu) {
     r.peak = cpu_peak ? *cpu_peak : measure_cpu_peak(c.precision, r.threads);

@@ -35,6 +35,8 @@ struct BenchArgs {
             categories = static_cast<long long>(kDefaultCase.categories);
   int threads = kDefaultCase.threads, iters = kDefaultCase.iters, warmup = kDefaultCase.warmup;
   std::uint64_t seed = kDefaultCase.seed;
+  double centre_scale = kDefaultCase.centre_scale;
+  std::string prune = "auto";
   bool comm_bench = false;
   std::string comm_type = "auto";
   std::size_t min_bytes = 8, max_bytes = 16u << 20;
@@ -72,6 +74,8 @@ bench::BenchCase to_case(const BenchArgs& a) {
   c.iters = a.iters;
   c.warmup = a.warmup;
   c.seed = a.seed;
+  c.centre_scale = a.centre_scale;
+  c.prune = as_usage([&] { return engine::prune_from_name(a.prune); });
   as_usage([&] { bench::validate_case(c); });
   return c;
 }
@@ -107,6 +111,13 @@ std::function<int()> setup_bench(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--categories", a->categories, "Categories V per feature (categorical)")
       ->check(at_least(2, "the categories per feature, ≥ 2"))
+      ->capture_default_str();
+  app.add_option("--centre-scale", a->centre_scale,
+                 "Gaussian families: the generating means are this scale times N(0,1) per dimension (σ in "
+                 "[0.5, 1.5]); 4 separates the components, 0.5 overlaps them")
+      ->capture_default_str();
+  app.add_option("--prune", a->prune, "Exact pruning of the timed E-steps: auto, off (the same bits)")
+      ->check(CLI::IsMember({"auto", "off"}))
       ->capture_default_str();
   app.add_option("--device", a->device, "cpu, cuda, cuda:i, or all (cpu and every CUDA device)")->capture_default_str();
   app.add_option("--precision", a->precision, "Compute precision: fp32, fp64, tf32 (CUDA)")->capture_default_str();

@@ -311,6 +311,11 @@ std::function<int()> setup_fit(CLI::App& app) {
   app.add_option("--precision", args->options.precision, "Compute precision: fp32, fp64, tf32 (CUDA)")
       ->capture_default_str();
   app.add_option("--device", args->options.device, "auto, cpu, cuda, cuda:i")->capture_default_str();
+  app.add_option("--prune", args->options.prune,
+                 "Exact pruning of the E-step: auto (from the second pass on, only the row-component pairs a bound "
+                 "cannot prove zero are evaluated; same bits), off (every pair)")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->capture_default_str();
   app.add_option("--threads", args->options.threads, "CPU threads (0 = all)")
       ->check(at_least(0, "CPU threads, or 0 for all"))
       ->capture_default_str();

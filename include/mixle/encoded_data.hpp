@@ -91,6 +91,7 @@ struct EncodedDataOptions {
   int threads = 0;             // CPU threads (0: OpenMP default)
   int num_workers = 0;         // component-parallel workers (0: hardware threads)
   std::string comm = "auto";   // the distributed backend's communicator: auto | single | gloo | mpi | nccl
+  std::string prune = "auto";  // exact pruning of the CPU E-step: auto | off (docs/numerics.md §8)
 
   bool is_default() const;
 };

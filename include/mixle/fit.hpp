@@ -29,6 +29,10 @@ struct FitProgress {
   double delta = 0.0;        // change from the previous iteration (NaN at iteration 1)
   double seconds = 0.0;      // wall time of this iteration
   double rows_per_second = 0.0;
+  /// (row, component) pairs whose log-density this iteration's E-step evaluated, per row of this
+  /// process: K where every pair was, fewer where exact pruning proved the others zero; 0 where
+  /// the backend does not say.
+  double pairs_per_row = 0.0;
 };
 
 struct FitOptions {
@@ -66,7 +70,12 @@ struct FitOptions {
   std::string missing = "error";
   std::string precision = "fp32";  // fp32 | fp64 (CPU, CUDA) | tf32 (CUDA)
   std::string device = "cpu";      // auto | cpu | cuda | cuda:i
-  int threads = 0;                 // CPU threads, 0 = all available
+  /// Exact pruning of the E-step (docs/numerics.md §8): "auto" evaluates, from the second pass
+  /// over the rows on, only the (row, component) pairs a bound cannot prove to have exactly zero
+  /// responsibility (gaussian_diag and spherical models on the CPU); "off" evaluates every pair.
+  /// Both give the same bits.
+  std::string prune = "auto";
+  int threads = 0;  // CPU threads, 0 = all available
   /// Bytes the rows of this process may take in memory (docs/streaming.md, "Memory"): rows of a
   /// float .npy or raw file that exceed it (with a float32 copy for fp32, when one would be
   /// made) are streamed from the file in chunks on every pass, with the same results. 0: half

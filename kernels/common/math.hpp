@@ -29,16 +29,18 @@ MIXLE_HD float exp_nonpositive(float x) {
   x = nan ? 0.0f : x;
   const float n = rintf(x * 1.44269504088896341f);
   // ln2 split in a high part exact in float and a low correction.
-  float f = x - n * 0.693145751953125f;
-  f = f - n * 1.428606765330187045e-06f;
+  // Every step an explicit single rounding (fmaf), so the scalar, SIMD and device instances of
+  // this function compute the same bits whatever the compiler's contraction setting.
+  float f = fmaf(-n, 0.693145751953125f, x);
+  f = fmaf(-n, 1.428606765330187045e-06f, f);
   float p = 1.0f / 5040.0f;
-  p = p * f + 1.0f / 720.0f;
-  p = p * f + 1.0f / 120.0f;
-  p = p * f + 1.0f / 24.0f;
-  p = p * f + 1.0f / 6.0f;
-  p = p * f + 0.5f;
-  p = p * f + 1.0f;
-  p = p * f + 1.0f;
+  p = fmaf(p, f, 1.0f / 720.0f);
+  p = fmaf(p, f, 1.0f / 120.0f);
+  p = fmaf(p, f, 1.0f / 24.0f);
+  p = fmaf(p, f, 1.0f / 6.0f);
+  p = fmaf(p, f, 0.5f);
+  p = fmaf(p, f, 1.0f);
+  p = fmaf(p, f, 1.0f);
   const std::int32_t bits = (static_cast<std::int32_t>(n) + 127) << 23;
   float scale;
 #if defined(__CUDA_ARCH__)

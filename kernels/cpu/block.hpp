@@ -3,6 +3,7 @@
 
 #include "kernels/cpu/cpu_kernels.hpp"
 
+#include <cstdint>
 #include <vector>
 
 namespace mixle::kernels::cpu {
@@ -20,6 +21,12 @@ struct Block {
   int cols = 0;
   std::vector<T> xt, xr, lp, lx, row_offset;
   std::vector<double> loglik;  // kBlockRows, per-row log-likelihood
+  /// Set by the pruned pass (kernels/cpu/prune.hpp): component k's rows with a non-zero
+  /// responsibility, ascending, are listed at nonzero_rows[k·kBlockRows …] (nonzero_count[k] of
+  /// them), so a fold can visit just those; false when every row may hold one.
+  bool sparse = false;
+  std::vector<std::uint8_t> nonzero_rows;
+  std::vector<int> nonzero_count;
 
   void reserve(int columns, int components) {
     cols = columns;

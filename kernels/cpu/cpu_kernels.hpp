@@ -36,6 +36,13 @@ struct Options {
   /// passes fold each row's responsibilities, log-likelihood and row count times its weight, so
   /// stats[1] is the rows' total weight. score() ignores them (its outputs are per row).
   const double* weights = nullptr;
+  /// Exact pruning (docs/numerics.md §8), accumulate passes only: each row's anchor — the
+  /// component that held its largest responsibility in an earlier pass (rows values, aligned
+  /// with x), or null for none. When set, a pass writes every row's new anchor there; when also
+  /// `prune`, it reads them first and evaluates only the pairs its bound cannot prove zero. An
+  /// anchor steers the speed only: any values, stale or out of range, give the same bits.
+  std::int32_t* anchors = nullptr;
+  bool prune = false;
 };
 
 /// Tiles whose float64 sums a pass keeps at once before it adds them in tile order: up to 64,

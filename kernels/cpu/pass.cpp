@@ -6,6 +6,8 @@
 #include "kernels/cpu/families/gaussian_diag.hpp"
 #include "kernels/cpu/families/gaussian_full.hpp"
 #include "kernels/cpu/families/positive.hpp"
+#include "kernels/cpu/normalise.hpp"
+#include "kernels/cpu/prune.hpp"
 
 #include <omp.h>
 
@@ -15,6 +17,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 namespace mixle::kernels {
@@ -22,6 +25,8 @@ namespace mixle::kernels {
 void PassReport::merge(const PassReport& other) {
   impossible_rows += other.impossible_rows;
   nan_rows += other.nan_rows;
+  evaluated_pairs += other.evaluated_pairs;
+  pairs += other.pairs;
   for (int i = 0; i < other.num_listed && num_listed < kMaxListed; ++i) listed[num_listed++] = other.listed[i];
 }
 
@@ -61,6 +66,7 @@ struct Workspace {
   int scratch_stride = 0;
   int workers = 1;
   PassReport report;
+  PruneScratch<T> prune;
 
   Workspace(const ModelView<T>& model, int component_workers) : workers(component_workers) {
     block.reserve(model.columns, model.components);
@@ -97,19 +103,27 @@ void for_component_ranges(int K, int workers, Fn&& fn) {
   }
 }
 
+/// The block's transposed copy (Block::xt) from its row-major one.
+template <class T>
+void transpose_block(int columns, Block<T>& block) {
+  for (int b = 0; b < kBlockRows; ++b) {
+    const T* xr = block.xr.data() + static_cast<std::size_t>(b) * columns;
+    for (int c = 0; c < columns; ++c) block.xt[static_cast<std::size_t>(c) * kBlockRows + b] = xr[c];
+  }
+}
+
+/// Loads n rows into the block: row-major, and transposed unless `rows_only` (the pruned pass
+/// reads rows; transpose_block makes the transposed copy when a block falls back to the dense one).
 template <class T, class X>
-void load_block(const ModelView<T>& model, const X* x, std::size_t ld, int n, Block<T>& block) {
+void load_block(const ModelView<T>& model, const X* x, std::size_t ld, int n, Block<T>& block, bool rows_only = false) {
   block.rows = n;
   const int C = model.columns;
   for (int b = 0; b < kBlockRows; ++b) {
     const X* row = x + static_cast<std::size_t>(b < n ? b : 0) * ld;
     T* xr = block.xr.data() + static_cast<std::size_t>(b) * C;
-    for (int c = 0; c < C; ++c) {
-      const T v = static_cast<T>(row[c]);
-      xr[c] = v;
-      block.xt[static_cast<std::size_t>(c) * kBlockRows + b] = v;
-    }
+    for (int c = 0; c < C; ++c) xr[c] = static_cast<T>(row[c]);
   }
+  if (!rows_only) transpose_block(C, block);
   for (const PartView<T>& part : parts_of(model)) {
     if (!reads_log(part.kind)) continue;
     for (int c = part.col_begin; c < part.col_begin + part.dims; ++c) {
@@ -158,112 +172,6 @@ void log_densities(const ModelView<T>& model, Workspace<T>& ws) {
   });
 }
 
-/// Turns log-densities into responsibilities row by row (log-sum-exp) and records each row's
-/// log-likelihood. Rows that are −inf everywhere (impossible) or NaN get zero responsibility
-/// and are reported; +inf ties share the row equally (the reference layer's rule, docs/design.md §6).
-template <class T>
-void normalise(int K, std::int64_t first_row, Block<T>& block, PassReport& report) {
-  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  T mx[kBlockRows], sum[kBlockRows] = {};
-  std::fill(std::begin(mx), std::end(mx), kNegInf);
-  T nan_seen[kBlockRows] = {};  // non-zero where some component's log-density is NaN
-  for (int k = 0; k < K; ++k) {
-    const T* l = block.logp(k);
-#pragma omp simd
-    for (int b = 0; b < kBlockRows; ++b) {
-      mx[b] = l[b] > mx[b] ? l[b] : mx[b];  // skips NaN, which nan_seen records instead
-      nan_seen[b] = l[b] != l[b] ? T(1) : nan_seen[b];
-    }
-  }
-  for (int k = 0; k < K; ++k) {
-    T* l = block.logp(k);
-#pragma omp simd
-    for (int b = 0; b < kBlockRows; ++b) {
-      const T e = exp_nonpositive(l[b] - mx[b]);
-      l[b] = e;
-      sum[b] += e;
-    }
-  }
-  T inv[kBlockRows];
-  bool special = false;
-  for (int b = 0; b < kBlockRows; ++b) {
-    const bool ok = b < block.rows && std::isfinite(mx[b]) && std::isfinite(sum[b]);
-    inv[b] = ok ? T(1) / sum[b] : T(0);
-    block.loglik[b] = ok ? static_cast<double>(mx[b]) + std::log(static_cast<double>(sum[b])) : 0.0;
-    special |= !ok && b < block.rows;
-  }
-  for (int k = 0; k < K; ++k) {
-    T* l = block.logp(k);
-    // inv > 0 exactly for the normal rows (sum ≥ 1); the others — past block.rows, impossible,
-    // NaN — get 0, not NaN · 0: a NaN row must fold nothing.
-#pragma omp simd
-    for (int b = 0; b < kBlockRows; ++b) l[b] = inv[b] > T(0) ? l[b] * inv[b] : T(0);
-  }
-  if (!special) return;
-  for (int b = 0; b < block.rows; ++b) {
-    const T m = mx[b];
-    if (std::isfinite(m) && std::isfinite(sum[b])) continue;
-    // Scores report impossible rows as −inf and NaN rows as NaN (component sharding combines a
-    // row that is impossible under one shard with the others); sums skip both.
-    block.loglik[b] = std::numeric_limits<double>::quiet_NaN();
-    if (nan_seen[b] != T(0)) {
-      ++report.nan_rows;
-      if (report.num_listed < PassReport::kMaxListed) report.listed[report.num_listed++] = first_row + b;
-      continue;
-    }
-    if (m == std::numeric_limits<T>::infinity()) {
-      // +inf ties: the log-densities were overwritten; tie_rows re-derives which components
-      // tie. Only reachable with degenerate parameters; the row's log-likelihood is +inf.
-      block.loglik[b] = std::numeric_limits<double>::infinity();
-      continue;
-    }
-    if (m == kNegInf) {
-      block.loglik[b] = -std::numeric_limits<double>::infinity();
-      ++report.impossible_rows;
-    } else {
-      ++report.nan_rows;
-    }
-    if (report.num_listed < PassReport::kMaxListed) report.listed[report.num_listed++] = first_row + b;
-  }
-}
-
-/// Each row's log-likelihood (log-sum-exp of its log-densities) without touching the
-/// log-densities: the same arithmetic as normalise(), so the same bits; impossible rows get −inf,
-/// NaN rows NaN, rows with a +inf log-density +inf, and the first two are reported.
-template <class T>
-void row_logliks(int K, std::int64_t first_row, Block<T>& block, PassReport& report) {
-  constexpr T kNegInf = -std::numeric_limits<T>::infinity();
-  T mx[kBlockRows], sum[kBlockRows] = {}, nan_seen[kBlockRows] = {};
-  std::fill(std::begin(mx), std::end(mx), kNegInf);
-  for (int k = 0; k < K; ++k) {
-    const T* l = block.logp(k);
-#pragma omp simd
-    for (int b = 0; b < kBlockRows; ++b) {
-      mx[b] = l[b] > mx[b] ? l[b] : mx[b];
-      nan_seen[b] = l[b] != l[b] ? T(1) : nan_seen[b];
-    }
-  }
-  for (int k = 0; k < K; ++k) {
-    const T* l = block.logp(k);
-#pragma omp simd
-    for (int b = 0; b < kBlockRows; ++b) sum[b] += exp_nonpositive(l[b] - mx[b]);
-  }
-  for (int b = 0; b < block.rows; ++b) {
-    if (std::isfinite(mx[b]) && std::isfinite(sum[b])) {
-      block.loglik[b] = static_cast<double>(mx[b]) + std::log(static_cast<double>(sum[b]));
-      continue;
-    }
-    const bool nan = nan_seen[b] != T(0) || (mx[b] != kNegInf && mx[b] != -kNegInf);
-    if (!nan && mx[b] == -kNegInf) {
-      block.loglik[b] = std::numeric_limits<double>::infinity();
-      continue;
-    }
-    block.loglik[b] = nan ? std::numeric_limits<double>::quiet_NaN() : -std::numeric_limits<double>::infinity();
-    (nan ? report.nan_rows : report.impossible_rows) += 1;
-    if (report.num_listed < PassReport::kMaxListed) report.listed[report.num_listed++] = first_row + b;
-  }
-}
-
 /// Turns log-densities into responsibilities against a normaliser computed elsewhere (one
 /// per row, float64): r = exp(l − L). L is the log-likelihood under a larger mixture than this
 /// model (component sharding), so l ≤ L up to rounding; the clamp keeps r ≤ 1. Rows whose L is
@@ -288,6 +196,23 @@ void normalise_external(int K, const double* log_norm, int n, Block<T>& block) {
       l[b] = d == d ? exp_nonpositive(c) * keep[b] : T(0);
     }
   }
+}
+
+/// Each of the block's rows' anchor for the next pass: the first component of its largest
+/// responsibility (0 for a row with none).
+template <class T>
+void record_anchors(int K, const Block<T>& block, std::int32_t* anchors) {
+  T best[kBlockRows];
+  std::int32_t index[kBlockRows] = {};
+  std::copy_n(block.resp(0), kBlockRows, best);
+  for (int k = 1; k < K; ++k) {
+    const T* r = block.resp(k);
+    for (int b = 0; b < kBlockRows; ++b) {
+      index[b] = r[b] > best[b] ? k : index[b];
+      best[b] = r[b] > best[b] ? r[b] : best[b];
+    }
+  }
+  std::copy_n(index, block.rows, anchors);
 }
 
 /// Multiplies each of the block's n rows' responsibilities by its sample weight `w` (rows past
@@ -403,6 +328,12 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
   std::vector<double> tile_sums(mode == Mode::score ? 0 : slots * S);
   std::vector<PassReport> reports(slots);
   PassReport total;
+  // Exact pruning needs anchors, which the first pass over the rows writes (densely).
+  std::optional<PruneBounds<T>> bounds;
+  if (mode == Mode::accumulate && options.prune && options.anchors) bounds.emplace(model);
+  if (bounds && !bounds->eligible()) bounds.reset();
+  const bool fold_reads_columns = std::any_of(model.parts, model.parts + model.num_parts,
+                                              [](const PartView<T>& p) { return p.dims % Simd<T>::lanes != 0; });
 
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -418,7 +349,7 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
         const std::int64_t tile_end = std::min<std::int64_t>(static_cast<std::int64_t>(rows), (t + 1) * tile_rows);
         for (std::int64_t row0 = t * tile_rows; row0 < tile_end; row0 += kBlockRows) {
           const int n = static_cast<int>(std::min<std::int64_t>(kBlockRows, tile_end - row0));
-          load_block(model, x + static_cast<std::size_t>(row0) * ld, ld, n, ws.block);
+          load_block(model, x + static_cast<std::size_t>(row0) * ld, ld, n, ws.block, bounds.has_value());
           if (mode == Mode::given) {
             if (labels) {  // one-hot rows: the values given[…] would hold, 0 but a 1 a row
               for (int k = 0; k < K; ++k) std::fill_n(ws.block.logp(k), kBlockRows, T(0));
@@ -437,7 +368,24 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
           // pass turns them into responsibilities there instead of recomputing them. Every
           // block of a cached pass sets lp_at here, and a pass's workspace ends with the pass.
           ws.block.lp_at = cache ? cache + static_cast<std::size_t>(row0 / kBlockRows) * K * kBlockRows : nullptr;
-          if (!(cache && mode == Mode::normalised)) log_densities(model, ws);
+          ws.block.sparse = false;
+          if (mode == Mode::accumulate) {
+            std::int32_t* anchors = options.anchors ? options.anchors + row0 : nullptr;
+            ws.report.pairs += static_cast<std::int64_t>(n) * K;
+            // Pruned, the block's responsibilities and log-likelihoods are the dense pass's bits.
+            const bool pruned =
+                bounds && prune_block(model, *bounds, anchors, anchors, ws.block, ws.prune, ws.report.evaluated_pairs);
+            // The fold reads the transposed copy for the dimensions past whole SIMD vectors.
+            if (bounds && (!pruned || fold_reads_columns)) transpose_block(model.columns, ws.block);
+            if (!pruned) {
+              log_densities(model, ws);
+              normalise(K, row0, ws.block, ws.report);
+              tie_rows(model, ws);
+              ws.report.evaluated_pairs += static_cast<std::int64_t>(n) * K;
+              if (anchors) record_anchors(K, ws.block, anchors);
+            }
+          }
+          if (!(cache && mode == Mode::normalised) && mode != Mode::accumulate) log_densities(model, ws);
           if (mode == Mode::score && !resp) {  // log-likelihoods only: the log-densities stay
             row_logliks(K, row0, ws.block, ws.report);
             if (loglik)
@@ -450,9 +398,9 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
             fold_block(model, ws, tile);
             continue;
           }
-          normalise(K, row0, ws.block, ws.report);
-          tie_rows(model, ws);
           if (mode == Mode::score) {
+            normalise(K, row0, ws.block, ws.report);
+            tie_rows(model, ws);
             for (int b = 0; b < n; ++b) {
               if (loglik) loglik[row0 + b] = ws.block.loglik[b];
               if (resp)

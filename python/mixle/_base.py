@@ -119,6 +119,7 @@ class _MixtureBase(DensityMixin, BaseEstimator):
             "device": self.device,
             "threads": 0 if self.n_threads is None else int(self.n_threads),
             "precision": self.precision,
+            "prune": getattr(self, "prune", "auto"),
         }
 
     def _distributed_options(self):

@@ -34,6 +34,10 @@ class GaussianMixture(_MixtureBase):
     precision : {"fp64", "fp32", "tf32"}, default="fp64"
         Arithmetic of the EM passes. "fp64" matches scikit-learn; "fp32" is about twice as fast
         on CPUs and far faster on GPUs (statistics are still summed in float64); "tf32" is CUDA only.
+    prune : {"auto", "off"}, default="auto"
+        Exact pruning of the E-step: from the second EM pass on, only the (row, component) pairs
+        that a bound cannot prove to have exactly zero responsibility are evaluated (diag and
+        spherical covariances on the CPU). "off" evaluates every pair. Both fit the same bits.
     n_threads : int or None, default=None
         CPU threads (None: all available).
 
@@ -70,6 +74,7 @@ class GaussianMixture(_MixtureBase):
         verbose_interval=10,
         device="cpu",
         precision="fp64",
+        prune="auto",
         n_threads=None,
         distributed=False,
     ):
@@ -89,6 +94,7 @@ class GaussianMixture(_MixtureBase):
         self.verbose_interval = verbose_interval
         self.device = device
         self.precision = precision
+        self.prune = prune
         self.n_threads = n_threads
         self.distributed = distributed
 

@@ -61,7 +61,7 @@ class MixtureModel(_MixtureBase):
         statistics; every family but gaussian_full and gaussian_tied; counted in
         ``n_marginalised_rows_``). ``fit_predict`` labels a row holding NaN -1 under either;
         ``predict`` and ``score_samples`` refuse NaN.
-    device, precision, n_threads, distributed
+    device, precision, prune, n_threads, distributed
         As for GaussianMixture (a distributed fit's initialisation runs over every rank's rows).
     batch_size : int or None, default=None
         Stepwise (mini-batch) EM: the M-step runs after every ``batch_size`` rows, the running
@@ -111,6 +111,7 @@ class MixtureModel(_MixtureBase):
         verbose_interval=10,
         device="cpu",
         precision="fp64",
+        prune="auto",
         n_threads=None,
         distributed=False,
         batch_size=None,
@@ -138,6 +139,7 @@ class MixtureModel(_MixtureBase):
         self.verbose_interval = verbose_interval
         self.device = device
         self.precision = precision
+        self.prune = prune
         self.n_threads = n_threads
         self.distributed = distributed
         self.batch_size = batch_size

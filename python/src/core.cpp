@@ -174,6 +174,8 @@ FitOptions fit_options(const nb::dict& kw) {
       o.precision = nb::cast<std::string>(value);
     else if (k == "device")
       o.device = nb::cast<std::string>(value);
+    else if (k == "prune")
+      o.prune = nb::cast<std::string>(value);
     else if (k == "threads")
       o.threads = nb::cast<int>(value);
     else if (k == "backend")
@@ -232,6 +234,7 @@ std::function<void(const FitProgress&)> progress_reporter(const nb::object& prog
     d["delta"] = p.delta;
     d["seconds"] = p.seconds;
     d["rows_per_second"] = p.rows_per_second;
+    d["pairs_per_row"] = p.pairs_per_row;
     try {
       progress(d);
     } catch (nb::python_error& e) {

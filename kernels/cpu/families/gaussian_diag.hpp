@@ -13,7 +13,8 @@ enum class Feature { value, log };
 
 /// Adds Σ_d −(f_d − mean_kd)² / (2 var_kd) to every component's log-densities, where f is x or
 /// log x. Each group of kGroup vectors of rows keeps its K-th accumulators in registers across
-/// the D dimensions.
+/// the D dimensions. Per lane: t = f − mean, then acc = fma(−1/(2 var), t·t, acc) in dimension
+/// order — the arithmetic diag_pair_log_density repeats for one pair (kernels/cpu/prune.hpp).
 template <class T, Feature F = Feature::value>
 void gaussian_diag_log_density(const PartView<T>& part, int k0, int k1, Block<T>& block, T*) {
   using S = Simd<T>;
@@ -35,7 +36,7 @@ void gaussian_diag_log_density(const PartView<T>& part, int k0, int k1, Block<T>
         const V m = S::broadcast(mean[d]), h = S::broadcast(neg_half_prec[d]);
         for (int g = 0; g < kGroup; ++g) {
           const V t = S::load(x + g * S::lanes) - m;
-          acc[g] += h * (t * t);
+          acc[g] = S::fma(h, t * t, acc[g]);
         }
       }
       for (int g = 0; g < kGroup; ++g) S::store(l + g0 + g * S::lanes, acc[g]);
@@ -85,7 +86,11 @@ void gaussian_diag_accumulate(const PartView<T>& part, const int* active, int nu
         m1[c] = V{};
         m2[c] = V{};
       }
-      for (int b = 0; b < block.rows; ++b) {
+      // The rows with r ≠ 0, in row order: all of them, or the pruned pass's list (the same rows).
+      const int listed = block.sparse ? block.nonzero_count[static_cast<std::size_t>(k)] : block.rows;
+      const std::uint8_t* list = block.sparse ? &block.nonzero_rows[static_cast<std::size_t>(k) * kBlockRows] : nullptr;
+      for (int i = 0; i < listed; ++i) {
+        const int b = list ? list[i] : i;
         const T rb = r[b];
         if (rb == T(0)) continue;
         const T* x = block.row(b) + part.col_begin + c0;
