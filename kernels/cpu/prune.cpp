@@ -264,11 +264,9 @@ bool prune_block(const ModelView<T>& model, const PruneBounds<T>& bounds, const 
     order.clear();
     order.push_back(static_cast<std::size_t>(r));
     for (std::size_t i = scratch.first[static_cast<std::size_t>(r)]; i < scratch.first[static_cast<std::size_t>(r) + 1];
-         ++i) {
-      order.push_back(i);  // by insertion, in component order (a row keeps a few)
-      for (std::size_t j = order.size() - 1; j > 0 && comp[order[j - 1]] > comp[order[j]]; --j)
-        std::swap(order[j - 1], order[j]);
-    }
+         ++i)
+      order.push_back(i);
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return comp[a] < comp[b]; });
     T mx = -std::numeric_limits<T>::infinity();
     int best = comp[static_cast<std::size_t>(r)];  // the first component of the largest log-density
     for (const std::size_t i : order) {
