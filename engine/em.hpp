@@ -20,6 +20,9 @@ struct IterationInfo {
   std::vector<std::size_t> empty_components;
   std::vector<Reseeded> reseeded;  // the empty components restarted after this M-step (EmptyPolicy::reseed)
   const Model* model = nullptr;    // the model after this iteration's M-step (valid in the callback)
+  /// (row, component) pairs the E-step evaluated per row of this process (exact pruning; K where
+  /// every pair was), where the handle counts them; 0 otherwise. Set by the fit driver.
+  double pairs_per_row = 0.0;
 };
 
 struct EmOptions {

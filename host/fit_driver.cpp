@@ -178,12 +178,14 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
       em.start_iteration = hooks.start_iteration;
       em.prior_mean_loglik = hooks.prior_mean_loglik;
     }
-    em.on_iteration = [&](const engine::IterationInfo& info) {
+    const auto* local = dynamic_cast<const engine::LocalEncodedData*>(&handle);
+    em.on_iteration = [&](const engine::IterationInfo& given) {
+      engine::IterationInfo info = given;
+      if (local) info.pairs_per_row = local->pairs_per_row();
       if (hooks.after_iteration) hooks.after_iteration(restart, info);
       if (!options.progress) return;
       FitProgress p = fit_progress(restart, options.max_iter, info);
-      if (const auto* local = dynamic_cast<const engine::LocalEncodedData*>(&handle))
-        p.pairs_per_row = local->pairs_per_row();
+      p.pairs_per_row = info.pairs_per_row;
       options.progress(p);
     };
     double n = 0.0, ll = 0.0;

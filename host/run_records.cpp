@@ -73,6 +73,7 @@ void RunRecords::record(int restart, const engine::IterationInfo& it, const Mode
   r.extra["seconds"] = it.seconds;
   if (collective_seconds) r.extra["collective_seconds"] = seconds;
   r.extra["restart"] = static_cast<std::int64_t>(restart);
+  if (it.pairs_per_row > 0) r.extra["pairs_per_row"] = it.pairs_per_row;  // rank 0's rows
   r.extra["comm"] = facts_.comm;
   if (facts_.shard_components > 0) r.extra["shard_components"] = static_cast<std::int64_t>(facts_.shard_components);
   // Each DistributedUpdate of the step, flattened (a receipt's extra holds scalars):

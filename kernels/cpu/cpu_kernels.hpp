@@ -43,6 +43,9 @@ struct Options {
   /// anchor steers the speed only: any values, stale or out of range, give the same bits.
   std::int32_t* anchors = nullptr;
   bool prune = false;
+  /// With `prune`: take the pruned path in every block where it is valid, even where its rows keep
+  /// so many pairs that the dense one would be faster (tests of its results).
+  bool prune_every_block = false;
 };
 
 /// Tiles whose float64 sums a pass keeps at once before it adds them in tile order: up to 64,

@@ -202,17 +202,19 @@ void normalise_external(int K, const double* log_norm, int n, Block<T>& block) {
 /// responsibility (0 for a row with none).
 template <class T>
 void record_anchors(int K, const Block<T>& block, std::int32_t* anchors) {
-  T best[kBlockRows];
-  std::int32_t index[kBlockRows] = {};
+  // The index is carried in T (exact below 2²⁴ components) so that the loop is one SIMD select.
+  T best[kBlockRows], index[kBlockRows] = {};
   std::copy_n(block.resp(0), kBlockRows, best);
   for (int k = 1; k < K; ++k) {
     const T* r = block.resp(k);
+    const T kt = static_cast<T>(k);
+#pragma omp simd
     for (int b = 0; b < kBlockRows; ++b) {
-      index[b] = r[b] > best[b] ? k : index[b];
+      index[b] = r[b] > best[b] ? kt : index[b];
       best[b] = r[b] > best[b] ? r[b] : best[b];
     }
   }
-  std::copy_n(index, block.rows, anchors);
+  std::transform(index, index + block.rows, anchors, [](T k) { return static_cast<std::int32_t>(k); });
 }
 
 /// Multiplies each of the block's n rows' responsibilities by its sample weight `w` (rows past
@@ -373,8 +375,8 @@ PassReport run_pass(Mode mode, const ModelView<T>& model, const X* x, std::size_
             std::int32_t* anchors = options.anchors ? options.anchors + row0 : nullptr;
             ws.report.pairs += static_cast<std::int64_t>(n) * K;
             // Pruned, the block's responsibilities and log-likelihoods are the dense pass's bits.
-            const bool pruned =
-                bounds && prune_block(model, *bounds, anchors, anchors, ws.block, ws.prune, ws.report.evaluated_pairs);
+            const bool pruned = bounds && prune_block(model, *bounds, anchors, anchors, ws.block, ws.prune,
+                                                      ws.report.evaluated_pairs, options.prune_every_block);
             // The fold reads the transposed copy for the dimensions past whole SIMD vectors.
             if (bounds && (!pruned || fold_reads_columns)) transpose_block(model.columns, ws.block);
             if (!pruned) {

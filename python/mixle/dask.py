@@ -282,6 +282,7 @@ class GaussianMixture(_DaskFit, _LocalGaussianMixture):
             tol=float(self.tol),
             reg_covar=float(self.reg_covar),
             precision=self.precision,
+            prune=getattr(self, "prune", "auto"),
             device=self.device,
             threads=0 if self.n_threads is None else int(self.n_threads),
         )
@@ -338,6 +339,7 @@ class MixtureModel(_DaskFit, _LocalMixtureModel):
             init="model" if warm else self.init,
             init_p=float(self.init_p),
             precision=self.precision,
+            prune=getattr(self, "prune", "auto"),
             device=self.device,
             threads=0 if self.n_threads is None else int(self.n_threads),
         )

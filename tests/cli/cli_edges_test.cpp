@@ -144,6 +144,13 @@ TEST(CliEdges, ProgressIsALineAnIterationOnAPipeAndNoneWhenQuiet) {
   for (const char* line : {"[restart 0] iter   1/3", "[restart 0] iter   2/3", "[restart 0] iter   3/3"})
     EXPECT_NE(loud.err.find(line), std::string::npos) << line << "\n" << loud.err;
   EXPECT_EQ(loud.err.find('\r'), std::string::npos) << loud.err;  // no live line off a terminal
+  // The pairs each row's E-step evaluated: K = 2 every iteration (the first pass has no anchors,
+  // and with two components the dense pass costs less than a pruned one).
+  EXPECT_NE(loud.err.find("  2 pairs/row\n"), std::string::npos) << loud.err;
+  const test::CliRun one =
+      test::run_cli(dir, "fit --data " + dir.file("d.npy") + " -k 1 --tol 0 --max-iter 2 --out " + dir.file("m1.json"));
+  ASSERT_EQ(one.code, 0) << one.err;
+  EXPECT_NE(one.err.find("  1 pairs/row\n"), std::string::npos) << one.err;  // one component: one pair a row
   const test::CliRun quiet = test::run_cli(dir, fit + " --quiet");
   ASSERT_EQ(quiet.code, 0) << quiet.err;
   EXPECT_EQ(quiet.err.find("] iter "), std::string::npos) << quiet.err;

@@ -100,9 +100,13 @@ TEST(RunRecords, EachReceiptCarriesItsIterationsShareOfTheTotals) {
   dist.receipts_file = (dir.path / "receipts.jsonl").string();
   RunRecords records(dist, rank0_facts(), nullptr, {100, 10});
   records.record(0, iteration(1, -2.5), nullptr, {400, 30}, 1.25);
-  records.record(0, iteration(2, 0.75), nullptr, {1000, 80}, 2.0);
+  engine::IterationInfo pruned = iteration(2, 0.75);
+  pruned.pairs_per_row = 1.5;
+  records.record(0, pruned, nullptr, {1000, 80}, 2.0);
   const std::vector<nlohmann::json> r = receipts(dist.receipts_file);
-  ASSERT_EQ(r.size(), 2u);  // the file holds every receipt so far, one a line
+  ASSERT_EQ(r.size(), 2u);                                // the file holds every receipt so far, one a line
+  EXPECT_FALSE(r[0]["extra"].contains("pairs_per_row"));  // not counted: absent
+  EXPECT_EQ(r[1]["extra"]["pairs_per_row"], 1.5);
   EXPECT_EQ(r[0]["step"], 0);
   EXPECT_EQ(r[1]["step"], 1);
   EXPECT_EQ(r[0]["loss"], 2.5);

@@ -81,6 +81,7 @@ Pass accumulate(const Model& model, const X* x, std::size_t rows, int cols, std:
   o.weights = weights;
   o.anchors = anchors;
   o.prune = prune;
+  o.prune_every_block = true;  // the pruned path wherever valid: its bits are under test here
   Pass p;
   p.stats.assign(static_cast<std::size_t>(packed.view.stat_size), 0.0);
   p.report = kernels::cpu::accumulate(packed.view, x, rows, static_cast<std::size_t>(cols), p.stats.data(), o);
@@ -177,27 +178,33 @@ TEST(CpuPrunedPass, NonFiniteRowsReportedAsByTheDensePass) {
 }
 
 // Two equal components 20 apart (whitened) and rows on the segment between them, where the
-// triangle inequality is tight: the far component's log-density lies across the
-// flush threshold (40 nats below the near one's), ±8·10⁻³ nats, so some rows keep a responsibility of
-// ≈ e⁻⁴⁰ and others are flushed to +0, a few rounding errors apart. Pruning must keep the first.
+// triangle inequality is tight: the far component's log-density lies across the flush threshold
+// (40 nats below the near one's), ±0.08 nats in steps of 4·10⁻⁵, so some rows keep a
+// responsibility of ≈ e⁻⁴⁰ and others are flushed to +0. Pruning must keep the first, and prunes
+// the rows more than the bound's slack (0.025 nats, below) under the threshold. The means differ in
+// the first 15 of 20 dimensions (blocks of 5: every term of a block's distance counts); in the last
+// 5 they are equal and the rows lie 0.1 off them (a block whose Δ − ρs is negative, which the
+// bound cannot use: ½·5·0.1² = 0.025 nats of slack).
 template <class T>
 void at_the_threshold() {
-  constexpr int D = 4;
+  constexpr int D = 20, apart = 15;
+  const double c = std::sqrt(400.0 / apart);  // ‖Δ‖ = 20
   Model model;
   model.weights = {0.5, 0.5};
   Part g;
   g.family = Family::gaussian_diag;
   g.col_begin = 0;
   g.col_end = D;
-  g.mean = {0, 0, 0, 0, 10, 10, 10, 10};  // ‖Δ‖ = 20
+  g.mean.assign(2 * D, 0.0);
+  for (int d = 0; d < apart; ++d) g.mean[D + d] = c;
   g.var.assign(2 * D, 1.0);
   model.parts = {g};
   // Along the segment at fraction a: l₁ − l₀ = ½·400·(2a − 1) = −40 at a = 0.4.
   constexpr std::size_t rows = 4096;
   std::vector<double> x(rows * D);
   for (std::size_t i = 0; i < rows; ++i) {
-    const double a = 0.4 + (static_cast<double>(i) - rows / 2.0) * 1e-8;
-    for (int d = 0; d < D; ++d) x[i * D + d] = 10.0 * a;
+    const double a = 0.4 + (static_cast<double>(i) - rows / 2.0) * 1e-7;
+    for (int d = 0; d < D; ++d) x[i * D + d] = d < apart ? c * a : 0.1;
   }
   const auto packed = engine::pack_model<T>(model, D);
   std::vector<double> resp(rows * 2);
@@ -211,7 +218,41 @@ void at_the_threshold() {
   EXPECT_GE(share * 2 * rows, static_cast<double>(rows + kept)) << "a pair with r > 0 was pruned";
 }
 
+// The same segment in 4 dimensions with nothing off it: the bound is tight there up to its
+// rounding margins, and the rows step 8·10⁻⁷ nats across the threshold, so a margin taken too
+// thin (the flush gap's 2⁻¹⁶, the log-density's γ) prunes rows whose r is ≈ e⁻⁴⁰, not 0.
+template <class T>
+void tight_at_the_threshold() {
+  constexpr int D = 4;
+  Model model;
+  model.weights = {0.5, 0.5};
+  Part g;
+  g.family = Family::gaussian_diag;
+  g.col_begin = 0;
+  g.col_end = D;
+  g.mean = {0, 0, 0, 0, 10, 10, 10, 10};  // ‖Δ‖ = 20
+  g.var.assign(2 * D, 1.0);
+  model.parts = {g};
+  constexpr std::size_t rows = 4096;
+  std::vector<double> x(rows * D);
+  for (std::size_t i = 0; i < rows; ++i) {
+    const double a = 0.4 + (static_cast<double>(i) - rows / 2.0) * 1e-9;
+    for (int d = 0; d < D; ++d) x[i * D + d] = 10.0 * a;
+  }
+  const auto packed = engine::pack_model<T>(model, D);
+  std::vector<double> resp(rows * 2);
+  kernels::cpu::score(packed.view, x.data(), rows, D, nullptr, resp.data(), kernels::cpu::Options{});
+  int kept = 0;
+  for (std::size_t i = 0; i < rows; ++i) kept += resp[i * 2 + 1] > 0.0;
+  ASSERT_GT(kept, 0);
+  ASSERT_LT(kept, static_cast<int>(rows));
+  const double share = pruned_share<T>(model, x, rows, D);
+  EXPECT_LT(share, 1.0) << "nothing pruned";
+}
+
 TEST(CpuPrunedPass, PairsAtTheFlushThresholdFp32) { at_the_threshold<float>(); }
+TEST(CpuPrunedPass, PairsTightAtTheFlushThresholdFp32) { tight_at_the_threshold<float>(); }
+TEST(CpuPrunedPass, PairsTightAtTheFlushThresholdFp64) { tight_at_the_threshold<double>(); }
 TEST(CpuPrunedPass, PairsAtTheFlushThresholdFp64) { at_the_threshold<double>(); }
 
 // Two gaussian_diag parts: the bound sums over both parts' dimension blocks.
