@@ -198,7 +198,11 @@ FitResult fit_handle(engine::EncodedData& handle, const FitOptions& options, con
       std::tie(n, ll) = handle.log_density_sum(r.model, est);
     }
     const double final_ll = ll / n;
-    if (!have_best || final_ll > best_ll) {
+    // Restarts within kRestartTie of each other (relative) count as equal and the first is kept:
+    // two restarts that found the same optimum differ by rounding, and a sum over ranks rounds
+    // otherwise than one over a process's rows, so a strict comparison could choose differently.
+    constexpr double kRestartTie = 1e-10;
+    if (!have_best || final_ll > best_ll + kRestartTie * std::max(1.0, std::abs(best_ll))) {
       have_best = true;
       best_ll = final_ll;
       best.model = std::move(r.model);

@@ -53,7 +53,9 @@ struct FitOptions {
   /// of the model's one Gaussian part; row-major.
   std::vector<double> init_weights, init_means, init_precisions;
   /// Restarts: restart 0 seeded with `seed`, restart r by a hash of (seed, r); the fit with the
-  /// best final log-likelihood is kept (the first of equals: FitResult::best_restart).
+  /// best final log-likelihood is kept (the first of equals: FitResult::best_restart; mean
+  /// log-likelihoods within 1e-10 relative count as equal, so that the rounding of a sum over
+  /// ranks cannot change which restart a distributed fit keeps).
   int n_init = 1;
   double reg_covar = 1e-6;     // added to variances / covariance diagonals
   double pseudo_count = 1e-3;  // categorical / bernoulli prior counts
