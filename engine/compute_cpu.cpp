@@ -1,5 +1,6 @@
 // The CPU Compute: packs the model and calls kernels/cpu.
 #include "engine/compute.hpp"
+#include "engine/prune_policy.hpp"
 #include "kernels/cpu/cpu_kernels.hpp"
 
 #include <mixle/error.hpp>
@@ -8,51 +9,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 
 namespace mixle::engine {
 namespace {
 
 constexpr const char* kNoTf32 = "precision tf32 is a CUDA tensor-core mode; the CPU kernels compute fp32 or fp64";
-
-/// Each row's anchor (kernels/cpu/cpu_kernels.hpp), kept between the passes of a fit over the
-/// same rows: resident rows, or each streamed chunk. Keyed by where the rows are and how many;
-/// a stale entry only costs speed, since anchors never change a pass's results.
-class AnchorStore {
- public:
-  struct Entry {
-    const void* data = nullptr;
-    std::vector<std::int32_t> anchors;  // −1: none yet (the first pass is dense and sets them)
-    bool anchored = false;              // a pass has set them
-    int skip = 0, backoff = 0;          // passes left to run dense, and the next such wait
-  };
-
-  Entry& for_rows(const Dataset& rows) {
-    for (Entry& e : entries_)
-      if (e.data == rows.data() && e.anchors.size() == rows.rows()) return e;
-    if (entries_.size() == kEntries) entries_.erase(entries_.begin());
-    entries_.push_back({rows.data(), std::vector<std::int32_t>(rows.rows(), -1)});
-    return entries_.back();
-  }
-
-  /// After a pass that pruned with anchors set: where it still evaluated most pairs (the
-  /// components overlap), the next passes over these rows run dense — 4, then 8, … up to 64 of
-  /// them before the next try — and a pass that prunes well ends the wait.
-  static void after_pruned_pass(Entry& e, const kernels::PassReport& report) {
-    if (report.pairs == 0) return;
-    const double share = static_cast<double>(report.evaluated_pairs) / static_cast<double>(report.pairs);
-    if (share <= kRetryShare) {
-      e.backoff = 0;
-      return;
-    }
-    e.backoff = e.backoff == 0 ? 4 : std::min(2 * e.backoff, 64);
-    e.skip = e.backoff;
-  }
-
- private:
-  static constexpr std::size_t kEntries = 16;
-  static constexpr double kRetryShare = 0.5;
-  std::vector<Entry> entries_;
-};
 
 class CpuCompute final : public Compute {
  public:
@@ -128,19 +90,18 @@ class CpuCompute final : public Compute {
   kernels::PassReport run(const Model& model, const Dataset& rows, std::vector<double>& stats) {
     const auto packed = pack_model<T>(model, rows.cols());
     kernels::cpu::Options options = weighted(rows);
-    AnchorStore::Entry* entry = prune_ == Prune::automatic ? &anchors_.for_rows(rows) : nullptr;
-    if (entry) {
-      // A pass waiting to try again records anchors only for the try (the one just before it).
-      options.prune = entry->skip == 0;
-      options.anchors = entry->skip <= 1 ? entry->anchors.data() : nullptr;
-      entry->skip = std::max(0, entry->skip - 1);
+    if (prune_ == Prune::automatic) {
+      const PrunePolicy::Pass pass = policy_.next(rows);
+      options.anchors = pass.anchors;
+      options.prune = pass.prune;
     }
+    const auto start = std::chrono::steady_clock::now();
     const kernels::PassReport report =
         rows.dtype() == DType::f32
             ? kernels::cpu::accumulate(packed.view, rows.as<float>(), rows.rows(), rows.cols(), stats.data(), options)
             : kernels::cpu::accumulate(packed.view, rows.as<double>(), rows.rows(), rows.cols(), stats.data(), options);
-    if (entry && options.prune && entry->anchored) AnchorStore::after_pruned_pass(*entry, report);
-    if (options.anchors) entry->anchored = true;
+    if (prune_ == Prune::automatic)
+      policy_.done(report, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return report;
   }
 
@@ -201,7 +162,7 @@ class CpuCompute final : public Compute {
 
   kernels::cpu::Options options_;
   Prune prune_;
-  AnchorStore anchors_;
+  PrunePolicy policy_;
 };
 
 }  // namespace

@@ -178,16 +178,13 @@ TEST(CpuPrunedPass, NonFiniteRowsReportedAsByTheDensePass) {
 }
 
 // Two equal components 20 apart (whitened) and rows on the segment between them, where the
-// triangle inequality is tight: the far component's log-density lies across the flush threshold
-// (40 nats below the near one's), ±0.08 nats in steps of 4·10⁻⁵, so some rows keep a
-// responsibility of ≈ e⁻⁴⁰ and others are flushed to +0. Pruning must keep the first, and prunes
-// the rows more than the bound's slack (0.025 nats, below) under the threshold. The means differ in
-// the first 15 of 20 dimensions (blocks of 5: every term of a block's distance counts); in the last
-// 5 they are equal and the rows lie 0.1 off them (a block whose Δ − ρs is negative, which the
-// bound cannot use: ½·5·0.1² = 0.025 nats of slack).
+// triangle inequality is tight: at fraction a, l₁ − l₀ = ½·400·(2a − 1), −40 at a = 0.4, and the
+// rows step across it, so some keep a responsibility of ≈ e⁻⁴⁰ for the far component and others
+// have it flushed to +0. Pruning must keep the first and prune some of the others. The means
+// differ in the first `apart` of D dimensions; in the others they are equal and the rows lie `off`
+// from them.
 template <class T>
-void at_the_threshold() {
-  constexpr int D = 20, apart = 15;
+void across_the_threshold(int D, int apart, double step, double off) {
   const double c = std::sqrt(400.0 / apart);  // ‖Δ‖ = 20
   Model model;
   model.weights = {0.5, 0.5};
@@ -195,20 +192,20 @@ void at_the_threshold() {
   g.family = Family::gaussian_diag;
   g.col_begin = 0;
   g.col_end = D;
-  g.mean.assign(2 * D, 0.0);
-  for (int d = 0; d < apart; ++d) g.mean[D + d] = c;
-  g.var.assign(2 * D, 1.0);
+  g.mean.assign(2 * static_cast<std::size_t>(D), 0.0);
+  for (int d = 0; d < apart; ++d) g.mean[static_cast<std::size_t>(D + d)] = c;
+  g.var.assign(2 * static_cast<std::size_t>(D), 1.0);
   model.parts = {g};
-  // Along the segment at fraction a: l₁ − l₀ = ½·400·(2a − 1) = −40 at a = 0.4.
   constexpr std::size_t rows = 4096;
-  std::vector<double> x(rows * D);
+  std::vector<double> x(rows * static_cast<std::size_t>(D));
   for (std::size_t i = 0; i < rows; ++i) {
-    const double a = 0.4 + (static_cast<double>(i) - rows / 2.0) * 1e-7;
-    for (int d = 0; d < D; ++d) x[i * D + d] = d < apart ? c * a : 0.1;
+    const double a = 0.4 + (static_cast<double>(i) - rows / 2.0) * step;
+    for (int d = 0; d < D; ++d) x[i * D + d] = d < apart ? c * a : off;
   }
-  const auto packed = engine::pack_model<T>(model, D);
+  const auto packed = engine::pack_model<T>(model, static_cast<std::size_t>(D));
   std::vector<double> resp(rows * 2);
-  kernels::cpu::score(packed.view, x.data(), rows, D, nullptr, resp.data(), kernels::cpu::Options{});
+  kernels::cpu::score(packed.view, x.data(), rows, static_cast<std::size_t>(D), nullptr, resp.data(),
+                      kernels::cpu::Options{});
   int kept = 0, flushed = 0;
   for (std::size_t i = 0; i < rows; ++i) (resp[i * 2 + 1] > 0.0 ? kept : flushed) += 1;
   ASSERT_GT(kept, 0) << "no row keeps the far component: the case misses the threshold";
@@ -218,36 +215,20 @@ void at_the_threshold() {
   EXPECT_GE(share * 2 * rows, static_cast<double>(rows + kept)) << "a pair with r > 0 was pruned";
 }
 
-// The same segment in 4 dimensions with nothing off it: the bound is tight there up to its
-// rounding margins, and the rows step 8·10⁻⁷ nats across the threshold, so a margin taken too
-// thin (the flush gap's 2⁻¹⁶, the log-density's γ) prunes rows whose r is ≈ e⁻⁴⁰, not 0.
+// 20 dimensions in blocks of 5 (every term of a block's distance counts), the last 5 with equal
+// means and the rows 0.1 off them (a block whose Δ − ρs is negative, which the bound cannot use:
+// ½·5·0.1² = 0.025 nats of slack); the rows step 4·10⁻⁵ nats over ±0.08 nats.
+template <class T>
+void at_the_threshold() {
+  across_the_threshold<T>(20, 15, 1e-7, 0.1);
+}
+
+// 4 dimensions, all on the segment: the bound is tight up to its rounding margins, and the rows
+// step 8·10⁻⁷ nats, so a margin taken too thin (the flush gap's 2⁻¹⁶, the log-density's γ)
+// prunes rows whose r is ≈ e⁻⁴⁰, not 0.
 template <class T>
 void tight_at_the_threshold() {
-  constexpr int D = 4;
-  Model model;
-  model.weights = {0.5, 0.5};
-  Part g;
-  g.family = Family::gaussian_diag;
-  g.col_begin = 0;
-  g.col_end = D;
-  g.mean = {0, 0, 0, 0, 10, 10, 10, 10};  // ‖Δ‖ = 20
-  g.var.assign(2 * D, 1.0);
-  model.parts = {g};
-  constexpr std::size_t rows = 4096;
-  std::vector<double> x(rows * D);
-  for (std::size_t i = 0; i < rows; ++i) {
-    const double a = 0.4 + (static_cast<double>(i) - rows / 2.0) * 1e-9;
-    for (int d = 0; d < D; ++d) x[i * D + d] = 10.0 * a;
-  }
-  const auto packed = engine::pack_model<T>(model, D);
-  std::vector<double> resp(rows * 2);
-  kernels::cpu::score(packed.view, x.data(), rows, D, nullptr, resp.data(), kernels::cpu::Options{});
-  int kept = 0;
-  for (std::size_t i = 0; i < rows; ++i) kept += resp[i * 2 + 1] > 0.0;
-  ASSERT_GT(kept, 0);
-  ASSERT_LT(kept, static_cast<int>(rows));
-  const double share = pruned_share<T>(model, x, rows, D);
-  EXPECT_LT(share, 1.0) << "nothing pruned";
+  across_the_threshold<T>(4, 4, 1e-9, 0.0);
 }
 
 TEST(CpuPrunedPass, PairsAtTheFlushThresholdFp32) { at_the_threshold<float>(); }
